@@ -1,0 +1,140 @@
+"""Tables. Timestamps are Unix seconds (OpenAI's convention); ids are prefixed strings (file-…, ftjob-…).
+
+Job status moves only through guarded UPDATEs in api.services.jobs, so a cancel and a worker's write can never
+race into an impossible state.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+import time
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+DEFAULT_PROJECT = "proj-default"
+
+
+def now() -> int:
+    return int(time.time())
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(12)}"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class JobStatus(enum.StrEnum):
+    validating_files = "validating_files"
+    queued = "queued"
+    running = "running"
+    cancelling = "cancelling"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+TERMINAL = frozenset({JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled})
+
+
+class File(Base):
+    __tablename__ = "files"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(64), index=True)
+    filename: Mapped[str] = mapped_column(String(512))
+    purpose: Mapped[str] = mapped_column(String(32))
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    row_count: Mapped[int] = mapped_column(Integer)
+    sha256: Mapped[str] = mapped_column(String(64))
+    object_key: Mapped[str] = mapped_column(String(1024))
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(64), index=True)
+    model: Mapped[str] = mapped_column(String(256))
+    training_file: Mapped[str] = mapped_column(ForeignKey("files.id"))
+    validation_file: Mapped[str | None] = mapped_column(ForeignKey("files.id"))
+    seed: Mapped[int] = mapped_column(BigInteger)
+    suffix: Mapped[str | None] = mapped_column(String(64))
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
+    method: Mapped[dict[str, Any]] = mapped_column(JSON)  # as submitted, hyperparameters fully resolved
+    status: Mapped[str] = mapped_column(String(32), index=True)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    fine_tuned_model: Mapped[str | None] = mapped_column(String(256))
+    trained_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    total_steps: Mapped[int] = mapped_column(Integer)
+    steps_done: Mapped[int] = mapped_column(Integer, default=0)
+    # Worker lease: a claim bumps the epoch (fencing token); writes carrying an older epoch are refused.
+    lease_epoch: Mapped[int] = mapped_column(Integer, default=0)
+    lease_expires_at: Mapped[int | None] = mapped_column(BigInteger)
+    worker_id: Mapped[str | None] = mapped_column(String(256))
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    started_at: Mapped[int | None] = mapped_column(BigInteger)
+    finished_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class JobEvent(Base):
+    __tablename__ = "job_events"
+    __table_args__ = (
+        # One metrics event per step: a retried post can never duplicate a point of the curve.
+        Index(
+            "uq_job_events_metrics_step",
+            "job_id",
+            "step",
+            unique=True,
+            sqlite_where=text("type = 'metrics'"),
+            postgresql_where=text("type = 'metrics'"),
+        ),
+    )
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    level: Mapped[str] = mapped_column(String(8), default="info")
+    type: Mapped[str] = mapped_column(String(16), default="message")
+    message: Mapped[str] = mapped_column(Text)
+    step: Mapped[int | None] = mapped_column(Integer)
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+    __table_args__ = (UniqueConstraint("job_id", "step_number"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    step_number: Mapped[int] = mapped_column(Integer)
+    object_key: Mapped[str] = mapped_column(String(1024))
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)

@@ -1,0 +1,110 @@
+"""One error shape everywhere: ``{"error": {"type", "code", "message", "param"}}`` (OpenAI's, plus our code).
+
+Services raise ``ServiceError`` subclasses; the handlers below turn them, and FastAPI's own validation errors,
+into that shape, so a client never has to parse two kinds of error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class ErrorBody(BaseModel):
+    type: str
+    code: str | None = None
+    message: str
+    param: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class ServiceError(Exception):
+    status_code = 400
+    type = "invalid_request_error"
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+
+
+class InvalidRequest(ServiceError):
+    status_code = 400
+
+
+class Unauthorized(ServiceError):
+    status_code = 401
+    type = "authentication_error"
+
+
+class NotFound(ServiceError):
+    status_code = 404
+    type = "not_found_error"
+
+
+class Conflict(ServiceError):
+    status_code = 409
+    type = "conflict_error"
+
+
+class TooLarge(ServiceError):
+    status_code = 413
+
+
+class Unprocessable(ServiceError):
+    status_code = 422
+
+
+def error_json(status: int, type_: str, message: str, param: str | None, code: str | None) -> JSONResponse:
+    body = {"error": {"type": type_, "code": code, "message": message, "param": param}}
+    return JSONResponse(status_code=status, content=body)
+
+
+def _loc_to_param(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # Discriminated unions add the tag to the path (grader.python.source): drop it, users never wrote it.
+    return ".".join(p for p in parts if p not in ("python", "string_check"))
+
+
+def install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def _service(_: Request, exc: ServiceError) -> JSONResponse:
+        return error_json(exc.status_code, exc.type, exc.message, exc.param, exc.code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = jsonable_encoder(exc.errors())
+        first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
+        param = _loc_to_param(tuple(first.get("loc", ())))
+        message = f"{param}: {first['msg']}" if param else first["msg"]
+        if len(errs) > 1:
+            message += f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})"
+        return error_json(422, "invalid_request_error", message, param or None, "validation_error")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        type_ = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        return error_json(exc.status_code, type_, str(exc.detail), None, None)
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": desc}
+    for code, desc in {
+        400: "Bad request",
+        401: "Missing or wrong API key",
+        404: "Not found",
+        409: "Conflict with the object's state",
+        413: "Upload too large",
+        422: "Invalid parameters",
+    }.items()
+}

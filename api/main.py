@@ -1,0 +1,53 @@
+"""FastAPI application factory. The lifespan builds the engine, the object store and the Celery producer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from api.db.session import make_engine, make_sessionmaker
+from api.errors import install_handlers
+from api.queue import make_producer
+from api.routes import files, internal, jobs, models
+from api.settings import Settings, get_settings
+from api.storage import make_store
+
+
+def _operation_id(route: APIRoute) -> str:
+    """Stable operation ids so the generated client reads ``jobs.create_job(...)``."""
+    return route.name
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = make_engine(settings.db_url)
+        app.state.settings = settings
+        app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.store = make_store(settings)
+        app.state.producer = make_producer(settings)
+        settings.internal_token  # noqa: B018 - create the embedded worker token before any worker asks
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="RFT service",
+        version="0.1.0",
+        description="Reinforcement fine-tuning (GRPO) as a service, in the shape of OpenAI's fine-tuning API.",
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+    )
+    install_handlers(app)
+    for router in (files.router, jobs.router, models.router, internal.router):
+        app.include_router(router)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,1 @@
+"""Thin routes: parse the request, call a service, shape the answer."""

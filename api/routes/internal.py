@@ -1,0 +1,85 @@
+"""Worker endpoints (token-authenticated). Workers hold no database credentials: they talk to these."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from api.deps import SessionDep, SettingsDep, require_worker
+from api.errors import ERROR_RESPONSES
+from api.schemas.internal import (
+    CheckpointRequest,
+    ClaimRequest,
+    ClaimResponse,
+    EventsRequest,
+    Fenced,
+    FinishRequest,
+    HeartbeatResponse,
+)
+from api.services import files as files_svc
+from api.services import jobs as svc
+
+router = APIRouter(
+    prefix="/internal/jobs",
+    tags=["internal"],
+    dependencies=[Depends(require_worker)],
+    responses=ERROR_RESPONSES,
+    include_in_schema=False,
+)
+
+
+@router.post("/{job_id}/claim")
+def claim(job_id: str, body: ClaimRequest, session: SessionDep, settings: SettingsDep) -> ClaimResponse:
+    job = svc.claim_job(session, job_id, body.worker_id, settings.lease_seconds)
+    train = files_svc.get_file(session, job.project_id, job.training_file)
+    val = files_svc.get_file(session, job.project_id, job.validation_file) if job.validation_file else None
+    rl = job.method["reinforcement"]
+    return ClaimResponse(
+        job_id=job.id,
+        epoch=job.lease_epoch,
+        lease_expires_at=job.lease_expires_at or 0,
+        model=job.model,
+        seed=job.seed,
+        hyperparameters=rl["hyperparameters"],
+        grader=rl["grader"],
+        training_file_key=train.object_key,
+        validation_file_key=val.object_key if val else None,
+        total_steps=job.total_steps,
+    )
+
+
+@router.post("/{job_id}/heartbeat")
+def heartbeat(job_id: str, body: Fenced, session: SessionDep, settings: SettingsDep) -> HeartbeatResponse:
+    job = svc.heartbeat(session, job_id, body.epoch, settings.lease_seconds)
+    return HeartbeatResponse(
+        status=job.status,
+        cancel_requested=job.status == "cancelling",
+        lease_expires_at=job.lease_expires_at or 0,
+    )
+
+
+@router.post("/{job_id}/events")
+def events(job_id: str, body: EventsRequest, session: SessionDep, settings: SettingsDep) -> dict[str, int]:
+    return {"added": svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)}
+
+
+@router.post("/{job_id}/checkpoints")
+def checkpoint(job_id: str, body: CheckpointRequest, session: SessionDep, settings: SettingsDep) -> dict[str, str]:
+    ckpt = svc.register_checkpoint(
+        session, job_id, body.epoch, body.step_number, body.object_key, body.metrics, settings.lease_seconds
+    )
+    return {"id": ckpt.id}
+
+
+@router.post("/{job_id}/finish")
+def finish(job_id: str, body: FinishRequest, session: SessionDep, settings: SettingsDep) -> dict[str, str]:
+    job = svc.finish_job(
+        session,
+        job_id,
+        body.epoch,
+        body.status,
+        error_code=body.error_code,
+        error_message=body.error_message,
+        trained_tokens=body.trained_tokens,
+        lease_seconds=settings.lease_seconds,
+    )
+    return {"status": job.status}

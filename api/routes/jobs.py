@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+
+from api.db.models import Checkpoint as CheckpointRow
+from api.db.models import Job as JobRow
+from api.db.models import JobEvent as EventRow
+from api.deps import CurrentProject, SessionDep, StoreDep
+from api.errors import ERROR_RESPONSES
+from api.queue import enqueue_run_job
+from api.schemas.common import ListResponse
+from api.schemas.jobs import Checkpoint, Job, JobCreate, JobError, JobEvent
+from api.services import jobs as svc
+
+router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
+Limit = Annotated[int, Query(ge=1, le=100)]
+
+
+def job_schema(row: JobRow) -> Job:
+    return Job(
+        id=row.id,
+        model=row.model,
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+        fine_tuned_model=row.fine_tuned_model,
+        organization_id=row.project_id,
+        status=row.status,
+        training_file=row.training_file,
+        validation_file=row.validation_file,
+        trained_tokens=row.trained_tokens,
+        seed=row.seed,
+        suffix=row.suffix,
+        metadata=row.metadata_,
+        error=JobError(**row.error) if row.error else None,
+        hyperparameters=row.method["reinforcement"]["hyperparameters"],
+        method=row.method,
+        total_steps=row.total_steps,
+        steps_done=row.steps_done,
+    )
+
+
+def event_schema(row: EventRow) -> JobEvent:
+    return JobEvent(
+        id=row.id,
+        created_at=row.created_at,
+        level=row.level,
+        message=row.message,
+        type=row.type,
+        data=row.data,
+    )
+
+
+def checkpoint_schema(row: CheckpointRow, job: JobRow) -> Checkpoint:
+    return Checkpoint(
+        id=row.id,
+        created_at=row.created_at,
+        fine_tuning_job_id=row.job_id,
+        step_number=row.step_number,
+        fine_tuned_model_checkpoint=f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}:ckpt-step-{row.step_number}",
+        metrics=row.metrics or {},
+    )
+
+
+@router.post("", status_code=201)
+def create_job(body: JobCreate, request: Request, session: SessionDep, project: CurrentProject) -> Job:
+    """Validate and queue a GRPO job. Unknown model: 400; unknown file: 404; bad hyperparameter: 422."""
+    producer = request.app.state.producer
+    job = svc.create_job(
+        session,
+        project_id=project,
+        body=body,
+        models_dir=request.app.state.settings.models_dir,
+        enqueue=lambda job_id: enqueue_run_job(producer, job_id),
+    )
+    return job_schema(job)
+
+
+@router.get("")
+def list_jobs(
+    session: SessionDep, project: CurrentProject, limit: Limit = 20, after: str | None = None
+) -> ListResponse[Job]:
+    rows, more = svc.list_jobs(session, project, limit=limit, after=after)
+    return ListResponse[Job].page([job_schema(r) for r in rows], more)
+
+
+@router.get("/{fine_tuning_job_id}")
+def retrieve_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> Job:
+    return job_schema(svc.get_job(session, project, fine_tuning_job_id))
+
+
+@router.post("/{fine_tuning_job_id}/cancel")
+def cancel_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> Job:
+    """Queued: cancelled at once. Running: ``cancelling`` until the worker stops after its current step."""
+    return job_schema(svc.cancel_job(session, project, fine_tuning_job_id))
+
+
+@router.get("/{fine_tuning_job_id}/events")
+def list_events(
+    fine_tuning_job_id: str,
+    session: SessionDep,
+    project: CurrentProject,
+    limit: Limit = 20,
+    after: str | None = None,
+) -> ListResponse[JobEvent]:
+    """Status messages and per-step metrics, newest first."""
+    rows, more = svc.list_events(session, project, fine_tuning_job_id, limit=limit, after=after)
+    return ListResponse[JobEvent].page([event_schema(r) for r in rows], more)
+
+
+@router.get("/{fine_tuning_job_id}/checkpoints")
+def list_checkpoints(
+    fine_tuning_job_id: str,
+    session: SessionDep,
+    project: CurrentProject,
+    limit: Limit = 10,
+    after: str | None = None,
+) -> ListResponse[Checkpoint]:
+    job = svc.get_job(session, project, fine_tuning_job_id)
+    rows, more = svc.list_checkpoints(session, project, fine_tuning_job_id, limit=limit, after=after)
+    return ListResponse[Checkpoint].page([checkpoint_schema(r, job) for r in rows], more)
+
+
+@router.get(
+    "/{fine_tuning_job_id}/checkpoints/{checkpoint_id}/content",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"application/x-tar": {}},
+            "description": "adapter_config.json and adapter_model.safetensors, loadable with PeftModel.from_pretrained",
+        }
+    },
+)
+def download_checkpoint(
+    fine_tuning_job_id: str, checkpoint_id: str, session: SessionDep, store: StoreDep, project: CurrentProject
+) -> StreamingResponse:
+    """The PEFT LoRA adapter of a checkpoint, as a tar."""
+    ckpt = svc.get_checkpoint(session, project, fine_tuning_job_id, checkpoint_id)
+    return StreamingResponse(
+        store.iter_bytes(ckpt.object_key),
+        media_type="application/x-tar",
+        headers={"Content-Disposition": f'attachment; filename="{ckpt.id}.tar"'},
+    )

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class FileObject(BaseModel):
+    """An uploaded JSONL dataset (OpenAI's ``file`` object, plus row count and sha256)."""
+
+    object: Literal["file"] = "file"
+    id: str
+    bytes: int
+    created_at: int
+    filename: str
+    purpose: str
+    status: Literal["processed"] = "processed"
+    row_count: int = Field(description="Training rows in the file (non-blank lines).")
+    sha256: str = Field(description="SHA-256 of the uploaded bytes.")

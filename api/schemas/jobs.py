@@ -1,0 +1,99 @@
+"""Fine-tuning job shapes: OpenAI's ``fine_tuning.job`` with ``method.type = "reinforcement"``.
+
+GRPO's hyperparameters (group_size, beta, epsilon, lora, …) sit beside OpenAI's in
+``method.reinforcement.hyperparameters`` and are validated by grpo_core's own config model, so the API accepts
+exactly what the worker will run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grpo_core.config import GRPOConfig
+from grpo_core.rewards.schemas import GraderSpec
+
+
+class ReinforcementMethod(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    grader: GraderSpec = Field(description="How a completion is scored (OpenAI grader JSON).")
+    hyperparameters: GRPOConfig = Field(default_factory=GRPOConfig)
+
+
+class Method(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["reinforcement"] = Field(description="Only reinforcement (GRPO) jobs are run by this service.")
+    reinforcement: ReinforcementMethod
+
+
+class JobCreate(BaseModel):
+    """Body of ``POST /v1/fine_tuning/jobs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1, max_length=256, description="A base model id from GET /v1/models.")
+    training_file: str = Field(min_length=1, description="Id of an uploaded JSONL file (purpose fine-tune).")
+    validation_file: str | None = None
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Makes sampling and LoRA init repeatable.")
+    suffix: str | None = Field(None, max_length=64)
+    metadata: dict[str, str] | None = Field(None, max_length=16)
+    method: Method
+
+
+class JobError(BaseModel):
+    code: str
+    message: str
+    param: str | None = None
+
+
+class Job(BaseModel):
+    """A fine-tuning job (``fine_tuning.job``)."""
+
+    object: Literal["fine_tuning.job"] = "fine_tuning.job"
+    id: str
+    model: str
+    created_at: int
+    finished_at: int | None
+    fine_tuned_model: str | None
+    organization_id: str
+    status: Literal["validating_files", "queued", "running", "cancelling", "succeeded", "failed", "cancelled"]
+    training_file: str
+    validation_file: str | None
+    result_files: list[str] = Field(default_factory=list)
+    trained_tokens: int | None
+    seed: int
+    suffix: str | None
+    metadata: dict[str, str] | None
+    error: JobError | None
+    hyperparameters: dict[str, Any] = Field(description="The resolved GRPO hyperparameters the job runs with.")
+    method: dict[str, Any]
+    estimated_finish: int | None = None
+    total_steps: int = Field(description="Optimizer steps the job will take.")
+    steps_done: int = Field(description="Optimizer steps finished so far.")
+
+
+class JobEvent(BaseModel):
+    """A status change or message (``type: message``) or one step's metrics (``type: metrics``)."""
+
+    object: Literal["fine_tuning.job.event"] = "fine_tuning.job.event"
+    id: str
+    created_at: int
+    level: Literal["info", "warn", "error"]
+    message: str
+    type: Literal["message", "metrics"]
+    data: dict[str, Any] | None = None
+
+
+class Checkpoint(BaseModel):
+    """A saved LoRA adapter (``fine_tuning.job.checkpoint``); its content is a tar of the PEFT files."""
+
+    object: Literal["fine_tuning.job.checkpoint"] = "fine_tuning.job.checkpoint"
+    id: str
+    created_at: int
+    fine_tuned_model_checkpoint: str
+    fine_tuning_job_id: str
+    step_number: int
+    metrics: dict[str, Any]

@@ -1,0 +1,101 @@
+"""Service settings from environment variables (pydantic-settings), shared by the API and the worker.
+
+Defaults run everything on one machine with no service: a SQLite file, a filesystem Celery transport and a
+local-folder object store, all under ``STATE_DIR``. Setting ``DATABASE_URL``, ``BROKER_URL`` and
+``S3_ENDPOINT_URL`` (+ bucket and credentials) switches to Postgres, Redis and S3 with no code change.
+This module imports neither FastAPI nor SQLAlchemy, so the worker can use it without the API's DB layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    state_dir: Path = Field(Path(".state"), description="Where the embedded defaults keep their files.")
+    database_url: str | None = Field(None, description="SQLAlchemy URL; default sqlite:///<state_dir>/rft.db")
+    broker_url: str | None = Field(None, description="Celery broker; default a filesystem transport in state_dir")
+    # Object store: a local folder unless S3_ENDPOINT_URL or S3_BUCKET is set.
+    s3_endpoint_url: str | None = None
+    s3_bucket: str | None = None
+    s3_region: str = "us-east-1"
+    aws_access_key_id: str | None = None
+    aws_secret_access_key: str | None = None
+    object_store_dir: Path | None = Field(None, description="Local object store; default <state_dir>/objects")
+    model_catalog_dir: Path | None = Field(
+        None, description="Base models, one HF folder each; default <state_dir>/models"
+    )
+    api_key: str | None = Field(None, description="Bearer key for the public API; unset = open (local use only).")
+    worker_token: str | None = Field(None, description="Shared secret of the internal worker API.")
+    api_url: str = Field("http://127.0.0.1:8000", description="Where workers reach the API.")
+    max_upload_bytes: int = Field(512 * 1024 * 1024, description="Largest accepted upload.")
+    lease_seconds: int = Field(600, description="A running job's lease; the worker renews it between steps.")
+    work_dir: Path | None = Field(None, description="Worker scratch space; default <state_dir>/work")
+
+    def _state(self, name: str) -> Path:
+        path = self.state_dir / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def db_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{(self.state_dir / 'rft.db').resolve()}"
+
+    @property
+    def celery_broker_url(self) -> str:
+        return self.broker_url or "filesystem://"
+
+    @property
+    def broker_transport_options(self) -> dict:
+        """Folders of the filesystem transport (ignored by other brokers)."""
+        if self.broker_url:
+            return {}
+        folder = str(self._state("broker").resolve())
+        return {"data_folder_in": folder, "data_folder_out": folder, "processed_folder": folder}
+
+    @property
+    def objects_dir(self) -> Path:
+        return self.object_store_dir or self._state("objects")
+
+    @property
+    def models_dir(self) -> Path:
+        return self.model_catalog_dir or self._state("models")
+
+    @property
+    def scratch_dir(self) -> Path:
+        return self.work_dir or self._state("work")
+
+    @property
+    def internal_token(self) -> str:
+        """The worker token; on the embedded defaults one is generated once and kept (0600) in state_dir."""
+        if self.worker_token:
+            return self.worker_token
+        path = self.state_dir / "worker_token"
+        if not path.exists():
+            # API and worker may start together: write aside, then link into place (first one wins).
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".worker_token.{os.getpid()}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(secrets.token_urlsafe(32))
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+            tmp.unlink()
+        return path.read_text().strip()
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,114 @@
+"""Object store: a local folder by default, any S3-compatible server through boto3 otherwise.
+
+Both the API (uploads, downloads) and the worker (datasets in, checkpoints out) use it; it imports neither
+FastAPI nor SQLAlchemy. Writes are whole-object (a local write goes to a temp file renamed into place), so a
+reader never sees half an object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+from api.settings import Settings
+
+CHUNK = 1024 * 1024
+
+
+class ObjectStore(Protocol):
+    def put_file(self, key: str, path: Path) -> None: ...
+
+    def get_file(self, key: str, path: Path) -> None: ...
+
+    def iter_bytes(self, key: str) -> Iterator[bytes]: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def delete(self, key: str) -> None: ...
+
+
+class LocalStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if not path.is_relative_to(self.root):
+            raise ValueError(f"object key escapes the store: {key!r}")
+        return path
+
+    def put_file(self, key: str, path: Path) -> None:
+        dest = self._path(key)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+        os.close(fd)
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, dest)
+
+    def get_file(self, key: str, path: Path) -> None:
+        shutil.copyfile(self._path(key), path)
+
+    def iter_bytes(self, key: str) -> Iterator[bytes]:
+        with self._path(key).open("rb") as fh:
+            while chunk := fh.read(CHUNK):
+                yield chunk
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(key).unlink()
+
+
+class S3Store:
+    def __init__(self, settings: Settings) -> None:
+        import boto3
+
+        if not settings.s3_bucket:
+            raise ValueError("S3_BUCKET must be set when S3_ENDPOINT_URL is")
+        self.bucket = settings.s3_bucket
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=settings.s3_endpoint_url,
+            region_name=settings.s3_region,
+            aws_access_key_id=settings.aws_access_key_id,
+            aws_secret_access_key=settings.aws_secret_access_key,
+        )
+
+    def put_file(self, key: str, path: Path) -> None:
+        self.client.upload_file(str(path), self.bucket, key)
+
+    def get_file(self, key: str, path: Path) -> None:
+        self.client.download_file(self.bucket, key, str(path))
+
+    def iter_bytes(self, key: str) -> Iterator[bytes]:
+        body: BinaryIO = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        while chunk := body.read(CHUNK):
+            yield chunk
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+
+
+def make_store(settings: Settings) -> ObjectStore:
+    if settings.s3_endpoint_url or settings.s3_bucket:
+        return S3Store(settings)
+    return LocalStore(settings.objects_dir)

@@ -1,0 +1,107 @@
+"""The training configuration a job runs with: validated by the API before queueing, run as-is by the worker.
+
+This module imports pydantic only (never torch or transformers), so the API can validate exactly the config the
+worker will execute without pulling the training stack into its image. A test asserts that.
+
+Field defaults follow DeepSeekMath's GRPO (Shao et al., 2024, arXiv:2402.03300, §4.1) scaled down to what a
+LoRA run on a small model needs; every range is checked here so a bad value is a 422 at submission, not a
+failure an hour into a GPU run.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+_AUTO_FIELDS = {"n_epochs", "batch_size", "learning_rate", "group_size", "max_completion_tokens"}
+
+
+class LoraConfig(BaseModel):
+    """Low-rank adapter shape (Hu et al., 2021, arXiv:2106.09685). The adapter is what users download."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int = Field(16, ge=1, le=256, description="LoRA rank r.")
+    alpha: float = Field(32.0, gt=0, le=1024, description="LoRA scaling numerator; the update is scaled by alpha/r.")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout on the LoRA input.")
+    target_modules: list[str] | Literal["all-linear"] = Field(
+        "all-linear",
+        description="Module names to adapt, or 'all-linear' for every linear layer but the head.",
+    )
+
+
+class GRPOConfig(BaseModel):
+    """Hyperparameters of one GRPO run.
+
+    The objective (Shao et al., 2024, eq. 3) per prompt q with G sampled completions o_i:
+        J = 1/G Σ_i 1/|o_i| Σ_t [ min(ρ_it Â_i, clip(ρ_it, 1-ε, 1+ε_high) Â_i) - β KL_k3(π_θ || π_ref)_it ]
+    with ρ = π_θ/π_old per token and Â_i = (r_i - mean_g r) / (std_g r + 1e-4).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    group_size: int = Field(8, ge=2, le=256, description="G: completions sampled per prompt.")
+    batch_size: int = Field(4, ge=1, le=256, description="Prompts per optimizer step (the step uses batch_size×G).")
+    learning_rate: float = Field(1e-5, gt=0, le=1e-2, description="AdamW learning rate for the LoRA weights.")
+    beta: float = Field(
+        0.04,
+        ge=0,
+        le=10,
+        description="β: k3 KL coefficient against the base model (adapter disabled). 0 skips it.",
+    )
+    epsilon: float = Field(0.2, gt=0, le=1, description="ε: lower clip of the importance ratio (PPO).")
+    epsilon_high: float | None = Field(
+        None, gt=0, le=10, description="Upper clip (DAPO's clip-higher, 0.28); defaults to epsilon."
+    )
+    n_epochs: int = Field(1, ge=1, le=100, description="Passes over the training file; ignored when max_steps is set.")
+    max_steps: int | None = Field(None, ge=1, le=1_000_000, description="Optimizer steps; overrides n_epochs.")
+    max_completion_tokens: int = Field(128, ge=1, le=32768, description="Longest completion sampled.")
+    max_prompt_tokens: int = Field(1024, ge=8, le=131072, description="Prompts longer than this are rejected.")
+    temperature: float = Field(
+        1.0, gt=0, le=2.0, description="Sampling temperature; also divides the logits when scoring log-probs."
+    )
+    top_p: float = Field(1.0, gt=0, le=1.0, description="Nucleus sampling.")
+    weight_decay: float = Field(0.0, ge=0, le=1.0, description="AdamW weight decay.")
+    max_grad_norm: float = Field(1.0, gt=0, le=1e6, description="Gradient clipping by global norm.")
+    micro_batch_size: int = Field(
+        8,
+        ge=1,
+        le=4096,
+        description="Sequences per forward/backward; the gradient equals the full-batch one.",
+    )
+    checkpoint_interval: int = Field(
+        0, ge=0, le=1_000_000, description="Save and upload the adapter every N steps; 0 = only at the end."
+    )
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    precision: Literal["fp32", "bf16"] = Field(
+        "fp32",
+        description="bf16 autocast for sampling and update (fast on recent CPUs and GPUs); fp32 is exact.",
+    )
+    sample_log_count: int = Field(
+        4, ge=0, le=256, description="Rollouts per step kept in the metrics event for inspection."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _openai_auto(cls, data: object) -> object:
+        """OpenAI's hyperparameters accept "auto": it means our default."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if not (v == "auto" and k in _AUTO_FIELDS)}
+        return data
+
+    @model_validator(mode="after")
+    def _clip_order(self) -> GRPOConfig:
+        if self.epsilon_high is not None and self.epsilon_high < self.epsilon:
+            raise ValueError("epsilon_high must be >= epsilon")
+        return self
+
+    @property
+    def clip_high(self) -> float:
+        return self.epsilon if self.epsilon_high is None else self.epsilon_high
+
+    def total_steps(self, n_rows: int) -> int:
+        """Optimizer steps the run will take over ``n_rows`` prompts (a partial last batch counts as a step)."""
+        if self.max_steps is not None:
+            return self.max_steps
+        return self.n_epochs * -(-n_rows // self.batch_size)

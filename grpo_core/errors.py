@@ -1,0 +1,8 @@
+"""Exceptions whose message is meant for the job's owner (bad data, bad grader), as opposed to infrastructure.
+
+The worker reports a ``UserError`` as the job's failure reason verbatim and never retries it.
+"""
+
+
+class UserError(Exception):
+    """Something the user must fix in their job: the message says what and where."""

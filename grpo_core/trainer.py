@@ -1,0 +1,248 @@
+"""The GRPO loop: one visible ``for`` over optimizer steps.
+
+Each step: take ``batch_size`` prompts -> sample G completions each (one batched generate) -> score them with the
+graders (sum of grader scores; None if any grader could not score) -> group-relative advantages -> per-token
+log-probs of the completions under the policy (and, when β > 0, under the base model: the same weights with the
+LoRA adapter disabled, so no second copy of the model) -> clipped surrogate + β·k3 -> AdamW on the LoRA weights.
+
+This is the on-policy case μ = 1: the rollout is used for exactly one optimizer step, so π_old = π_θ at update
+time and no extra forward pass is spent on old log-probs (ratio = exp(logp − logp.detach())).
+The model is kept in eval mode throughout (no dropout), so the ratio is exactly 1 in value.
+
+The trainer never knows about HTTP, queues or object stores: progress leaves through ``Callbacks``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from grpo_core.advantages import group_advantages, zero_std_fraction
+from grpo_core.checkpoint import load_checkpoint, save_checkpoint
+from grpo_core.config import GRPOConfig
+from grpo_core.data import batches, prompt_text, take
+from grpo_core.errors import UserError
+from grpo_core.logprobs import completion_logprobs
+from grpo_core.loss import LossInputs, policy_loss
+from grpo_core.rewards.graders import Grader
+from grpo_core.rollout import Rollout, sample
+
+
+class Callbacks(Protocol):
+    """How the loop reports; every method is called from the training thread between steps."""
+
+    def on_message(self, message: str, level: str = "info") -> None: ...
+
+    def on_step(self, metrics: dict[str, Any]) -> None: ...
+
+    def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None: ...
+
+    def should_stop(self) -> bool: ...
+
+
+@dataclass
+class TrainResult:
+    steps_done: int
+    total_steps: int
+    stopped: bool  # should_stop() ended the run early
+    final_checkpoint: Path | None
+    last_metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int) -> tuple[Any, Any]:
+    """Base model in fp32 with a fresh LoRA adapter (initialised from ``seed``) and its tokenizer."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    base.eval()
+    torch.manual_seed(seed)
+    lora = LoraConfig(
+        r=cfg.lora.rank,
+        lora_alpha=cfg.lora.alpha,
+        lora_dropout=cfg.lora.dropout,
+        target_modules=cfg.lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
+    model = get_peft_model(base, lora)
+    model.eval()
+    return model, tokenizer
+
+
+def score(
+    graders: Sequence[Grader], texts: list[str], rows: list[dict[str, Any]]
+) -> tuple[torch.Tensor, dict[str, list[float | None]], list[str]]:
+    """Total reward per sample (NaN when any grader failed on it), per-grader scores, and error messages."""
+    per_grader: dict[str, list[float | None]] = {}
+    errors: list[str] = []
+    total = torch.zeros(len(texts), dtype=torch.float64)
+    for g in graders:
+        res = g.score(texts, rows)
+        per_grader[g.name] = res.scores
+        errors += [f"grader {g.name!r} {e}" for e in res.errors if e]
+        total += torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64)
+    return total.float(), per_grader, errors
+
+
+def _nanmean(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _update(
+    model: Any, ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, autocast: torch.dtype | None
+) -> dict[str, float]:
+    """One optimizer step's gradient, accumulated over micro-batches (seq-mean-token-mean is invariant)."""
+    n = ro.completion_ids.shape[0]
+    sums = {"tokens": 0.0, "clipped_tokens": 0.0, "kl_sum": 0.0, "loss": 0.0}
+    for lo in range(0, n, cfg.micro_batch_size):
+        sl = slice(lo, lo + cfg.micro_batch_size)
+        cmask = ro.completion_mask[sl]
+        c_len = max(int(cmask.sum(dim=1).max()), 1)  # drop all-padding tail columns
+        pmask = ro.prompt_mask[sl]
+        p_start = int((pmask.sum(dim=0) == 0).sum())  # drop all-padding head columns (left padding)
+        args = (
+            ro.prompt_ids[sl, p_start:],
+            pmask[:, p_start:],
+            ro.completion_ids[sl, :c_len],
+            cmask[:, :c_len],
+        )
+        ref = None
+        with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
+            if cfg.beta > 0:
+                with torch.no_grad(), model.disable_adapter():
+                    ref = completion_logprobs(model, *args, temperature=cfg.temperature)
+            logp = completion_logprobs(model, *args, temperature=cfg.temperature)
+        out = policy_loss(
+            LossInputs(logp=logp, old_logp=logp.detach(), advantages=adv[sl], mask=args[3].float(), ref_logp=ref),
+            epsilon=cfg.epsilon,
+            epsilon_high=cfg.clip_high,
+            beta=cfg.beta,
+            n_sequences=n,
+        )
+        out.loss.backward()
+        sums["loss"] += float(out.loss.detach())
+        for k in ("tokens", "clipped_tokens", "kl_sum"):
+            sums[k] += out.metrics[k]
+    return sums
+
+
+def train(
+    cfg: GRPOConfig,
+    model_dir: Path,
+    rows: list[dict[str, Any]],
+    graders: Sequence[Grader],
+    *,
+    callbacks: Callbacks,
+    work_dir: Path,
+    seed: int = 0,
+    resume_from: Path | None = None,
+) -> TrainResult:
+    """Run GRPO on ``rows`` and return when done, stopped, or raise (UserError for the user's mistakes)."""
+    if not rows:
+        raise UserError("the training file has no rows")
+    model, tokenizer = load_policy(model_dir, cfg, seed)
+    prompts_all = [prompt_text(r, tokenizer) for r in rows]
+    for i, p in enumerate(prompts_all):
+        n_tok = len(tokenizer(p, add_special_tokens=False)["input_ids"])
+        if n_tok > cfg.max_prompt_tokens:
+            raise UserError(
+                f"training row {i + 1}: prompt is {n_tok} tokens, over max_prompt_tokens={cfg.max_prompt_tokens}"
+            )
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    total = cfg.total_steps(len(rows))
+    start = 0
+    if resume_from is not None:
+        start = load_checkpoint(model, optimizer, resume_from)
+        callbacks.on_message(f"Resumed from step {start}")
+    autocast = torch.bfloat16 if cfg.precision == "bf16" else None
+    G = cfg.group_size
+    batch_iter = batches(len(rows), cfg.batch_size, seed, start_step=start)
+    last: dict[str, Any] = {}
+    final_ckpt: Path | None = None
+    step = start
+    while step < total:
+        if callbacks.should_stop():
+            return TrainResult(step, total, True, final_ckpt, last)
+        t0 = time.perf_counter()
+        idx = next(batch_iter)
+        batch_rows = take(rows, idx)
+        ro = sample(
+            model,
+            tokenizer,
+            [prompts_all[i] for i in idx],
+            group_size=G,
+            max_new_tokens=cfg.max_completion_tokens,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            seed=seed * 1_000_003 + step,
+            autocast_dtype=autocast,
+        )
+        t1 = time.perf_counter()
+        rows_g = [r for r in batch_rows for _ in range(G)]
+        rewards, per_grader, errors = score(graders, ro.texts, rows_g)
+        if torch.isnan(rewards).all():
+            raise UserError(f"every sample of step {step + 1} failed to score; first error: {errors[0]}")
+        adv = group_advantages(rewards, G)
+        t2 = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        sums = _update(model, ro, adv, cfg, autocast)
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+        if not math.isfinite(grad_norm):
+            raise RuntimeError(f"non-finite gradient norm at step {step + 1}; lower learning_rate")
+        optimizer.step()
+        t3 = time.perf_counter()
+        step += 1
+
+        lengths = ro.completion_mask.sum(dim=1).float()
+        valid = rewards[~torch.isnan(rewards)]
+        last = {
+            "step": step,
+            "total_steps": total,
+            "train_reward_mean": float(valid.mean()),
+            "train_reward_std": float(valid.std()) if valid.numel() > 1 else 0.0,
+            "graders": {
+                name: {"train_reward_mean": _nanmean(s), "error_rate": sum(v is None for v in s) / len(s)}
+                for name, s in per_grader.items()
+            },
+            "frac_reward_zero_std": zero_std_fraction(rewards, G),
+            "loss": sums["loss"],
+            "kl": sums["kl_sum"] / max(sums["tokens"], 1.0) if cfg.beta > 0 else None,
+            "clip_ratio": sums["clipped_tokens"] / max(sums["tokens"], 1.0),
+            "grad_norm": grad_norm,
+            "learning_rate": cfg.learning_rate,
+            "completion_length_mean": float(lengths.mean()),
+            "truncated_ratio": float(ro.truncated.float().mean()),
+            "tokens": int(sums["tokens"]),
+            "timing": {
+                "sampling": round(t1 - t0, 3),
+                "scoring": round(t2 - t1, 3),
+                "training": round(t3 - t2, 3),
+                "full_iteration": round(t3 - t0, 3),
+            },
+            "samples": [
+                {
+                    "prompt": batch_rows[i // G].get("prompt", batch_rows[i // G].get("messages")),
+                    "completion": ro.texts[i],
+                    "reward": None if math.isnan(float(rewards[i])) else float(rewards[i]),
+                    "advantage": float(adv[i]),
+                }
+                for i in range(min(cfg.sample_log_count, len(ro.texts)))
+            ],
+            "grader_errors": errors[:3],
+        }
+        callbacks.on_step(last)
+        is_last = step == total
+        if is_last or (cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0):
+            path = save_checkpoint(model, optimizer, step, work_dir / f"step-{step:06d}")
+            callbacks.on_checkpoint(step, path, last, is_last)
+            final_ckpt = path
+    return TrainResult(step, total, False, final_ckpt, last)

@@ -1,0 +1,1 @@
+"""Celery worker: glue between the queue, the internal API, the object store and grpo_core."""

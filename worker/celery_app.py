@@ -1,0 +1,32 @@
+"""The worker's Celery app. Settings come from the same env vars as the API (api.settings, no DB import).
+
+acks_late + reject_on_worker_lost: a worker killed mid-job leaves its message to be redelivered, and prefetch 1
+keeps one GPU job per process. The redelivered copy can only claim the job once the lease has expired, so a
+duplicate delivery finds nothing to claim and exits quietly.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from api.settings import get_settings
+
+settings = get_settings()
+
+app = Celery("rft-worker", broker=settings.celery_broker_url, include=["worker.tasks"])
+app.conf.update(
+    broker_transport_options={
+        **settings.broker_transport_options,
+        # Redis: how long an unacked message waits before redelivery. The lease makes a redelivery harmless.
+        **({"visibility_timeout": 4 * 3600} if settings.broker_url else {}),
+    },
+    task_serializer="json",
+    accept_content=["json"],
+    task_ignore_result=True,
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_default_queue="gpu",
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+)

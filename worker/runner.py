@@ -1,0 +1,205 @@
+"""One run of one job: claim -> fetch inputs -> grpo_core.train -> report -> guarantee a terminal state.
+
+Per-run state lives in ``JobRun``; the Celery task is one line. Everything the user sees goes through the
+internal API (events, checkpoints, the final status); the object store is used directly for bytes. A heartbeat
+thread renews the lease while a long step runs and picks up cancellation, which the loop honours between steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tarfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from api.settings import Settings
+from api.storage import make_store
+from grpo_core.config import GRPOConfig
+from grpo_core.errors import UserError
+from grpo_core.models import resolve_model
+from grpo_core.rewards.python_runner import GraderError
+from grpo_core.rewards.schemas import GraderSpec
+from worker.client import InternalClient, StaleLease
+
+log = logging.getLogger(__name__)
+
+
+def _metrics_message(m: dict[str, Any]) -> str:
+    return (
+        f"Step {m['step']}/{m['total_steps']}: train mean reward={m['train_reward_mean']:.3f}, "
+        f"loss={m['loss']:.4f}, completion length={m['completion_length_mean']:.1f}, "
+        f"{m['timing']['full_iteration']:.1f}s"
+    )
+
+
+def metrics_event(m: dict[str, Any]) -> dict[str, Any]:
+    """A per-step metrics event in OpenAI's shape (``data.step``, ``data.scores``, ``data.timing``) plus ours."""
+    graders = [
+        {"name": n, "train_reward_mean": g["train_reward_mean"], "error_rate": g["error_rate"]}
+        for n, g in m["graders"].items()
+    ]
+    data = {
+        "step": m["step"],
+        "total_steps": m["total_steps"],
+        "scores": {"train_reward_mean": m["train_reward_mean"], "graders": graders},
+        "timing": {"step": m["timing"]},
+        **{
+            k: m[k]
+            for k in (
+                "train_reward_std",
+                "frac_reward_zero_std",
+                "loss",
+                "kl",
+                "clip_ratio",
+                "grad_norm",
+                "learning_rate",
+                "completion_length_mean",
+                "truncated_ratio",
+                "tokens",
+                "samples",
+                "grader_errors",
+            )
+        },
+    }
+    return {"type": "metrics", "step": m["step"], "message": _metrics_message(m), "data": data}
+
+
+def pack_adapter(ckpt_dir: Path, dest: Path) -> Path:
+    """Tar of the files ``PeftModel.from_pretrained`` needs (the training state stays private)."""
+    with tarfile.open(dest, "w") as tar:
+        for name in ("adapter_config.json", "adapter_model.safetensors"):
+            tar.add(ckpt_dir / name, arcname=name)
+    return dest
+
+
+class _Callbacks:
+    """grpo_core.trainer.Callbacks implemented over the internal API and the object store."""
+
+    def __init__(self, run: JobRun) -> None:
+        self.run = run
+        self.tokens = 0
+
+    def on_message(self, message: str, level: str = "info") -> None:
+        self.run.post_event(message, level=level)
+
+    def on_step(self, metrics: dict[str, Any]) -> None:
+        self.tokens += int(metrics.get("tokens", 0))
+        self.run.client.events(self.run.job_id, self.run.epoch, [metrics_event(metrics)])
+
+    def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None:
+        tar = pack_adapter(path, path.with_suffix(".tar"))
+        key = f"jobs/{self.run.job_id}/checkpoints/step-{step:06d}-e{self.run.epoch}.tar"
+        self.run.store.put_file(key, tar)
+        summary = {k: metrics.get(k) for k in ("step", "train_reward_mean", "loss", "kl", "completion_length_mean")}
+        self.run.client.checkpoint(self.run.job_id, self.run.epoch, step, key, summary)
+        tar.unlink()
+
+    def should_stop(self) -> bool:
+        return self.run.cancel_requested.is_set()
+
+
+class JobRun:
+    def __init__(self, job_id: str, settings: Settings) -> None:
+        self.job_id = job_id
+        self.settings = settings
+        self.client = InternalClient(settings.api_url, settings.internal_token)
+        self.store = make_store(settings)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.epoch = 0
+        self.cancel_requested = threading.Event()
+        self._done = threading.Event()
+
+    def post_event(self, message: str, level: str = "info") -> None:
+        self.client.events(self.job_id, self.epoch, [{"message": message, "level": level}])
+
+    def _heartbeat_loop(self) -> None:
+        interval = max(1.0, self.settings.lease_seconds / 4)
+        while not self._done.wait(interval):
+            try:
+                if self.client.heartbeat(self.job_id, self.epoch)["cancel_requested"]:
+                    self.cancel_requested.set()
+            except StaleLease:
+                log.warning("job %s: lease lost; stopping", self.job_id)
+                self.cancel_requested.set()
+                return
+            except Exception:  # a missed beat is not fatal; the lease outlives several intervals
+                log.exception("heartbeat failed for %s", self.job_id)
+
+    def run(self) -> None:
+        try:
+            claim = self.client.claim(self.job_id, self.worker_id)
+        except StaleLease as exc:
+            log.info("job %s not claimed: %s", self.job_id, exc)  # a duplicate delivery, or cancelled: nothing to do
+            return
+        self.epoch = claim["epoch"]
+        beat = threading.Thread(target=self._heartbeat_loop, name=f"heartbeat-{self.job_id}", daemon=True)
+        beat.start()
+        work = self.settings.scratch_dir / self.job_id / f"e{self.epoch}"
+        try:
+            status, extra = self._train(claim, work)
+            self.client.finish(self.job_id, self.epoch, status, **extra)
+        except StaleLease as exc:
+            log.warning("job %s: stopped writing, lease is stale: %s", self.job_id, exc)
+        finally:
+            self._done.set()
+            beat.join(timeout=5)
+            self.client.close()
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _train(self, claim: dict[str, Any], work: Path) -> tuple[str, dict[str, Any]]:
+        """Run training; map every failure to (status, error fields) a user can act on."""
+        callbacks = _Callbacks(self)
+        try:
+            result = self._run_training(claim, work, callbacks)
+        except StaleLease:
+            raise
+        except UserError as exc:
+            return "failed", {"error_code": "invalid_job", "error_message": str(exc)}
+        except GraderError as exc:
+            return "failed", {"error_code": "grader_error", "error_message": str(exc)}
+        except MemoryError:
+            return "failed", {
+                "error_code": "out_of_memory",
+                "error_message": "out of memory: lower group_size, batch_size, micro_batch_size or "
+                "max_completion_tokens",
+            }
+        except Exception as exc:
+            log.exception("job %s crashed", self.job_id)
+            return "failed", {"error_code": "internal_error", "error_message": f"{type(exc).__name__}: {exc}"}
+        if result.stopped:
+            self.post_event(f"Stopped after step {result.steps_done}/{result.total_steps} on cancel request")
+            return "cancelled", {"trained_tokens": callbacks.tokens}
+        return "succeeded", {"trained_tokens": callbacks.tokens}
+
+    def _run_training(self, claim: dict[str, Any], work: Path, callbacks: _Callbacks):  # type: ignore[no-untyped-def]
+        import torch
+
+        from grpo_core.data import read_jsonl
+        from grpo_core.rewards.graders import build_grader
+        from grpo_core.trainer import train
+
+        try:
+            cfg = GRPOConfig.model_validate(claim["hyperparameters"])
+            grader = build_grader(TypeAdapter(GraderSpec).validate_python(claim["grader"]))
+        except ValidationError as exc:
+            raise UserError(f"job spec is invalid: {exc}") from None
+        try:
+            model_dir = resolve_model(self.settings.models_dir, claim["model"])
+        except KeyError as exc:
+            raise UserError(f"this worker cannot train it: {exc.args[0]}") from None
+        work.mkdir(parents=True, exist_ok=True)
+        data = work / "train.jsonl"
+        self.store.get_file(claim["training_file_key"], data)
+        rows = read_jsonl(data)
+        torch.set_num_threads(max(1, os.cpu_count() or 1))
+        self.post_event(
+            f"Training {claim['model']} with GRPO: {claim['total_steps']} steps of "
+            f"{cfg.batch_size} prompts × {cfg.group_size} samples"
+        )
+        return train(cfg, model_dir, rows, [grader], callbacks=callbacks, work_dir=work / "ckpt", seed=claim["seed"])
