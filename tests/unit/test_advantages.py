@@ -1,0 +1,56 @@
+import math
+
+import pytest
+import torch
+
+from grpo_core.advantages import STD_EPS, group_advantages, zero_std_fraction
+
+
+def test_two_groups_by_hand() -> None:
+    # group 1: [1, 0] -> mean .5, sample std sqrt(.5); group 2: [2, 2, ...] handled in another test
+    r = torch.tensor([1.0, 0.0, 3.0, 1.0])
+    adv = group_advantages(r, 2)
+    s = math.sqrt(0.5)
+    expected = [
+        0.5 / (s + STD_EPS),
+        -0.5 / (s + STD_EPS),
+        1.0 / (math.sqrt(2.0) + STD_EPS),
+        -1.0 / (math.sqrt(2.0) + STD_EPS),
+    ]
+    assert adv.tolist() == pytest.approx(expected, rel=1e-6)
+
+
+def test_group_of_four_bessel() -> None:
+    r = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    # mean .25; deviations .75, -.25 x3; var (ddof=1) = (.5625 + 3*.0625)/3 = .25 -> std .5
+    adv = group_advantages(r, 4)
+    assert adv.tolist() == pytest.approx([0.75 / 0.5001, -0.25 / 0.5001, -0.25 / 0.5001, -0.25 / 0.5001], rel=1e-6)
+
+
+def test_equal_rewards_give_zero_advantage() -> None:
+    adv = group_advantages(torch.tensor([0.7, 0.7, 0.7]), 3)
+    assert adv.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_unscaled_is_mean_centred() -> None:
+    adv = group_advantages(torch.tensor([3.0, 1.0]), 2, scale=False)
+    assert adv.tolist() == [1.0, -1.0]
+
+
+def test_nan_rewards_are_left_out_and_get_zero() -> None:
+    r = torch.tensor([1.0, float("nan"), 0.0, 0.0])
+    adv = group_advantages(r, 4)
+    # valid [1, 0, 0]: mean 1/3, var ddof1 = ((2/3)^2 + 2*(1/3)^2)/2 = 1/3
+    std = math.sqrt(1 / 3)
+    assert adv[1].item() == 0.0
+    assert adv[0].item() == pytest.approx((2 / 3) / (std + STD_EPS), rel=1e-6)
+    assert adv[2].item() == pytest.approx((-1 / 3) / (std + STD_EPS), rel=1e-6)
+
+
+def test_rejects_ragged_batch() -> None:
+    with pytest.raises(ValueError, match="divisible"):
+        group_advantages(torch.zeros(5), 2)
+
+
+def test_zero_std_fraction() -> None:
+    assert zero_std_fraction(torch.tensor([1.0, 1.0, 0.0, 1.0]), 2) == 0.5

@@ -1,0 +1,159 @@
+"""The public API's validation and state rules, on a real SQLite schema built by Alembic (no services)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+
+from api.main import create_app
+from api.settings import Settings
+from tests.helpers import ARITH_ROWS, job_body, jsonl, migrate
+from tests.tiny_model import TINY_ID
+
+
+@pytest.fixture
+def settings(tmp_path: Path, catalog_dir: Path) -> Settings:
+    s = Settings(state_dir=tmp_path / "state", model_catalog_dir=catalog_dir, worker_token="t0k")
+    migrate(s.db_url)
+    return s
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def upload(client: TestClient, body: bytes, name: str = "d.jsonl") -> dict:
+    return client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": (name, body)}).json()
+
+
+def count(settings: Settings, table: str) -> int:
+    with create_engine(settings.db_url).connect() as conn:
+        return conn.execute(text(f"select count(*) from {table}")).scalar_one()
+
+
+def test_upload_stores_counts_and_hash(client: TestClient, settings: Settings) -> None:
+    body = jsonl(ARITH_ROWS) + b"\n"
+    f = upload(client, body)
+    assert f["object"] == "file" and f["row_count"] == len(ARITH_ROWS) and f["bytes"] == len(body)
+    import hashlib
+
+    assert f["sha256"] == hashlib.sha256(body).hexdigest()
+    assert client.get(f"/v1/files/{f['id']}").json()["id"] == f["id"]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"prompt": "a"}\n{"prompt": "b"\n', "line 2: not valid JSON"),
+        (b'{"prompt": "a"}\n\n[1, 2]\n', "line 3: expected a JSON object"),
+        (b'{"prompt": "a"}\n{"answer": "1"}\n', "line 2: a row needs a 'prompt' string or a 'messages' list"),
+        (b'{"prompt": "a"}\n{"prompt": "\xff"}\n', "line 2: not UTF-8"),
+        (b'{"messages": [{"role": "user"}]}\n', "line 1: messages[0] must be an object"),
+        (b"\n\n", "file has no rows"),
+    ],
+)
+def test_bad_jsonl_names_the_line_and_stores_nothing(
+    client: TestClient, settings: Settings, body: bytes, reason: str
+) -> None:
+    r = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("d.jsonl", body)})
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert reason in err["message"] and err["param"] == "file" and err["type"] == "invalid_request_error"
+    assert count(settings, "files") == 0
+    assert not any(p.is_file() for p in settings.objects_dir.rglob("*"))
+
+
+def test_upload_over_limit_is_413(tmp_path: Path, catalog_dir: Path) -> None:
+    s = Settings(state_dir=tmp_path / "s", model_catalog_dir=catalog_dir, max_upload_bytes=20)
+    migrate(s.db_url)
+    with TestClient(create_app(s)) as c:
+        r = c.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("d.jsonl", jsonl(ARITH_ROWS))})
+    assert r.status_code == 413 and "20 byte" in r.json()["error"]["message"]
+
+
+def test_unknown_file_is_404(client: TestClient) -> None:
+    r = client.get("/v1/files/file-nope")
+    assert r.status_code == 404 and r.json()["error"]["param"] == "file_id"
+
+
+def test_job_validation_errors_name_the_param(client: TestClient, settings: Settings) -> None:
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    cases = [
+        (job_body("no-such-model", fid), 400, "model", "unknown model"),
+        (job_body(TINY_ID, "file-missing"), 404, "training_file", "no file"),
+        (job_body(TINY_ID, fid, group_size=1), 422, "method.reinforcement.hyperparameters.group_size", "greater"),
+        (job_body(TINY_ID, fid, beta=-1), 422, "method.reinforcement.hyperparameters.beta", "greater"),
+        (job_body(TINY_ID, fid, batch_size=99), 422, "method.reinforcement.hyperparameters.batch_size", "larger"),
+        (job_body(TINY_ID, fid, grup_size=3), 422, "method.reinforcement.hyperparameters.grup_size", "Extra"),
+    ]
+    bad_grader = job_body(TINY_ID, fid)
+    bad_grader["method"]["reinforcement"]["grader"]["source"] = "def nope(:"
+    cases.append((bad_grader, 422, "method.reinforcement.grader.source", "does not parse"))
+    for body, status, param, words in cases:
+        r = client.post("/v1/fine_tuning/jobs", json=body)
+        assert r.status_code == status, (param, r.json())
+        err = r.json()["error"]
+        assert err["param"] == param and words in err["message"], err
+    assert count(settings, "jobs") == 0
+
+
+def test_job_create_list_get_and_cancel_rules(client: TestClient, settings: Settings) -> None:
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    r = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid, max_steps=None, n_epochs=2))
+    assert r.status_code == 201
+    job = r.json()
+    assert job["object"] == "fine_tuning.job" and job["status"] == "queued" and job["total_steps"] == 16
+    assert job["hyperparameters"]["group_size"] == 4 and job["method"]["type"] == "reinforcement"
+    assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["id"] == job["id"]
+    listed = client.get("/v1/fine_tuning/jobs").json()
+    assert listed["object"] == "list" and [j["id"] for j in listed["data"]] == [job["id"]]
+    # the run_job message really reached the (filesystem) broker
+    assert any(p.is_file() for p in (settings.state_dir / "broker").iterdir())
+
+    c = client.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel").json()
+    assert c["status"] == "cancelled" and c["finished_at"] is not None
+    again = client.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel")
+    assert again.status_code == 200  # idempotent
+    events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events").json()["data"]
+    assert events[0]["message"] == "Job cancelled before it started"
+
+
+def test_cancel_of_a_finished_job_is_409(client: TestClient, settings: Settings) -> None:
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
+    with create_engine(settings.db_url).begin() as conn:
+        conn.execute(text("update jobs set status='succeeded' where id=:id"), {"id": job["id"]})
+    r = client.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel")
+    assert r.status_code == 409 and r.json()["error"]["code"] == "job_not_cancellable"
+
+
+def test_internal_api_needs_the_worker_token_and_fences_epochs(client: TestClient) -> None:
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
+    url = f"/internal/jobs/{job['id']}"
+    assert client.post(f"{url}/claim", json={"worker_id": "w"}).status_code == 401
+    auth = {"Authorization": "Bearer t0k"}
+    claim = client.post(f"{url}/claim", json={"worker_id": "w"}, headers=auth).json()
+    assert claim["epoch"] == 1 and claim["grader"]["type"] == "python"
+    # a second delivery cannot claim a job whose lease is alive
+    assert client.post(f"{url}/claim", json={"worker_id": "w2"}, headers=auth).status_code == 409
+    stale = client.post(f"{url}/events", json={"epoch": 0, "events": [{"message": "x"}]}, headers=auth)
+    assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_lease"
+    ev = {"type": "metrics", "step": 1, "message": "s1", "data": {"step": 1}}
+    for _ in range(2):  # a retried post never duplicates a metrics point
+        client.post(f"{url}/events", json={"epoch": 1, "events": [ev]}, headers=auth)
+    events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events?limit=100").json()["data"]
+    assert [e["message"] for e in events].count("s1") == 1
+    assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["steps_done"] == 1
+    # success needs a registered checkpoint
+    r = client.post(f"{url}/finish", json={"epoch": 1, "status": "succeeded"}, headers=auth)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "no_checkpoint"
+    client.post(f"{url}/finish", json={"epoch": 1, "status": "failed", "error_message": "boom"}, headers=auth)
+    got = client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()
+    assert got["status"] == "failed" and got["error"]["message"] == "boom"

@@ -1,0 +1,140 @@
+"""Log-probs, reference pass and a few real optimizer steps on the tiny random model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from grpo_core.config import GRPOConfig
+from grpo_core.logprobs import completion_logprobs
+from grpo_core.rewards.graders import GraderResult, build_grader
+from grpo_core.rewards.schemas import StringCheckGrader
+from grpo_core.trainer import load_policy, train
+
+
+def test_left_padded_logprobs_equal_unpadded_at_temperature(tiny_model_dir: Path) -> None:
+    model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
+    prompt = torch.tensor([[5, 6, 7]])
+    comp = torch.tensor([[8, 9, 10, 0]])
+    cmask = torch.ones_like(comp)
+    ref = completion_logprobs(model, prompt, torch.ones_like(prompt), comp, cmask, temperature=0.7)
+    padded = torch.tensor([[0, 0, 5, 6, 7]])
+    pmask = torch.tensor([[0, 0, 1, 1, 1]])
+    got = completion_logprobs(model, padded, pmask, comp, cmask, temperature=0.7)
+    assert torch.allclose(ref, got, atol=1e-5)
+    # by hand: full forward, logits / T, log_softmax, gather
+    ids = torch.cat([prompt, comp], dim=1)
+    logits = model(input_ids=ids).logits[:, 2:-1] / 0.7
+    manual = torch.log_softmax(logits, -1).gather(-1, comp.unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(ref, manual, atol=1e-5)
+
+
+def test_disabled_adapter_is_the_base_model(tiny_model_dir: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
+    with torch.no_grad():  # make the adapter non-trivial
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_()
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    ids = torch.tensor([[3, 4, 5]])
+    comp = torch.tensor([[6, 7]])
+    ones = torch.ones_like
+    with model.disable_adapter():
+        off = completion_logprobs(model, ids, ones(ids), comp, ones(comp), temperature=1.0)
+    on = completion_logprobs(model, ids, ones(ids), comp, ones(comp), temperature=1.0)
+    want = completion_logprobs(base, ids, ones(ids), comp, ones(comp), temperature=1.0)
+    assert torch.allclose(off, want, atol=1e-6)
+    assert not torch.allclose(on, want, atol=1e-3)
+
+
+class Recorder:
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.steps: list[dict[str, Any]] = []
+        self.ckpts: list[tuple[int, Path, bool]] = []
+        self.stop_after = stop_after
+
+    def on_message(self, message: str, level: str = "info") -> None:
+        pass
+
+    def on_step(self, metrics: dict[str, Any]) -> None:
+        self.steps.append(metrics)
+
+    def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None:
+        self.ckpts.append((step, path, final))
+
+    def should_stop(self) -> bool:
+        return self.stop_after is not None and len(self.steps) >= self.stop_after
+
+
+ROWS = [{"prompt": f"{a}+{b}=", "answer": str(a + b)} for a in range(3) for b in range(3)]
+GRADER = build_grader(StringCheckGrader(reference="{{item.answer}}", operation="like"))
+
+
+class DigitShare:
+    """A dense reward (share of digits in the text), so every group has variance and a gradient."""
+
+    name = "digits"
+
+    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
+        return GraderResult([sum(c.isdigit() for c in t) / max(len(t), 1) for t in texts], [None] * len(texts))
+
+
+def test_training_changes_only_lora_and_saves_loadable_adapter(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    cfg = GRPOConfig(
+        group_size=4,
+        batch_size=2,
+        max_steps=3,
+        max_completion_tokens=6,
+        learning_rate=0.01,
+        checkpoint_interval=2,
+        micro_batch_size=3,
+    )
+    rec = Recorder()
+    result = train(cfg, tiny_model_dir, ROWS, [GRADER, DigitShare()], callbacks=rec, work_dir=tmp_path, seed=3)
+    assert result.steps_done == 3 and not result.stopped
+    assert [m["step"] for m in rec.steps] == [1, 2, 3]
+    assert [(s, f) for s, _, f in rec.ckpts] == [(2, False), (3, True)]
+    m = rec.steps[-1]
+    assert m["kl"] is not None and m["kl"] >= 0
+    assert set(m["graders"]) == {"string_check", "digits"}
+    assert 1 <= m["completion_length_mean"] <= 6
+    # the downloaded artefact: loads on a fresh base, base weights untouched, LoRA B moved off zero
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    peft_model = PeftModel.from_pretrained(base, result.final_checkpoint)
+    lora_b = [p for n, p in peft_model.named_parameters() if "lora_B" in n]
+    assert lora_b and any(p.abs().sum() > 0 for p in lora_b)
+    merged = peft_model.get_base_model().state_dict()
+    for k, v in before.items():
+        key = k if k in merged else k.replace(".weight", ".base_layer.weight")
+        assert torch.equal(merged[key], v), k
+
+
+def test_should_stop_ends_between_steps(tiny_model_dir: Path, tmp_path: Path) -> None:
+    cfg = GRPOConfig(group_size=2, batch_size=1, max_steps=5, max_completion_tokens=4, beta=0.0)
+    rec = Recorder(stop_after=2)
+    result = train(cfg, tiny_model_dir, ROWS, [GRADER], callbacks=rec, work_dir=tmp_path)
+    assert result.stopped and result.steps_done == 2 and rec.ckpts == []
+
+
+def test_prompt_over_limit_is_a_user_error(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from grpo_core.errors import UserError
+
+    cfg = GRPOConfig(group_size=2, batch_size=1, max_steps=1, max_prompt_tokens=8)
+    with pytest.raises(UserError, match="row 2: prompt is 12 tokens"):
+        train(
+            cfg,
+            tiny_model_dir,
+            [{"prompt": "1+1="}, {"prompt": "123456789012"}],
+            [GRADER],
+            callbacks=Recorder(),
+            work_dir=tmp_path,
+        )
