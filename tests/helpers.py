@@ -29,7 +29,11 @@ ARITH_ROWS = [{"prompt": f"{a}+{b}=", "answer": str(a + b)} for a in range(4) fo
 PY_GRADER = {
     "type": "python",
     "name": "has_digit",
-    "source": "def grade(sample, item):\n    t = sample['output_text']\n    return sum(c.isdigit() for c in t) / max(len(t), 1)\n",
+    "source": (
+        "def grade(sample, item):\n"
+        "    t = sample['output_text']\n"
+        "    return sum(c.isdigit() for c in t) / max(len(t), 1)\n"
+    ),
 }
 
 

@@ -1,0 +1,78 @@
+"""The whole flow against real PostgreSQL, Redis, a Celery worker process and an S3 server (moto)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import boto3
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.integration.flow import all_events, check_succeeded_job, submit
+from tests.integration.stack import Stack, wait_status
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def test_job_waits_for_a_real_worker_then_trains_and_serves_the_adapter(
+    services_stack: Stack, api: httpx.Client, pg_url: str, s3: dict[str, str], tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    services_stack.stop_worker()
+    job = submit(api)
+    time.sleep(4)
+    # Nothing runs in-process: with no worker the job stays in the queue.
+    assert api.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["status"] == "queued"
+
+    services_stack.start_worker()
+    done = wait_status(api, job["id"], {"succeeded", "failed", "cancelled"}, 300, services_stack)
+    check_succeeded_job(api, done, tiny_model_dir, tmp_path)
+
+    with create_engine(pg_url).connect() as conn:  # the truth is in Postgres
+        row = conn.execute(text("select status, lease_epoch from jobs where id = :id"), {"id": job["id"]}).one()
+    assert tuple(row) == ("succeeded", 1)
+    s3c = boto3.client(
+        "s3",
+        endpoint_url=s3["S3_ENDPOINT_URL"],
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=s3["S3_BUCKET"])["Contents"]]
+    assert any(k.startswith(f"jobs/{job['id']}/checkpoints/") and k.endswith(".tar") for k in keys)
+    assert any(k.endswith(f"{done['training_file']}.jsonl") for k in keys)
+
+
+def test_cancel_stops_a_running_job_between_steps(worker: Stack, api: httpx.Client) -> None:
+    job = submit(api, max_steps=500, checkpoint_interval=0)
+    deadline = time.monotonic() + 240
+    while api.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["steps_done"] < 1:
+        assert time.monotonic() < deadline, worker.logs()
+        time.sleep(0.5)
+    cancelling = api.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel").json()
+    assert cancelling["status"] in ("cancelling", "cancelled")
+    done = wait_status(api, job["id"], {"cancelled", "failed", "succeeded"}, 120, worker)
+    assert done["status"] == "cancelled" and done["steps_done"] < 500
+    messages = [e["message"] for e in all_events(api, job["id"])]
+    assert "Cancellation requested; the job stops after the current step" in messages
+    assert any(m.startswith("Stopped after step") for m in messages)
+    again = api.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel")
+    assert again.status_code == 200 and again.json()["status"] == "cancelled"
+
+
+def test_a_grader_that_always_raises_fails_the_job_with_the_reason(worker: Stack, api: httpx.Client) -> None:
+    f = submit(api)["training_file"]
+    from tests.helpers import job_body
+    from tests.tiny_model import TINY_ID
+
+    body = job_body(TINY_ID, f)
+    body["method"]["reinforcement"]["grader"]["source"] = "def grade(sample, item):\n    return 1 / 0\n"
+    job = api.post("/v1/fine_tuning/jobs", json=body).json()
+    done = wait_status(api, job["id"], {"failed", "succeeded", "cancelled"}, 240, worker)
+    assert done["status"] == "failed"
+    assert done["error"]["code"] == "invalid_job"
+    assert "ZeroDivisionError" in done["error"]["message"] and "step 1" in done["error"]["message"]
+    # a finished job cannot be cancelled
+    r = api.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel")
+    assert r.status_code == 409 and r.json()["error"]["param"] == "fine_tuning_job_id"
