@@ -63,7 +63,7 @@ def sample(
     seed: int,
     autocast_dtype: torch.dtype | None = None,
 ) -> Rollout:
-    """Sample ``group_size`` completions for each prompt in one batched generate call."""
+    """Sample ``group_size`` completions for each prompt in one batched generate call (greedy at temperature 0)."""
     stop = eos_ids(model, tokenizer)
     expanded = [p for p in prompts for _ in range(group_size)]
     tokenizer.padding_side = "left"
@@ -76,12 +76,10 @@ def sample(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
         with torch.autocast("cpu", dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
             out = model.generate(
                 **enc,
-                do_sample=True,
-                temperature=temperature,
-                top_p=top_p,
-                top_k=0,
+                **(sampling if temperature > 0 else {"do_sample": False}),
                 max_new_tokens=max_new_tokens,
                 eos_token_id=stop,
                 pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop[0],

@@ -52,3 +52,14 @@ def job_body(model: str, file_id: str, **hp: Any) -> dict[str, Any]:
         "seed": 7,
         "method": {"type": "reinforcement", "reinforcement": {"grader": dict(PY_GRADER), "hyperparameters": hyper}},
     }
+
+
+def alembic_check(url: str) -> None:
+    """Fail when the models and the migrations disagree (``alembic check``)."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config(str(ROOT / "alembic.ini"))
+    cfg.set_main_option("script_location", str(ROOT / "migrations"))
+    cfg.set_main_option("sqlalchemy.url", url)
+    command.check(cfg)

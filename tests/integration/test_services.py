@@ -44,6 +44,12 @@ def test_job_waits_for_a_real_worker_then_trains_and_serves_the_adapter(
     assert any(k.endswith(f"{done['training_file']}.jsonl") for k in keys)
 
 
+def test_postgres_schema_matches_the_models(pg_url: str) -> None:
+    from tests.helpers import alembic_check
+
+    alembic_check(pg_url)
+
+
 def test_cancel_stops_a_running_job_between_steps(worker: Stack, api: httpx.Client) -> None:
     job = submit(api, max_steps=500, checkpoint_interval=0)
     deadline = time.monotonic() + 240

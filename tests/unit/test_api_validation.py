@@ -157,3 +157,9 @@ def test_internal_api_needs_the_worker_token_and_fences_epochs(client: TestClien
     client.post(f"{url}/finish", json={"epoch": 1, "status": "failed", "error_message": "boom"}, headers=auth)
     got = client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()
     assert got["status"] == "failed" and got["error"]["message"] == "boom"
+
+
+def test_migrations_match_the_models(settings: Settings) -> None:
+    from tests.helpers import alembic_check
+
+    alembic_check(settings.db_url)
