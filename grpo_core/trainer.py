@@ -99,21 +99,25 @@ def _nanmean(values: Sequence[float | None]) -> float | None:
 def _update(
     model: Any, ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, autocast: torch.dtype | None
 ) -> dict[str, float]:
-    """One optimizer step's gradient, accumulated over micro-batches (seq-mean-token-mean is invariant)."""
+    """One optimizer step's gradient, accumulated over micro-batches (seq-mean-token-mean is invariant).
+
+    Two exact savings: with β = 0 a sequence whose advantage is 0 (its group's rewards were all equal, or it was
+    unscorable) adds exactly 0 to the loss and its gradient, so its forward/backward is skipped; and sequences
+    are grouped into micro-batches by completion length, so little compute goes to padding. The normaliser stays
+    the whole step's sequence count, so the gradient is the same as the full-batch one.
+    """
     n = ro.completion_ids.shape[0]
-    sums = {"tokens": 0.0, "clipped_tokens": 0.0, "kl_sum": 0.0, "loss": 0.0}
-    for lo in range(0, n, cfg.micro_batch_size):
-        sl = slice(lo, lo + cfg.micro_batch_size)
-        cmask = ro.completion_mask[sl]
+    lengths = ro.completion_mask.sum(dim=1)
+    active = torch.arange(n) if cfg.beta > 0 else torch.nonzero(adv != 0).flatten()
+    active = active[torch.argsort(lengths[active], stable=True)]
+    sums = {"tokens": float(lengths.sum()), "clipped_tokens": 0.0, "kl_sum": 0.0, "loss": 0.0}
+    for lo in range(0, len(active), cfg.micro_batch_size):
+        idx = active[lo : lo + cfg.micro_batch_size]
+        cmask = ro.completion_mask[idx]
         c_len = max(int(cmask.sum(dim=1).max()), 1)  # drop all-padding tail columns
-        pmask = ro.prompt_mask[sl]
+        pmask = ro.prompt_mask[idx]
         p_start = int((pmask.sum(dim=0) == 0).sum())  # drop all-padding head columns (left padding)
-        args = (
-            ro.prompt_ids[sl, p_start:],
-            pmask[:, p_start:],
-            ro.completion_ids[sl, :c_len],
-            cmask[:, :c_len],
-        )
+        args = (ro.prompt_ids[idx, p_start:], pmask[:, p_start:], ro.completion_ids[idx, :c_len], cmask[:, :c_len])
         ref = None
         with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
             if cfg.beta > 0:
@@ -121,7 +125,7 @@ def _update(
                     ref = completion_logprobs(model, *args, temperature=cfg.temperature)
             logp = completion_logprobs(model, *args, temperature=cfg.temperature)
         out = policy_loss(
-            LossInputs(logp=logp, old_logp=logp.detach(), advantages=adv[sl], mask=args[3].float(), ref_logp=ref),
+            LossInputs(logp=logp, old_logp=logp.detach(), advantages=adv[idx], mask=args[3].float(), ref_logp=ref),
             epsilon=cfg.epsilon,
             epsilon_high=cfg.clip_high,
             beta=cfg.beta,
@@ -129,8 +133,11 @@ def _update(
         )
         out.loss.backward()
         sums["loss"] += float(out.loss.detach())
-        for k in ("tokens", "clipped_tokens", "kl_sum"):
-            sums[k] += out.metrics[k]
+        sums["clipped_tokens"] += out.metrics["clipped_tokens"]
+        sums["kl_sum"] += out.metrics["kl_sum"]
+    for p in model.parameters():  # nothing to learn from this step is a zero gradient, not a skipped step
+        if p.requires_grad and p.grad is None:
+            p.grad = torch.zeros_like(p)
     return sums
 
 

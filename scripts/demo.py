@@ -146,7 +146,7 @@ def evaluate(adapter_dir: Path, val_path: Path, max_tokens: int) -> tuple[float,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--port", type=int, default=8765)
     args = ap.parse_args()
     # SIGTERM (e.g. from a CI timeout) unwinds like Ctrl-C, so the finally below stops the API and worker.
@@ -232,13 +232,12 @@ def main() -> None:
                                     "group_size": 8,
                                     "batch_size": 4,
                                     "max_steps": args.steps,
-                                    "learning_rate": 2e-4,
+                                    "learning_rate": 5e-4,
                                     "beta": 0.0,
                                     "max_completion_tokens": 24,
                                     "temperature": 1.0,
                                     "lora": {"rank": 16, "alpha": 32},
                                     "checkpoint_interval": 10,
-                                    "precision": "bf16",
                                     "micro_batch_size": 32,
                                 },
                             },

@@ -138,3 +138,51 @@ def test_prompt_over_limit_is_a_user_error(tiny_model_dir: Path, tmp_path: Path)
             callbacks=Recorder(),
             work_dir=tmp_path,
         )
+
+
+def test_update_gradient_equals_full_batch_loss_gradient(tiny_model_dir: Path) -> None:
+    """Skipping zero-advantage rows and length-sorted micro-batches must not change the gradient."""
+    from grpo_core.loss import LossInputs, policy_loss
+    from grpo_core.rollout import Rollout
+    from grpo_core.trainer import _update
+
+    torch.manual_seed(0)
+    model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.1)
+    prompt_ids = torch.tensor([[0, 5, 6], [7, 8, 9], [0, 0, 4], [3, 3, 3]])
+    prompt_mask = (torch.arange(3) >= torch.tensor([[1], [0], [2], [0]])).long()
+    comp = torch.tensor([[5, 6, 0, 0], [7, 7, 7, 7], [9, 0, 0, 0], [4, 5, 6, 0]])
+    cmask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]])
+    ro = Rollout(prompt_ids, prompt_mask, comp, cmask, torch.zeros(4, dtype=torch.bool), [""] * 4)
+    adv = torch.tensor([0.7, 0.0, -1.2, 0.0])
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def grads() -> list[torch.Tensor]:
+        out = [p.grad.clone() for p in params]
+        for p in params:
+            p.grad = None
+        return out
+
+    for beta in (0.0, 0.04):
+        cfg = GRPOConfig(beta=beta, micro_batch_size=1)
+        _update(model, ro, adv, cfg, None)
+        got = grads()
+        ref_lp = None
+        if beta:
+            with torch.no_grad(), model.disable_adapter():
+                ref_lp = completion_logprobs(model, prompt_ids, prompt_mask, comp, cmask, temperature=1.0)
+        logp = completion_logprobs(model, prompt_ids, prompt_mask, comp, cmask, temperature=1.0)
+        policy_loss(
+            LossInputs(logp=logp, old_logp=logp.detach(), advantages=adv, mask=cmask.float(), ref_logp=ref_lp),
+            epsilon=0.2,
+            epsilon_high=0.2,
+            beta=beta,
+            n_sequences=4,
+        ).loss.backward()
+        want = grads()
+        assert any(float(w.abs().sum()) > 0 for w in want)
+        for g, w in zip(got, want, strict=True):
+            assert torch.allclose(g, w, atol=1e-6), beta
