@@ -108,12 +108,13 @@ def follow(api: httpx.Client, job: dict[str, Any]) -> dict[str, Any]:
                 seen.add(ev["id"])
                 if ev["type"] == "metrics":
                     d = ev["data"]
-                    bar.update(d["step"] - bar.n)
                     bar.set_postfix(
                         reward=f"{d['scores']['train_reward_mean']:.2f}",
                         len=f"{d['completion_length_mean']:.0f}",
                         s=f"{d['timing']['step']['full_iteration']:.1f}",
+                        refresh=False,
                     )
+                    bar.update(d["step"] - bar.n)
                 else:
                     bar.write(f"[{ev['level']}] {ev['message']}")
             if job["status"] in ("succeeded", "failed", "cancelled"):
