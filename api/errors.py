@@ -31,11 +31,14 @@ class ServiceError(Exception):
     status_code = 400
     type = "invalid_request_error"
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, param: str | None = None, code: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         self.code = code
+        self.headers = headers or {}
 
 
 class InvalidRequest(ServiceError):
@@ -65,9 +68,11 @@ class Unprocessable(ServiceError):
     status_code = 422
 
 
-def error_json(status: int, type_: str, message: str, param: str | None, code: str | None) -> JSONResponse:
+def error_json(
+    status: int, type_: str, message: str, param: str | None, code: str | None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     body = {"error": {"type": type_, "code": code, "message": message, "param": param}}
-    return JSONResponse(status_code=status, content=body)
+    return JSONResponse(status_code=status, content=body, headers=headers)
 
 
 def _loc_to_param(loc: tuple[Any, ...]) -> str:
@@ -79,12 +84,21 @@ def _loc_to_param(loc: tuple[Any, ...]) -> str:
 def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service(_: Request, exc: ServiceError) -> JSONResponse:
-        return error_json(exc.status_code, exc.type, exc.message, exc.param, exc.code)
+        return error_json(exc.status_code, exc.type, exc.message, exc.param, exc.code, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         errs = jsonable_encoder(exc.errors())
         first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
+        if first.get("type") == "json_invalid":
+            ctx = first.get("ctx", {}).get("error", "")
+            return error_json(
+                400,
+                "invalid_request_error",
+                f"request body is not valid JSON: {ctx}".rstrip(": "),
+                None,
+                "invalid_json",
+            )
         param = _loc_to_param(tuple(first.get("loc", ())))
         message = f"{param}: {first['msg']}" if param else first["msg"]
         if len(errs) > 1:

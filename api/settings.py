@@ -82,6 +82,11 @@ class Settings(BaseSettings):
         """The worker token; on the embedded defaults one is generated once and kept (0600) in state_dir."""
         if self.worker_token:
             return self.worker_token
+        if self.database_url or self.broker_url:
+            # Beyond one machine each host would generate its own token and every claim would be refused.
+            raise ValueError(
+                "WORKER_TOKEN must be set (the same on the API and every worker) when DATABASE_URL or BROKER_URL is set"
+            )
         path = self.state_dir / "worker_token"
         if not path.exists():
             # API and worker may start together: write aside, then link into place (first one wins).

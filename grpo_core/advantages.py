@@ -32,13 +32,17 @@ def group_advantages(rewards: Tensor, group_size: int, *, scale: bool = True, ep
     if scale:
         var = (centred**2).sum(dim=1, keepdim=True) / (n_valid - 1).clamp(min=1)
         adv = centred / (var.sqrt() + eps)
+    # sum/n is not exact in float32: a group of equal rewards would keep a rounding residue (amplified by
+    # 1/eps when scaled). Such a group carries no signal, so its advantage is exactly 0.
+    lo = torch.where(valid, r, torch.full_like(r, float("inf"))).amin(dim=1, keepdim=True)
+    hi = torch.where(valid, r, torch.full_like(r, float("-inf"))).amax(dim=1, keepdim=True)
+    adv = torch.where(hi > lo, adv, torch.zeros_like(adv))
     return adv.reshape(-1)
 
 
 def zero_std_fraction(rewards: Tensor, group_size: int) -> float:
     """Share of groups whose (valid) rewards are all equal: they carry no learning signal."""
     r = rewards.float().view(-1, group_size)
-    filled = torch.where(torch.isnan(r), r.nan_to_num(0.0), r)
-    lo = torch.where(torch.isnan(r), torch.full_like(r, float("inf")), filled).amin(dim=1)
-    hi = torch.where(torch.isnan(r), torch.full_like(r, float("-inf")), filled).amax(dim=1)
-    return float(((hi - lo) <= 0).float().mean()) if r.numel() else 0.0
+    lo = torch.where(torch.isnan(r), torch.full_like(r, float("inf")), r).amin(dim=1)
+    hi = torch.where(torch.isnan(r), torch.full_like(r, float("-inf")), r).amax(dim=1)
+    return float((~(hi > lo)).float().mean()) if r.numel() else 0.0

@@ -37,7 +37,10 @@ def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
-    set_peft_model_state_dict(model, load_file(str(ckpt_dir / "adapter_model.safetensors")))
+    result = set_peft_model_state_dict(model, load_file(str(ckpt_dir / "adapter_model.safetensors")))
+    if result.unexpected_keys:
+        raise ValueError(f"checkpoint does not fit this adapter: unexpected {result.unexpected_keys[:3]}")
+    # Our own file, written by save_checkpoint: it holds Python RNG state, which needs full unpickling.
     state = torch.load(ckpt_dir / STATE_FILE, weights_only=False)
     optimizer.load_state_dict(state["optimizer"])
     torch.set_rng_state(state["torch_rng"])

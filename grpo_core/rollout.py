@@ -66,6 +66,8 @@ def sample(
     """Sample ``group_size`` completions for each prompt in one batched generate call (greedy at temperature 0)."""
     stop = eos_ids(model, tokenizer)
     expanded = [p for p in prompts for _ in range(group_size)]
+    if tokenizer.pad_token is None:  # many base models have none; masks never depend on it (see module doc)
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(stop[0])
     tokenizer.padding_side = "left"
     enc = tokenizer(expanded, return_tensors="pt", padding=True, add_special_tokens=False)
     device = next(model.parameters()).device
@@ -82,7 +84,7 @@ def sample(
                 **(sampling if temperature > 0 else {"do_sample": False}),
                 max_new_tokens=max_new_tokens,
                 eos_token_id=stop,
-                pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop[0],
+                pad_token_id=tokenizer.pad_token_id,
             )
     prompt_len = enc["input_ids"].shape[1]
     completion_ids = out[:, prompt_len:]

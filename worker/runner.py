@@ -13,6 +13,7 @@ import shutil
 import socket
 import tarfile
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,15 @@ def pack_adapter(ckpt_dir: Path, dest: Path) -> Path:
     return dest
 
 
+def _is_oom(exc: BaseException) -> bool:
+    """torch reports memory exhaustion as torch.OutOfMemoryError (GPU) or a RuntimeError from the CPU allocator."""
+    return (
+        isinstance(exc, MemoryError)
+        or type(exc).__name__ == "OutOfMemoryError"
+        or (isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc))
+    )
+
+
 class _Callbacks:
     """grpo_core.trainer.Callbacks implemented over the internal API and the object store."""
 
@@ -86,18 +96,24 @@ class _Callbacks:
         self.tokens = 0
 
     def on_message(self, message: str, level: str = "info") -> None:
-        self.run.post_event(message, level=level)
+        self.run.post_events([{"message": message, "level": level}])
 
     def on_step(self, metrics: dict[str, Any]) -> None:
         self.tokens += int(metrics.get("tokens", 0))
-        self.run.client.events(self.run.job_id, self.run.epoch, [metrics_event(metrics)])
+        self.run.post_events([metrics_event(metrics)])
 
     def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None:
+        """Upload the adapter tar and the training state, then register them (the commit point)."""
+        from grpo_core.checkpoint import STATE_FILE
+
         tar = pack_adapter(path, path.with_suffix(".tar"))
-        key = f"jobs/{self.run.job_id}/checkpoints/step-{step:06d}-e{self.run.epoch}.tar"
-        self.run.store.put_file(key, tar)
+        prefix = f"jobs/{self.run.job_id}/checkpoints/step-{step:06d}-e{self.run.epoch}"
+        self.run.store.put_file(f"{prefix}.tar", tar)
+        self.run.store.put_file(f"{prefix}.state.pt", path / STATE_FILE)
         summary = {k: metrics.get(k) for k in ("step", "train_reward_mean", "loss", "kl", "completion_length_mean")}
-        self.run.client.checkpoint(self.run.job_id, self.run.epoch, step, key, summary)
+        self.run.client.checkpoint(
+            self.run.job_id, self.run.epoch, step, f"{prefix}.tar", f"{prefix}.state.pt", summary
+        )
         tar.unlink()
 
     def should_stop(self) -> bool:
@@ -111,15 +127,17 @@ class JobRun:
         self.client = InternalClient(settings.api_url, settings.internal_token)
         self.store = make_store(settings)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.claim_id = uuid.uuid4().hex  # one per run: a retried claim request gets the same lease
         self.epoch = 0
         self.cancel_requested = threading.Event()
         self._done = threading.Event()
 
-    def post_event(self, message: str, level: str = "info") -> None:
-        self.client.events(self.job_id, self.epoch, [{"message": message, "level": level}])
+    def post_events(self, events: list[dict[str, Any]]) -> None:
+        if self.client.events(self.job_id, self.epoch, events):
+            self.cancel_requested.set()
 
     def _heartbeat_loop(self) -> None:
-        interval = max(1.0, self.settings.lease_seconds / 4)
+        interval = min(30.0, max(1.0, self.settings.lease_seconds / 4))
         while not self._done.wait(interval):
             try:
                 if self.client.heartbeat(self.job_id, self.epoch)["cancel_requested"]:
@@ -133,7 +151,7 @@ class JobRun:
 
     def run(self) -> None:
         try:
-            claim = self.client.claim(self.job_id, self.worker_id)
+            claim = self.client.claim(self.job_id, self.worker_id, self.claim_id)
         except StaleLease as exc:
             log.info("job %s not claimed: %s", self.job_id, exc)  # a duplicate delivery, or cancelled: nothing to do
             return
@@ -163,17 +181,18 @@ class JobRun:
             return "failed", {"error_code": "invalid_job", "error_message": str(exc)}
         except GraderError as exc:
             return "failed", {"error_code": "grader_error", "error_message": str(exc)}
-        except MemoryError:
+        except Exception as exc:
+            if not _is_oom(exc):
+                log.exception("job %s crashed", self.job_id)
+                return "failed", {"error_code": "internal_error", "error_message": f"{type(exc).__name__}: {exc}"}
             return "failed", {
                 "error_code": "out_of_memory",
                 "error_message": "out of memory: lower group_size, batch_size, micro_batch_size or "
                 "max_completion_tokens",
             }
-        except Exception as exc:
-            log.exception("job %s crashed", self.job_id)
-            return "failed", {"error_code": "internal_error", "error_message": f"{type(exc).__name__}: {exc}"}
         if result.stopped:
-            self.post_event(f"Stopped after step {result.steps_done}/{result.total_steps} on cancel request")
+            msg = f"Stopped after step {result.steps_done}/{result.total_steps} on cancel request"
+            self.post_events([{"message": msg}])
             return "cancelled", {"trained_tokens": callbacks.tokens}
         return "succeeded", {"trained_tokens": callbacks.tokens}
 
@@ -198,8 +217,33 @@ class JobRun:
         self.store.get_file(claim["training_file_key"], data)
         rows = read_jsonl(data)
         torch.set_num_threads(max(1, os.cpu_count() or 1))
-        self.post_event(
+        resume_dir = self._fetch_resume_point(claim.get("resume"), work / "resume")
+        msg = (
             f"Training {claim['model']} with GRPO: {claim['total_steps']} steps of "
             f"{cfg.batch_size} prompts × {cfg.group_size} samples"
         )
-        return train(cfg, model_dir, rows, [grader], callbacks=callbacks, work_dir=work / "ckpt", seed=claim["seed"])
+        callbacks.on_message(msg)
+        return train(
+            cfg,
+            model_dir,
+            rows,
+            [grader],
+            callbacks=callbacks,
+            work_dir=work / "ckpt",
+            seed=claim["seed"],
+            resume_from=resume_dir,
+        )
+
+    def _fetch_resume_point(self, resume: dict[str, Any] | None, dest: Path) -> Path | None:
+        """Download the last registered checkpoint (adapter + training state) for an exact resume."""
+        from grpo_core.checkpoint import STATE_FILE
+
+        if not resume:
+            return None
+        dest.mkdir(parents=True, exist_ok=True)
+        tar_path = dest.with_suffix(".tar")
+        self.store.get_file(resume["adapter_key"], tar_path)
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(dest, filter="data")
+        self.store.get_file(resume["state_key"], dest / STATE_FILE)
+        return dest

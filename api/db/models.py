@@ -98,6 +98,8 @@ class Job(Base):
     lease_epoch: Mapped[int] = mapped_column(Integer, default=0)
     lease_expires_at: Mapped[int | None] = mapped_column(BigInteger)
     worker_id: Mapped[str | None] = mapped_column(String(256))
+    # Which claim holds the lease: a worker retrying its own claim request gets the same lease back.
+    claim_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     started_at: Mapped[int | None] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)
@@ -135,6 +137,7 @@ class Checkpoint(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
     step_number: Mapped[int] = mapped_column(Integer)
-    object_key: Mapped[str] = mapped_column(String(1024))
+    object_key: Mapped[str] = mapped_column(String(1024))  # the adapter tar users download
+    state_key: Mapped[str | None] = mapped_column(String(1024))  # optimizer/RNG state for an exact resume
     metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)

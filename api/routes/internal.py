@@ -11,9 +11,11 @@ from api.schemas.internal import (
     ClaimRequest,
     ClaimResponse,
     EventsRequest,
+    EventsResponse,
     Fenced,
     FinishRequest,
     HeartbeatResponse,
+    ResumePoint,
 )
 from api.services import files as files_svc
 from api.services import jobs as svc
@@ -29,7 +31,8 @@ router = APIRouter(
 
 @router.post("/{job_id}/claim")
 def claim(job_id: str, body: ClaimRequest, session: SessionDep, settings: SettingsDep) -> ClaimResponse:
-    job = svc.claim_job(session, job_id, body.worker_id, settings.lease_seconds)
+    job = svc.claim_job(session, job_id, body.worker_id, body.claim_id, settings.lease_seconds)
+    ckpt = svc.last_checkpoint(session, job_id)
     train = files_svc.get_file(session, job.project_id, job.training_file)
     val = files_svc.get_file(session, job.project_id, job.validation_file) if job.validation_file else None
     rl = job.method["reinforcement"]
@@ -44,6 +47,9 @@ def claim(job_id: str, body: ClaimRequest, session: SessionDep, settings: Settin
         training_file_key=train.object_key,
         validation_file_key=val.object_key if val else None,
         total_steps=job.total_steps,
+        resume=ResumePoint(step=ckpt.step_number, adapter_key=ckpt.object_key, state_key=ckpt.state_key)
+        if ckpt is not None and ckpt.state_key
+        else None,
     )
 
 
@@ -58,14 +64,22 @@ def heartbeat(job_id: str, body: Fenced, session: SessionDep, settings: Settings
 
 
 @router.post("/{job_id}/events")
-def events(job_id: str, body: EventsRequest, session: SessionDep, settings: SettingsDep) -> dict[str, int]:
-    return {"added": svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)}
+def events(job_id: str, body: EventsRequest, session: SessionDep, settings: SettingsDep) -> EventsResponse:
+    added, cancel = svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)
+    return EventsResponse(added=added, cancel_requested=cancel)
 
 
 @router.post("/{job_id}/checkpoints")
 def checkpoint(job_id: str, body: CheckpointRequest, session: SessionDep, settings: SettingsDep) -> dict[str, str]:
     ckpt = svc.register_checkpoint(
-        session, job_id, body.epoch, body.step_number, body.object_key, body.metrics, settings.lease_seconds
+        session,
+        job_id,
+        body.epoch,
+        body.step_number,
+        body.object_key,
+        body.state_key,
+        body.metrics,
+        settings.lease_seconds,
     )
     return {"id": ckpt.id}
 

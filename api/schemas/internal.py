@@ -9,6 +9,13 @@ from pydantic import BaseModel, Field
 
 class ClaimRequest(BaseModel):
     worker_id: str = Field(min_length=1, max_length=256)
+    claim_id: str = Field(min_length=8, max_length=64, description="Random per run: a retried claim is idempotent.")
+
+
+class ResumePoint(BaseModel):
+    step: int
+    adapter_key: str
+    state_key: str
 
 
 class ClaimResponse(BaseModel):
@@ -22,6 +29,7 @@ class ClaimResponse(BaseModel):
     training_file_key: str
     validation_file_key: str | None
     total_steps: int
+    resume: ResumePoint | None = Field(None, description="The last registered checkpoint to continue from.")
 
 
 class Fenced(BaseModel):
@@ -46,9 +54,15 @@ class EventsRequest(Fenced):
     events: list[EventIn] = Field(max_length=1000)
 
 
+class EventsResponse(BaseModel):
+    added: int
+    cancel_requested: bool
+
+
 class CheckpointRequest(Fenced):
     step_number: int = Field(ge=0)
     object_key: str
+    state_key: str | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -20,15 +20,17 @@ from grpo_core.data import RowError, check_row
 def _validate_into(src: BinaryIO, dest: BinaryIO, max_bytes: int) -> tuple[int, int, str]:
     """Copy ``src`` to ``dest`` line by line, checking each; returns (bytes, rows, sha256)."""
     digest = hashlib.sha256()
-    size = rows = 0
-    for lineno, raw in enumerate(src, start=1):
+    size = rows = lineno = 0
+    # readline with a limit: one enormous line can never be read into memory past the size cap.
+    while raw := src.readline(max_bytes - size + 1):
+        lineno += 1
         size += len(raw)
         if size > max_bytes:
             raise TooLarge(f"file is larger than the {max_bytes} byte limit", param="file")
         digest.update(raw)
         dest.write(raw)
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # tolerate a BOM from Windows editors
         except UnicodeDecodeError as exc:
             raise InvalidRequest(f"line {lineno}: not UTF-8 ({exc.reason} at byte {exc.start})", param="file") from None
         if not text.strip():

@@ -114,7 +114,9 @@ def get_job(session: Session, project_id: str, job_id: str) -> Job:
 def list_jobs(session: Session, project_id: str, *, limit: int, after: str | None) -> tuple[list[Job], bool]:
     q = select(Job).where(Job.project_id == project_id)
     if after:
-        ref = get_job(session, project_id, after)
+        ref = session.scalar(select(Job).where(Job.id == after, Job.project_id == project_id))
+        if ref is None:
+            raise NotFound(f"no fine-tuning job {after!r} to page after", param="after")
         q = q.where(or_(Job.created_at < ref.created_at, and_(Job.created_at == ref.created_at, Job.id < ref.id)))
     rows = list(session.scalars(q.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)))
     return rows[:limit], len(rows) > limit
@@ -166,7 +168,7 @@ def list_checkpoints(
     get_job(session, project_id, job_id)
     q = select(Checkpoint).where(Checkpoint.job_id == job_id)
     if after:
-        step = session.scalar(select(Checkpoint.step_number).where(Checkpoint.id == after))
+        step = session.scalar(select(Checkpoint.step_number).where(Checkpoint.id == after, Checkpoint.job_id == job_id))
         if step is None:
             raise NotFound(f"no checkpoint {after!r} in job {job_id}", param="after")
         q = q.where(Checkpoint.step_number < step)
@@ -185,37 +187,78 @@ def get_checkpoint(session: Session, project_id: str, job_id: str, ckpt_id: str)
 # ---- worker side (internal API) -------------------------------------------------------------------------
 
 
-def claim_job(session: Session, job_id: str, worker_id: str, lease_seconds: int) -> Job:
-    """Take the job: queued, or running with an expired lease. Bumps the epoch (the fencing token)."""
+def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, lease_seconds: int) -> Job:
+    """Take the job: queued, or running with an expired lease. Bumps the epoch (the fencing token).
+
+    The same ``claim_id`` retrying (its first answer was lost) gets the same lease back. A running job whose
+    lease is alive answers 409 ``lease_held`` with Retry-After, so a redelivered message waits for the lease to
+    run out instead of dropping the job; a ``cancelling`` job whose worker is gone is finished as cancelled.
+    """
     t = now()
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id!r}", param="job_id")
+    if job.status == JobStatus.running and job.claim_id == claim_id:
+        return heartbeat(session, job_id, job.lease_epoch, lease_seconds)
+    lease_gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
     res = session.execute(
         update(Job)
-        .where(
-            Job.id == job_id,
-            or_(
-                Job.status == JobStatus.queued,
-                and_(Job.status == JobStatus.running, Job.lease_expires_at < t),
-            ),
-        )
+        .where(Job.id == job_id, or_(Job.status == JobStatus.queued, and_(Job.status == JobStatus.running, lease_gone)))
         .values(
             status=JobStatus.running,
             lease_epoch=Job.lease_epoch + 1,
             lease_expires_at=t + lease_seconds,
             worker_id=worker_id,
+            claim_id=claim_id,
             started_at=func.coalesce(Job.started_at, t),
         )
     )
-    claimed = res.rowcount == 1
-    job = session.get(Job, job_id)
-    if job is None:
-        raise NotFound(f"no job {job_id!r}", param="job_id")
-    if not claimed:
+    if res.rowcount != 1:
         session.rollback()
+        session.refresh(job)
+        if job.status == JobStatus.cancelling and (job.lease_expires_at or 0) < t:
+            gone = (Job.lease_expires_at.is_(None)) | (Job.lease_expires_at < t)
+            done = session.execute(
+                update(Job)
+                .where(Job.id == job_id, Job.status == JobStatus.cancelling, gone)
+                .values(status=JobStatus.cancelled, finished_at=t, lease_expires_at=None)
+            )
+            if done.rowcount == 1:
+                add_event(session, job_id, "Job cancelled (its worker stopped before acknowledging the cancel)")
+            session.commit()
+            session.refresh(job)
+        if job.status == JobStatus.running:
+            wait = max(1, (job.lease_expires_at or t) - t)
+            raise Conflict(
+                f"job {job_id} is held by another worker's lease for {wait} more s",
+                code="lease_held",
+                headers={"Retry-After": str(wait)},
+            )
         raise Conflict(f"job {job_id} is {job.status} and not claimable", code="not_claimable")
-    add_event(session, job_id, f"Fine-tuning job started (attempt {job.lease_epoch}, worker {worker_id})")
+    session.refresh(job)
+    if job.steps_done:
+        add_event(
+            session,
+            job_id,
+            f"Worker lost at step {job.steps_done}; restarting on {worker_id} "
+            f"(attempt {job.lease_epoch}) from the last checkpoint",
+            level="warn",
+        )
+    else:
+        add_event(session, job_id, f"Fine-tuning job started (attempt {job.lease_epoch}, worker {worker_id})")
     session.commit()
     session.refresh(job)
     return job
+
+
+def last_checkpoint(session: Session, job_id: str) -> Checkpoint | None:
+    """The newest checkpoint that can be resumed from (it has a training state)."""
+    return session.scalar(
+        select(Checkpoint)
+        .where(Checkpoint.job_id == job_id, Checkpoint.state_key.is_not(None))
+        .order_by(Checkpoint.step_number.desc())
+        .limit(1)
+    )
 
 
 def _fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
@@ -240,9 +283,15 @@ def heartbeat(session: Session, job_id: str, epoch: int, lease_seconds: int) -> 
     return job
 
 
-def record_events(session: Session, job_id: str, epoch: int, events: list[EventIn], lease_seconds: int) -> int:
-    """Append events; a metrics event for a step already recorded is skipped (retries never duplicate)."""
-    _fence(session, job_id, epoch, lease_seconds)
+def record_events(
+    session: Session, job_id: str, epoch: int, events: list[EventIn], lease_seconds: int
+) -> tuple[int, bool]:
+    """Append events; a metrics event for a step already recorded is skipped (retries never duplicate).
+
+    Returns (events added, cancel requested): the worker posts after every step, so it learns of a cancel at
+    the next step boundary without waiting for a heartbeat.
+    """
+    job = _fence(session, job_id, epoch, lease_seconds)
     added = 0
     for ev in events:
         if ev.type == "metrics" and ev.step is None:
@@ -256,7 +305,7 @@ def record_events(session: Session, job_id: str, epoch: int, events: list[EventI
         if ev.type == "metrics":
             session.execute(update(Job).where(Job.id == job_id, Job.steps_done < ev.step).values(steps_done=ev.step))
     session.commit()
-    return added
+    return added, job.status == JobStatus.cancelling
 
 
 def register_checkpoint(
@@ -265,15 +314,25 @@ def register_checkpoint(
     epoch: int,
     step: int,
     object_key: str,
+    state_key: str | None,
     metrics: dict[str, Any],
     lease_seconds: int,
 ) -> Checkpoint:
     job = _fence(session, job_id, epoch, lease_seconds)
     existing = session.scalar(select(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step_number == step))
-    if existing is not None:  # a retried registration: same answer
+    # A retried registration, or a resumed attempt re-reaching a step: resume is exact (same data, RNG and
+    # optimizer state), so the first registration stands and the step is not counted twice.
+    if existing is not None:
         session.commit()
         return existing
-    ckpt = Checkpoint(id=new_id("ftckpt"), job_id=job_id, step_number=step, object_key=object_key, metrics=metrics)
+    ckpt = Checkpoint(
+        id=new_id("ftckpt"),
+        job_id=job_id,
+        step_number=step,
+        object_key=object_key,
+        state_key=state_key,
+        metrics=metrics,
+    )
     session.add(ckpt)
     add_event(session, job_id, f"Checkpoint saved at step {step}/{job.total_steps}: {ckpt.id}", step=step)
     session.commit()

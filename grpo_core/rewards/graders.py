@@ -87,7 +87,7 @@ class PythonFunction:
         raw = run_python_grader(self.spec.source, samples, rows, timeout=self.spec.timeout_seconds)
         scores: list[float | None] = []
         errors: list[str | None] = []
-        for i, r in enumerate(raw):
+        for r in raw:
             value, err = r.get("score"), r.get("error")
             if err is None and (
                 isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
@@ -95,7 +95,7 @@ class PythonFunction:
                 err = f"grade() returned {value!r}, not a finite number"
             if err is not None:
                 scores.append(None)
-                errors.append(f"row {i}: {err}")
+                errors.append(err)
             else:
                 scores.append(float(value))
                 errors.append(None)

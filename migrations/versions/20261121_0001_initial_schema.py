@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-21 22:04:48.096354
+Create Date: 2026-11-21
 """
 
 from collections.abc import Sequence
@@ -54,6 +54,7 @@ def upgrade() -> None:
         sa.Column("lease_epoch", sa.Integer(), nullable=False),
         sa.Column("lease_expires_at", sa.BigInteger(), nullable=True),
         sa.Column("worker_id", sa.String(length=256), nullable=True),
+        sa.Column("claim_id", sa.String(length=64), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.Column("started_at", sa.BigInteger(), nullable=True),
         sa.Column("finished_at", sa.BigInteger(), nullable=True),
@@ -71,6 +72,7 @@ def upgrade() -> None:
         sa.Column("job_id", sa.String(length=64), nullable=False),
         sa.Column("step_number", sa.Integer(), nullable=False),
         sa.Column("object_key", sa.String(length=1024), nullable=False),
+        sa.Column("state_key", sa.String(length=1024), nullable=True),
         sa.Column("metrics", sa.JSON(), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name=op.f("fk_checkpoints_job_id_jobs"), ondelete="CASCADE"),

@@ -80,7 +80,7 @@ def services_stack(
         "MODEL_CATALOG_DIR": str(catalog_dir),
         "STATE_DIR": str(tmp_path_factory.mktemp("state")),
         "WORKER_TOKEN": secrets.token_hex(16),
-        "LEASE_SECONDS": "60",
+        "LEASE_SECONDS": "15",
         **s3,
     }
     stack = Stack(env, logs_dir)

@@ -78,7 +78,42 @@ def test_a_grader_that_always_raises_fails_the_job_with_the_reason(worker: Stack
     done = wait_status(api, job["id"], {"failed", "succeeded", "cancelled"}, 240, worker)
     assert done["status"] == "failed"
     assert done["error"]["code"] == "invalid_job"
-    assert "ZeroDivisionError" in done["error"]["message"] and "step 1" in done["error"]["message"]
+    message = done["error"]["message"]
+    assert "ZeroDivisionError" in message and "step 1" in message and "training row " in message
     # a finished job cannot be cancelled
     r = api.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel")
     assert r.status_code == 409 and r.json()["error"]["param"] == "fine_tuning_job_id"
+
+
+def test_a_killed_training_process_resumes_from_its_last_checkpoint(
+    worker: Stack, api: httpx.Client, pg_url: str
+) -> None:
+    """SIGKILL the Celery child mid-job: the message is requeued, waits out the dead lease, and the job resumes
+    from its last registered checkpoint with one continuous, duplicate-free step sequence."""
+    import os
+    import signal
+    import subprocess
+
+    job = submit(api, max_steps=30, checkpoint_interval=2)
+    deadline = time.monotonic() + 240
+    while api.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["steps_done"] < 3:
+        assert time.monotonic() < deadline, worker.logs()
+        time.sleep(0.2)
+    assert worker.worker is not None
+    children = subprocess.run(["pgrep", "-P", str(worker.worker.popen.pid)], capture_output=True, text=True)
+    for pid in children.stdout.split():
+        os.kill(int(pid), signal.SIGKILL)  # the training process dies; the Celery parent survives
+
+    done = wait_status(api, job["id"], {"succeeded", "failed", "cancelled"}, 300, worker)
+    assert done["status"] == "succeeded", done
+    events = all_events(api, job["id"])
+    steps = [e["data"]["step"] for e in events if e["type"] == "metrics"]
+    assert steps == list(range(1, 31))  # no gap, no duplicate
+    messages = [e["message"] for e in events]
+    assert any(m.startswith("Worker lost at step") for m in messages), messages
+    assert any(m.startswith("Resumed from step") for m in messages), messages
+    ckpts = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints", params={"limit": 100}).json()["data"]
+    assert sorted(c["step_number"] for c in ckpts) == list(range(2, 31, 2))
+    with create_engine(pg_url).connect() as conn:
+        epoch = conn.execute(text("select lease_epoch from jobs where id = :id"), {"id": job["id"]}).scalar_one()
+    assert epoch == 2

@@ -27,9 +27,13 @@ def test_group_of_four_bessel() -> None:
     assert adv.tolist() == pytest.approx([0.75 / 0.5001, -0.25 / 0.5001, -0.25 / 0.5001, -0.25 / 0.5001], rel=1e-6)
 
 
-def test_equal_rewards_give_zero_advantage() -> None:
-    adv = group_advantages(torch.tensor([0.7, 0.7, 0.7]), 3)
-    assert adv.tolist() == [0.0, 0.0, 0.0]
+@pytest.mark.parametrize("value", [0.1, 0.3, 0.7, 1.0])
+@pytest.mark.parametrize("group_size", [3, 6, 8])
+def test_equal_rewards_give_exactly_zero_advantage(value: float, group_size: int) -> None:
+    # float32 sum/n leaves a residue for e.g. 8 x 0.7; it must not survive the division by std + eps
+    adv = group_advantages(torch.full((2 * group_size,), value), group_size)
+    assert adv.tolist() == [0.0] * (2 * group_size)
+    assert group_advantages(torch.full((group_size,), value), group_size, scale=False).abs().max() == 0.0
 
 
 def test_unscaled_is_mean_centred() -> None:

@@ -137,17 +137,23 @@ def test_internal_api_needs_the_worker_token_and_fences_epochs(client: TestClien
     fid = upload(client, jsonl(ARITH_ROWS))["id"]
     job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
     url = f"/internal/jobs/{job['id']}"
-    assert client.post(f"{url}/claim", json={"worker_id": "w"}).status_code == 401
+    mine = {"worker_id": "w", "claim_id": "claim-one"}
+    assert client.post(f"{url}/claim", json=mine).status_code == 401
     auth = {"Authorization": "Bearer t0k"}
-    claim = client.post(f"{url}/claim", json={"worker_id": "w"}, headers=auth).json()
-    assert claim["epoch"] == 1 and claim["grader"]["type"] == "python"
-    # a second delivery cannot claim a job whose lease is alive
-    assert client.post(f"{url}/claim", json={"worker_id": "w2"}, headers=auth).status_code == 409
+    claim = client.post(f"{url}/claim", json=mine, headers=auth).json()
+    assert claim["epoch"] == 1 and claim["grader"]["type"] == "python" and claim["resume"] is None
+    # the same claim retried (its answer was lost) gets the same lease back
+    assert client.post(f"{url}/claim", json=mine, headers=auth).json()["epoch"] == 1
+    # a second delivery cannot claim a job whose lease is alive: it is told when to come back
+    other = client.post(f"{url}/claim", json={"worker_id": "w2", "claim_id": "claim-two"}, headers=auth)
+    assert other.status_code == 409 and other.json()["error"]["code"] == "lease_held"
+    assert 500 <= int(other.headers["Retry-After"]) <= 600
     stale = client.post(f"{url}/events", json={"epoch": 0, "events": [{"message": "x"}]}, headers=auth)
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_lease"
     ev = {"type": "metrics", "step": 1, "message": "s1", "data": {"step": 1}}
     for _ in range(2):  # a retried post never duplicates a metrics point
-        client.post(f"{url}/events", json={"epoch": 1, "events": [ev]}, headers=auth)
+        r = client.post(f"{url}/events", json={"epoch": 1, "events": [ev]}, headers=auth)
+        assert r.json()["cancel_requested"] is False
     events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events?limit=100").json()["data"]
     assert [e["message"] for e in events].count("s1") == 1
     assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["steps_done"] == 1
@@ -163,3 +169,59 @@ def test_migrations_match_the_models(settings: Settings) -> None:
     from tests.helpers import alembic_check
 
     alembic_check(settings.db_url)
+
+
+def test_cancel_reaches_the_worker_and_a_dead_workers_cancelling_job_ends(
+    client: TestClient, settings: Settings
+) -> None:
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
+    url, auth = f"/internal/jobs/{job['id']}", {"Authorization": "Bearer t0k"}
+    client.post(f"{url}/claim", json={"worker_id": "w", "claim_id": "claim-one"}, headers=auth)
+    assert client.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel").json()["status"] == "cancelling"
+    r = client.post(f"{url}/events", json={"epoch": 1, "events": [{"message": "step done"}]}, headers=auth)
+    assert r.json()["cancel_requested"] is True
+    # the worker dies without acknowledging: once its lease is over, the next claim finishes the cancel
+    with create_engine(settings.db_url).begin() as conn:
+        conn.execute(text("update jobs set lease_expires_at = 0 where id = :id"), {"id": job["id"]})
+    r = client.post(f"{url}/claim", json={"worker_id": "w2", "claim_id": "claim-two"}, headers=auth)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "not_claimable"
+    assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["status"] == "cancelled"
+
+
+def test_expired_lease_is_reclaimed_with_a_new_epoch_and_the_last_checkpoint(
+    client: TestClient, settings: Settings
+) -> None:
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
+    url, auth = f"/internal/jobs/{job['id']}", {"Authorization": "Bearer t0k"}
+    client.post(f"{url}/claim", json={"worker_id": "w", "claim_id": "claim-one"}, headers=auth)
+    ck = {"epoch": 1, "step_number": 2, "object_key": "a.tar", "state_key": "a.state.pt", "metrics": {}}
+    assert client.post(f"{url}/checkpoints", json=ck, headers=auth).status_code == 200
+    with create_engine(settings.db_url).begin() as conn:
+        conn.execute(text("update jobs set lease_expires_at = 0, steps_done = 2 where id = :id"), {"id": job["id"]})
+    claim = client.post(f"{url}/claim", json={"worker_id": "w2", "claim_id": "claim-two"}, headers=auth).json()
+    assert claim["epoch"] == 2
+    assert claim["resume"] == {"step": 2, "adapter_key": "a.tar", "state_key": "a.state.pt"}
+    # the old worker is fenced out
+    old = client.post(f"{url}/events", json={"epoch": 1, "events": [{"message": "late"}]}, headers=auth)
+    assert old.status_code == 409
+    events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events").json()["data"]
+    assert events[0]["message"].startswith("Worker lost at step 2") and events[0]["level"] == "warn"
+
+
+def test_malformed_json_body_is_a_400(client: TestClient) -> None:
+    r = client.post("/v1/fine_tuning/jobs", content=b'{"model": ', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+
+
+def test_utf8_bom_and_unknown_cursor(client: TestClient) -> None:
+    assert upload(client, b"\xef\xbb\xbf" + jsonl(ARITH_ROWS))["row_count"] == len(ARITH_ROWS)
+    r = client.get("/v1/fine_tuning/jobs", params={"after": "ftjob-nope"})
+    assert r.status_code == 404 and r.json()["error"]["param"] == "after"
+
+
+def test_worker_token_required_beyond_one_machine(tmp_path: Path) -> None:
+    s = Settings(state_dir=tmp_path, broker_url="redis://127.0.0.1:6379/0")
+    with pytest.raises(ValueError, match="WORKER_TOKEN must be set"):
+        _ = s.internal_token
