@@ -54,6 +54,28 @@ class GRPOConfig(BaseModel):
     epsilon_high: float | None = Field(
         None, gt=0, le=10, description="Upper clip (DAPO's clip-higher, 0.28); defaults to epsilon."
     )
+    delta: float | None = Field(
+        None, gt=1, le=100, description="Two-sided clip (TRL's delta): caps the unclipped ratio at delta."
+    )
+    importance_sampling_level: Literal["token", "sequence"] = Field(
+        "token", description="'sequence' uses GSPO's length-normalised sequence ratio (Zheng et al., 2025)."
+    )
+    kl_estimator: Literal["k1", "k2", "k3"] = Field(
+        "k3", description="Per-token KL estimate against the reference (Schulman, 2020); k3 as in GRPO."
+    )
+    loss_aggregation: Literal["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm", "bnpo"] = Field(
+        "seq_mean_token_mean",
+        description="GRPO's per-sequence mean; DAPO's token mean over the step; Dr. GRPO's sum / (B·max tokens); "
+        "BNPO's per-micro-batch token mean.",
+    )
+    advantage_estimator: Literal["grpo", "rloo", "reinforce_pp_baseline"] = Field(
+        "grpo", description="Group baseline (GRPO), leave-one-out (RLOO) or REINFORCE++-baseline."
+    )
+    scale_rewards: Literal["group", "batch", "none"] = Field(
+        "group",
+        description="Divide advantages by the group's reward std (GRPO), the batch's (Lite-PPO), or not "
+        "at all (Dr. GRPO).",
+    )
     n_epochs: int = Field(1, ge=1, le=100, description="Passes over the training file; ignored when max_steps is set.")
     max_steps: int | None = Field(None, ge=1, le=1_000_000, description="Optimizer steps; overrides n_epochs.")
     max_completion_tokens: int = Field(128, ge=1, le=32768, description="Longest completion sampled.")

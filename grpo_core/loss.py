@@ -1,13 +1,19 @@
-"""The clipped GRPO policy loss with a k3 KL penalty, as a pure function of tensors.
+"""The clipped policy loss of the GRPO family, as a pure function of tensors.
 
 Per completion token t of sequence i (mask m_it = 1 on real completion tokens, 0 after EOS / on padding):
-    ρ_it   = exp(logp_it − old_logp_it)
-    ℓ_it   = −min(ρ_it Â_i, clip(ρ_it, 1 − ε_low, 1 + ε_high) Â_i) + β · k3_it
-    k3_it  = exp(ref_it − logp_it) − (ref_it − logp_it) − 1         (Schulman's unbiased, positive estimator)
-    L      = Σ_i (Σ_t m_it ℓ_it / max(1, Σ_t m_it)) / n_sequences     ("seq_mean_token_mean", GRPO's eq. 3)
+    log w_it = logp_it − old_logp_it                         (importance_sampling_level = "token", GRPO)
+    log w_i  = Σ_t m_it (logp_it − old_logp_it) / |o_i|      ("sequence": GSPO, Zheng et al., 2025)
+    ρ = exp(log w);  ρ̄ = min(ρ, δ) when a two-sided clip δ is set (TRL's ``delta``)
+    ℓ_it = −min(ρ̄ Â_i, clip(ρ, 1 − ε_low, 1 + ε_high) Â_i) + β · KL_it
+    KL_it: k1 = logp − ref;  k2 = ½ (logp − ref)²;  k3 = e^{ref−logp} − (ref − logp) − 1  (Schulman, 2020)
 
-``n_sequences`` is the number of sequences in the *whole* optimizer step, passed in, so summing this loss over
-micro-batches gives exactly the gradient of the full batch (gradient accumulation is invariant).
+Aggregation of ℓ over the whole optimizer step, with B sequences and N completion tokens in the step:
+    seq_mean_token_mean      Σ_i (Σ_t m ℓ / max(1, |o_i|)) / B          GRPO (Shao et al., 2024, eq. 3)
+    token_mean               Σ_i Σ_t m ℓ / N                            DAPO (Yu et al., 2025)
+    seq_mean_token_sum_norm  Σ_i Σ_t m ℓ / (B · L_max)                  Dr. GRPO (Liu et al., 2025), L_max = cap
+    bnpo                     (Σ m ℓ / Σ m over the micro-batch) / n_micro    BNPO as TRL computes it
+B, N and L_max are the step's, passed in, so for the first three the micro-batch losses sum to the full-batch
+loss and gradient accumulation is exact; bnpo normalises per micro-batch (not invariant, as in TRL).
 
 On-policy (μ = 1) ``old_logp`` is ``logp.detach()``: ρ ≡ 1 in value but its gradient is ∇logp, which is the
 policy gradient; the loss value is then ≈ β·KL, as TRL documents. The function never logs: it returns metrics.
@@ -16,9 +22,12 @@ policy gradient; the loss value is then ≈ β·KL, as TRL documents. The functi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor
+
+Aggregation = Literal["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm", "bnpo"]
 
 
 @dataclass(frozen=True)
@@ -31,41 +40,87 @@ class LossInputs:
 
 
 @dataclass(frozen=True)
+class StepSize:
+    """Counts over the whole optimizer step (all micro-batches), used as normalisers."""
+
+    n_sequences: int
+    n_tokens: float = 1.0
+    max_completion_tokens: int = 1
+    n_micro_batches: int = 1
+
+
+@dataclass(frozen=True)
 class LossOutputs:
     loss: Tensor  # scalar, this micro-batch's share of the step loss
     metrics: dict[str, float]  # sums over this micro-batch's tokens/sequences, to be reduced by the caller
 
 
-def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
-    """Per-token k3 estimate of KL(π_θ || π_ref) from the sampled token only (always ≥ 0)."""
+def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
+    """Per-token estimate of KL(π_θ || π_ref) from the sampled token only."""
     d = ref_logp - logp
-    return torch.exp(d) - d - 1.0
+    if estimator == "k3":
+        return torch.exp(d) - d - 1.0
+    if estimator == "k1":
+        return -d
+    if estimator == "k2":
+        return 0.5 * d * d
+    raise ValueError(f"unknown KL estimator {estimator!r}")
 
 
-def policy_loss(inp: LossInputs, *, epsilon: float, epsilon_high: float, beta: float, n_sequences: int) -> LossOutputs:
-    """Clipped surrogate + β·k3, aggregated per sequence then averaged over ``n_sequences``."""
+def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    return kl_estimate(logp, ref_logp, "k3")
+
+
+def policy_loss(
+    inp: LossInputs,
+    *,
+    epsilon: float,
+    epsilon_high: float,
+    beta: float,
+    n_sequences: int | None = None,
+    step: StepSize | None = None,
+    aggregation: Aggregation = "seq_mean_token_mean",
+    level: Literal["token", "sequence"] = "token",
+    delta: float | None = None,
+    kl_estimator: str = "k3",
+) -> LossOutputs:
+    """Clipped surrogate + β·KL for one micro-batch, normalised by the step's counts (``step``)."""
+    if step is None:
+        if n_sequences is None:
+            raise ValueError("pass step= (or n_sequences=)")
+        step = StepSize(n_sequences=n_sequences)
     mask = inp.mask.to(inp.logp.dtype)
     adv = inp.advantages.to(inp.logp.dtype).unsqueeze(1)  # (B, 1)
-    ratio = torch.exp(inp.logp - inp.old_logp)
-    unclipped = ratio * adv
+    log_w = inp.logp - inp.old_logp  # (B, T)
+    if level == "sequence":
+        log_w = ((log_w * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)).unsqueeze(1)  # (B, 1)
+    ratio = torch.exp(log_w)
     clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon_high) * adv
-    per_token = -torch.minimum(unclipped, clipped)
+    unclipped = (ratio if delta is None else torch.clamp(ratio, max=delta)) * adv
+    per_token = -torch.minimum(unclipped, clipped).expand_as(mask)
     kl = None
     if beta > 0:
         if inp.ref_logp is None:
             raise ValueError("beta > 0 needs ref_logp")
-        kl = k3_kl(inp.logp, inp.ref_logp)
+        kl = kl_estimate(inp.logp, inp.ref_logp, kl_estimator)
         per_token = per_token + beta * kl
-    tokens = mask.sum(dim=1)  # (B,)
-    per_seq = (per_token * mask).sum(dim=1) / tokens.clamp(min=1.0)
-    loss = per_seq.sum() / n_sequences
+    masked = per_token * mask
+    if aggregation == "seq_mean_token_mean":
+        loss = (masked.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)).sum() / step.n_sequences
+    elif aggregation == "token_mean":
+        loss = masked.sum() / max(step.n_tokens, 1.0)
+    elif aggregation == "seq_mean_token_sum_norm":
+        loss = masked.sum() / (step.n_sequences * step.max_completion_tokens)
+    elif aggregation == "bnpo":
+        loss = masked.sum() / mask.sum().clamp(min=1.0) / step.n_micro_batches
+    else:
+        raise ValueError(f"unknown loss aggregation {aggregation!r}")
 
     with torch.no_grad():
-        is_low = (ratio < 1.0 - epsilon) & (adv < 0)
-        is_high = (ratio > 1.0 + epsilon_high) & (adv > 0)
-        n_tok = float(mask.sum())
+        is_low = ((ratio < 1.0 - epsilon) & (adv < 0)).expand_as(mask)
+        is_high = ((ratio > 1.0 + epsilon_high) & (adv > 0)).expand_as(mask)
         metrics = {
-            "tokens": n_tok,
+            "tokens": float(mask.sum()),
             "clipped_tokens": float(((is_low | is_high).to(mask.dtype) * mask).sum()),
             "kl_sum": float((kl * mask).sum()) if kl is not None else 0.0,
         }

@@ -23,13 +23,13 @@ from typing import Any, Protocol
 
 import torch
 
-from grpo_core.advantages import group_advantages, zero_std_fraction
+from grpo_core.advantages import compute_advantages, zero_std_fraction
 from grpo_core.checkpoint import load_checkpoint, save_checkpoint
 from grpo_core.config import GRPOConfig
 from grpo_core.data import batches, prompt_text, take
 from grpo_core.errors import UserError
 from grpo_core.logprobs import completion_logprobs
-from grpo_core.loss import LossInputs, policy_loss
+from grpo_core.loss import LossInputs, StepSize, policy_loss
 from grpo_core.rewards.graders import Grader
 from grpo_core.rollout import Rollout, sample
 
@@ -106,13 +106,23 @@ def _update(
 
     Two exact savings: with β = 0 a sequence whose advantage is 0 (its group's rewards were all equal, or it was
     unscorable) adds exactly 0 to the loss and its gradient, so its forward/backward is skipped; and sequences
-    are grouped into micro-batches by completion length, so little compute goes to padding. The normaliser stays
-    the whole step's sequence count, so the gradient is the same as the full-batch one.
+    are grouped into micro-batches by completion length, so little compute goes to padding. The normalisers are
+    the whole step's counts, so the gradient is the full-batch one. ``bnpo`` normalises per micro-batch, so
+    there neither saving applies and micro-batches keep the sampling order, as in TRL.
     """
     n = ro.completion_ids.shape[0]
     lengths = ro.completion_mask.sum(dim=1)
-    active = torch.arange(n) if cfg.beta > 0 else torch.nonzero(adv != 0).flatten()
-    active = active[torch.argsort(lengths[active], stable=True)]
+    if cfg.loss_aggregation == "bnpo":
+        active = torch.arange(n)
+    else:
+        active = torch.arange(n) if cfg.beta > 0 else torch.nonzero(adv != 0).flatten()
+        active = active[torch.argsort(lengths[active], stable=True)]
+    step = StepSize(
+        n_sequences=n,
+        n_tokens=float(lengths.sum()),
+        max_completion_tokens=cfg.max_completion_tokens,
+        n_micro_batches=max(1, -(-len(active) // cfg.micro_batch_size)),
+    )
     sums = {"tokens": float(lengths.sum()), "clipped_tokens": 0.0, "kl_sum": 0.0, "loss": 0.0}
     for lo in range(0, len(active), cfg.micro_batch_size):
         idx = active[lo : lo + cfg.micro_batch_size]
@@ -132,7 +142,11 @@ def _update(
             epsilon=cfg.epsilon,
             epsilon_high=cfg.clip_high,
             beta=cfg.beta,
-            n_sequences=n,
+            step=step,
+            aggregation=cfg.loss_aggregation,
+            level=cfg.importance_sampling_level,
+            delta=cfg.delta,
+            kl_estimator=cfg.kl_estimator,
         )
         out.loss.backward()
         sums["loss"] += float(out.loss.detach())
@@ -201,7 +215,7 @@ def train(
         rewards, per_grader, errors = score(graders, ro.texts, rows_g, [i + 1 for i in idx for _ in range(G)])
         if torch.isnan(rewards).all():
             raise UserError(f"every sample of step {step + 1} failed to score; first error: {errors[0]}")
-        adv = group_advantages(rewards, G)
+        adv = compute_advantages(rewards, G, estimator=cfg.advantage_estimator, scale=cfg.scale_rewards)
         t2 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         sums = _update(model, ro, adv, cfg, autocast)

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from grpo_core.loss import LossInputs, k3_kl, policy_loss
+from grpo_core.loss import LossInputs, StepSize, k3_kl, kl_estimate, policy_loss
 
 
 def test_k3_by_hand() -> None:
@@ -111,3 +111,90 @@ def test_micro_batches_sum_to_full_batch_gradient() -> None:
     full = grad([slice(0, 4)])
     assert torch.allclose(full, grad([slice(0, 2), slice(2, 4)]), atol=1e-7)
     assert torch.allclose(full, grad([slice(i, i + 1) for i in range(4)]), atol=1e-7)
+
+
+# ---- aggregation modes, sequence-level ratios, two-sided clip, KL estimators --------------------------------
+
+LOGP = torch.tensor([[0.5, 0.0, 0.1], [-0.5, 3.0, 0.0]])
+MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+ADV = torch.tensor([1.0, -1.0])
+# per-token surrogate at old_logp = 0, eps 0.2: seq 0 -> [-1.2, -1.0, (masked)], seq 1 -> [0.8, (masked)]
+
+
+def _loss(aggregation: str, **kw: object) -> float:
+    step = StepSize(n_sequences=2, n_tokens=3.0, max_completion_tokens=4, n_micro_batches=kw.pop("n_micro", 1))
+    out = policy_loss(
+        LossInputs(logp=LOGP, old_logp=torch.zeros(2, 3), advantages=ADV, mask=MASK),
+        epsilon=0.2,
+        epsilon_high=0.2,
+        beta=0.0,
+        step=step,
+        aggregation=aggregation,
+        **kw,  # type: ignore[arg-type]
+    )
+    return out.loss.item()
+
+
+def test_aggregations_by_hand() -> None:
+    assert _loss("seq_mean_token_mean") == pytest.approx((-1.1 + 0.8) / 2, rel=1e-6)
+    assert _loss("token_mean") == pytest.approx((-2.2 + 0.8) / 3, rel=1e-6)
+    assert _loss("seq_mean_token_sum_norm") == pytest.approx((-2.2 + 0.8) / (2 * 4), rel=1e-6)
+    assert _loss("bnpo", n_micro=2) == pytest.approx((-2.2 + 0.8) / 3 / 2, rel=1e-6)
+
+
+def test_sequence_level_ratio_is_the_length_normalised_geometric_mean() -> None:
+    # seq 0: log w = (0.5 + 0) / 2 = 0.25 -> ρ = 1.284 > 1.2, A > 0 -> clipped: -1.2 per token
+    # seq 1: log w = -0.5 -> ρ = 0.607 < 0.8, A < 0 -> -min(-0.607, -0.8) = 0.8
+    assert _loss("seq_mean_token_mean", level="sequence") == pytest.approx((-1.2 + 0.8) / 2, rel=1e-6)
+
+
+def test_two_sided_clip_caps_the_ratio_for_negative_advantages() -> None:
+    logp = torch.tensor([[2.0]])  # ρ = e² = 7.39, A < 0: unclipped term -7.39 dominates -> capped at delta 3
+    out = policy_loss(
+        LossInputs(logp=logp, old_logp=torch.zeros(1, 1), advantages=torch.tensor([-1.0]), mask=torch.ones(1, 1)),
+        epsilon=0.2,
+        epsilon_high=0.2,
+        beta=0.0,
+        n_sequences=1,
+        delta=3.0,
+    )
+    assert out.loss.item() == pytest.approx(3.0, rel=1e-6)
+
+
+def test_kl_estimators_by_hand() -> None:
+    logp, ref = torch.tensor([0.0]), torch.tensor([math.log(0.5)])
+    assert kl_estimate(logp, ref, "k1").item() == pytest.approx(math.log(2), rel=1e-6)
+    assert kl_estimate(logp, ref, "k2").item() == pytest.approx(0.5 * math.log(2) ** 2, rel=1e-6)
+    assert kl_estimate(logp, ref, "k3").item() == pytest.approx(0.5 + math.log(2) - 1, rel=1e-6)
+
+
+@pytest.mark.parametrize("aggregation", ["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm"])
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_every_invariant_aggregation_accumulates_exactly(aggregation: str, level: str) -> None:
+    torch.manual_seed(1)
+    base = torch.randn(4, 5, dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0], [1, 1, 0, 0, 0]], dtype=torch.float64)
+    adv = torch.randn(4, dtype=torch.float64)
+    old = base - 0.3 * torch.randn(4, 5, dtype=torch.float64)
+    ref = base + 0.2 * torch.randn(4, 5, dtype=torch.float64)
+    step = StepSize(n_sequences=4, n_tokens=float(mask.sum()), max_completion_tokens=5)
+
+    def grad(chunks: list[slice]) -> torch.Tensor:
+        logp = base.clone().requires_grad_(True)
+        for sl in chunks:
+            policy_loss(
+                LossInputs(logp=logp[sl], old_logp=old[sl], advantages=adv[sl], mask=mask[sl], ref_logp=ref[sl]),
+                epsilon=0.2,
+                epsilon_high=0.28,
+                beta=0.04,
+                step=step,
+                aggregation=aggregation,  # type: ignore[arg-type]
+                level=level,
+                delta=2.0,  # type: ignore[arg-type]
+            ).loss.backward()
+        return logp.grad
+
+    full = grad([slice(0, 4)])
+    assert full.abs().sum() > 0
+    assert torch.allclose(full, grad([slice(0, 1), slice(1, 4)]), atol=1e-12)
+    assert torch.allclose(full, grad([slice(i, i + 1) for i in range(4)]), atol=1e-12)

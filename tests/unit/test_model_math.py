@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -204,10 +205,22 @@ def test_prompt_over_limit_is_a_user_error(tiny_model_dir: Path, tmp_path: Path)
         )
 
 
-@pytest.mark.parametrize("micro_batch_size", [1, 3])
-def test_update_gradient_equals_full_batch_loss_gradient(tiny_model_dir: Path, micro_batch_size: int) -> None:
+@pytest.mark.parametrize(
+    ("micro_batch_size", "aggregation", "level"),
+    [
+        (1, "seq_mean_token_mean", "token"),
+        (3, "seq_mean_token_mean", "token"),
+        (3, "token_mean", "token"),
+        (3, "seq_mean_token_sum_norm", "token"),
+        (3, "seq_mean_token_mean", "sequence"),
+        (4, "bnpo", "token"),
+    ],
+)
+def test_update_gradient_equals_full_batch_loss_gradient(
+    tiny_model_dir: Path, micro_batch_size: int, aggregation: str, level: str
+) -> None:
     """Skipping zero-advantage rows and length-sorted micro-batches must not change the gradient."""
-    from grpo_core.loss import LossInputs, policy_loss
+    from grpo_core.loss import LossInputs, StepSize, policy_loss
     from grpo_core.rollout import Rollout
     from grpo_core.trainer import _update
 
@@ -232,7 +245,15 @@ def test_update_gradient_equals_full_batch_loss_gradient(tiny_model_dir: Path, m
         return out
 
     for beta in (0.0, 0.04):
-        cfg = GRPOConfig(beta=beta, micro_batch_size=micro_batch_size)
+        cfg = GRPOConfig.model_validate(
+            {
+                "beta": beta,
+                "micro_batch_size": micro_batch_size,
+                "loss_aggregation": aggregation,
+                "importance_sampling_level": level,
+                "max_completion_tokens": 6,
+            }
+        )
         _update(model, ro, adv, cfg, None)
         got = grads()
         ref_lp = None
@@ -245,9 +266,39 @@ def test_update_gradient_equals_full_batch_loss_gradient(tiny_model_dir: Path, m
             epsilon=0.2,
             epsilon_high=0.2,
             beta=beta,
-            n_sequences=4,
+            aggregation=cfg.loss_aggregation,
+            level=cfg.importance_sampling_level,
+            step=StepSize(n_sequences=4, n_tokens=float(cmask.sum()), max_completion_tokens=6),
         ).loss.backward()
         want = grads()
         assert any(float(w.abs().sum()) > 0 for w in want)
         for g, w in zip(got, want, strict=True):
             assert torch.allclose(g, w, atol=1e-6), beta
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {"loss_aggregation": "token_mean", "epsilon_high": 0.28, "beta": 0.0},  # DAPO-style
+        {"loss_aggregation": "seq_mean_token_sum_norm", "scale_rewards": "none"},  # Dr. GRPO
+        {"importance_sampling_level": "sequence", "epsilon": 3e-4, "epsilon_high": 4e-4},  # GSPO
+        {"advantage_estimator": "rloo", "scale_rewards": "none", "kl_estimator": "k1"},
+        {"advantage_estimator": "reinforce_pp_baseline", "kl_estimator": "k2", "delta": 3.0},
+        {"loss_aggregation": "bnpo", "scale_rewards": "batch"},
+    ],
+)
+def test_each_variant_trains_two_steps(tiny_model_dir: Path, tmp_path: Path, variant: dict[str, Any]) -> None:
+    cfg = GRPOConfig.model_validate(
+        {
+            "group_size": 4,
+            "batch_size": 2,
+            "max_steps": 2,
+            "max_completion_tokens": 5,
+            "learning_rate": 0.01,
+            "micro_batch_size": 3,
+            **variant,
+        }
+    )
+    rec = Recorder()
+    result = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=1)
+    assert result.steps_done == 2 and all(math.isfinite(m["loss"]) and m["grad_norm"] > 0 for m in rec.steps)
