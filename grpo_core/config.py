@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from grpo_core.presets import expand
+
 _AUTO_FIELDS = {"n_epochs", "batch_size", "learning_rate", "group_size", "max_completion_tokens"}
 
 
@@ -41,6 +43,9 @@ class GRPOConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    recipe: Literal["deepseekmath", "r1_zero", "dapo", "dr_grpo", "gspo", "rloo", "reinforce_pp"] | None = Field(
+        None, description="A named recipe (grpo_core.presets) that fills every field you do not set."
+    )
     group_size: int = Field(8, ge=2, le=256, description="G: completions sampled per prompt.")
     batch_size: int = Field(4, ge=1, le=256, description="Prompts per optimizer step (the step uses batch_size×G).")
     learning_rate: float = Field(1e-5, gt=0, le=1e-2, description="AdamW learning rate for the LoRA weights.")
@@ -76,6 +81,17 @@ class GRPOConfig(BaseModel):
         description="Divide advantages by the group's reward std (GRPO), the batch's (Lite-PPO), or not "
         "at all (Dr. GRPO).",
     )
+    mask_truncated_completions: bool = Field(
+        False, description="DAPO's overlong filtering: completions that hit the length cap get no loss."
+    )
+    overlong_buffer_fraction: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="DAPO's soft overlong punishment: the last fraction of max_completion_tokens "
+        "costs up to 1 reward, linearly.",
+    )
+    overlong_penalty: float = Field(1.0, ge=0, le=100, description="Scale of the soft overlong punishment.")
     n_epochs: int = Field(1, ge=1, le=100, description="Passes over the training file; ignored when max_steps is set.")
     max_steps: int | None = Field(None, ge=1, le=1_000_000, description="Optimizer steps; overrides n_epochs.")
     max_completion_tokens: int = Field(128, ge=1, le=32768, description="Longest completion sampled.")
@@ -106,10 +122,10 @@ class GRPOConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _openai_auto(cls, data: object) -> object:
-        """OpenAI's hyperparameters accept "auto": it means our default."""
+    def _expand(cls, data: object) -> object:
+        """OpenAI's hyperparameters accept "auto" (our default); a ``recipe`` fills the fields not given."""
         if isinstance(data, dict):
-            return {k: v for k, v in data.items() if not (v == "auto" and k in _AUTO_FIELDS)}
+            return expand({k: v for k, v in data.items() if not (v == "auto" and k in _AUTO_FIELDS)})
         return data
 
     @model_validator(mode="after")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
 from grpo_core.rewards.graders import Grader
 from grpo_core.rollout import Rollout, sample
+from grpo_core.shaping import soft_overlong_penalty
 
 
 class Callbacks(Protocol):
@@ -114,8 +115,9 @@ def _update(
     lengths = ro.completion_mask.sum(dim=1)
     if cfg.loss_aggregation == "bnpo":
         active = torch.arange(n)
-    else:
-        active = torch.arange(n) if cfg.beta > 0 else torch.nonzero(adv != 0).flatten()
+    else:  # rows with no loss tokens (filtered as truncated) contribute exactly 0 as well
+        keep = (lengths > 0) if cfg.beta > 0 else (lengths > 0) & (adv != 0)
+        active = torch.nonzero(keep).flatten()
         active = active[torch.argsort(lengths[active], stable=True)]
     step = StepSize(
         n_sequences=n,
@@ -215,10 +217,20 @@ def train(
         rewards, per_grader, errors = score(graders, ro.texts, rows_g, [i + 1 for i in idx for _ in range(G)])
         if torch.isnan(rewards).all():
             raise UserError(f"every sample of step {step + 1} failed to score; first error: {errors[0]}")
+        lengths = ro.completion_mask.sum(dim=1)
+        overlong = torch.zeros_like(rewards)
+        if cfg.overlong_buffer_fraction:
+            buffer = max(1, round(cfg.overlong_buffer_fraction * cfg.max_completion_tokens))
+            overlong = cfg.overlong_penalty * soft_overlong_penalty(lengths, cfg.max_completion_tokens, buffer)
+            rewards = rewards + overlong
         adv = compute_advantages(rewards, G, estimator=cfg.advantage_estimator, scale=cfg.scale_rewards)
         t2 = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        sums = _update(model, ro, adv, cfg, autocast)
+        # DAPO's overlong filtering: a truncated completion keeps its place in the group but gets no loss.
+        loss_mask = ro.completion_mask * (~ro.truncated).unsqueeze(1) if cfg.mask_truncated_completions else None
+        sums = _update(
+            model, replace(ro, completion_mask=loss_mask) if loss_mask is not None else ro, adv, cfg, autocast
+        )
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
         if not math.isfinite(grad_norm):
             raise RuntimeError(f"non-finite gradient norm at step {step + 1}; lower learning_rate")
@@ -226,7 +238,6 @@ def train(
         t3 = time.perf_counter()
         step += 1
 
-        lengths = ro.completion_mask.sum(dim=1).float()
         valid = rewards[~torch.isnan(rewards)]
         last = {
             "step": step,
@@ -243,7 +254,12 @@ def train(
             "clip_ratio": sums["clipped_tokens"] / max(sums["tokens"], 1.0),
             "grad_norm": grad_norm,
             "learning_rate": cfg.learning_rate,
-            "completion_length_mean": float(lengths.mean()),
+            "completion_length_mean": float(lengths.float().mean()),
+            "completion_length_min": int(lengths.min()),
+            "completion_length_max": int(lengths.max()),
+            "overlong_penalty_mean": float(overlong.mean()),
+            "advantage_mean": float(adv.mean()),
+            "advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
             "truncated_ratio": float(ro.truncated.float().mean()),
             "tokens": int(sums["tokens"]),
             "timing": {

@@ -225,3 +225,13 @@ def test_worker_token_required_beyond_one_machine(tmp_path: Path) -> None:
     s = Settings(state_dir=tmp_path, broker_url="redis://127.0.0.1:6379/0")
     with pytest.raises(ValueError, match="WORKER_TOKEN must be set"):
         _ = s.internal_token
+
+
+def test_a_recipe_is_expanded_in_the_job_object(client: TestClient) -> None:
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    body = job_body(TINY_ID, fid, recipe="dapo", group_size=4)
+    job = client.post("/v1/fine_tuning/jobs", json=body).json()
+    hp = job["hyperparameters"]
+    assert hp["recipe"] == "dapo" and hp["group_size"] == 4  # the user's value wins
+    assert (hp["epsilon_high"], hp["loss_aggregation"], hp["beta"]) == (0.28, "token_mean", 0.0)
+    assert hp["mask_truncated_completions"] is True and hp["overlong_buffer_fraction"] == 0.2

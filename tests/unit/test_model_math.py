@@ -302,3 +302,38 @@ def test_each_variant_trains_two_steps(tiny_model_dir: Path, tmp_path: Path, var
     rec = Recorder()
     result = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=1)
     assert result.steps_done == 2 and all(math.isfinite(m["loss"]) and m["grad_norm"] > 0 for m in rec.steps)
+
+
+def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DAPO's overlong filtering: with every completion truncated nothing is learned (TRL's test, here exact)."""
+    from safetensors.torch import load_file
+
+    cfg = GRPOConfig.model_validate(
+        {
+            "group_size": 4,
+            "batch_size": 2,
+            "max_steps": 1,
+            "max_completion_tokens": 3,
+            "learning_rate": 0.01,
+            "mask_truncated_completions": True,
+            "beta": 0.04,
+        }
+    )
+    import grpo_core.trainer as trainer_mod
+
+    real_load = trainer_mod.load_policy
+
+    def load_no_eos(model_dir: Path, c: GRPOConfig, seed: int):  # type: ignore[no-untyped-def]
+        model, tok = real_load(model_dir, c, seed)
+        model.generation_config.suppress_tokens = [0]  # EOS can never be sampled: every completion hits the cap
+        return model, tok
+
+    monkeypatch.setattr(trainer_mod, "load_policy", load_no_eos)
+    rec = Recorder()
+    result = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=2)
+    m = rec.steps[0]
+    assert m["truncated_ratio"] == 1.0 and m["loss"] == 0.0 and m["grad_norm"] == 0.0
+    weights = load_file(str(result.final_checkpoint / "adapter_model.safetensors"))
+    assert all(float(w.abs().sum()) == 0.0 for k, w in weights.items() if "lora_B" in k)

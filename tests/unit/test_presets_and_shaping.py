@@ -1,0 +1,31 @@
+import pytest
+import torch
+
+from grpo_core.config import GRPOConfig
+from grpo_core.presets import PRESETS
+from grpo_core.shaping import soft_overlong_penalty
+
+
+def test_soft_overlong_penalty_by_hand() -> None:
+    # L_max 10, buffer 4: free up to 6 tokens, then linear down to -1 at 10
+    got = soft_overlong_penalty(torch.tensor([3, 6, 7, 8, 10]), 10, 4)
+    assert got.tolist() == pytest.approx([0.0, 0.0, -0.25, -0.5, -1.0])
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_recipe_expands_to_a_valid_config(name: str) -> None:
+    cfg = GRPOConfig.model_validate({"recipe": name})
+    for key, value in PRESETS[name].items():
+        assert getattr(cfg, key) == value
+
+
+def test_user_values_win_over_the_recipe() -> None:
+    cfg = GRPOConfig.model_validate({"recipe": "dapo", "group_size": 4, "beta": 0.01})
+    assert (cfg.group_size, cfg.beta, cfg.epsilon_high, cfg.loss_aggregation) == (4, 0.01, 0.28, "token_mean")
+
+
+def test_unknown_recipe_is_rejected() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="recipe"):
+        GRPOConfig.model_validate({"recipe": "ppo"})
