@@ -81,6 +81,16 @@ class GRPOConfig(BaseModel):
         description="Divide advantages by the group's reward std (GRPO), the batch's (Lite-PPO), or not "
         "at all (Dr. GRPO).",
     )
+    entropy_coef: float = Field(
+        0.0, ge=0, le=1, description="Entropy bonus α: the loss gets −α·H per token (aggregated like the loss)."
+    )
+    top_entropy_quantile: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="ρ of the 80/20 rule (Wang et al., 2025): policy loss only on the ρ share of "
+        "tokens with the highest entropy in each micro-batch; 1 keeps all.",
+    )
     mask_truncated_completions: bool = Field(
         False, description="DAPO's overlong filtering: completions that hit the length cap get no loss."
     )

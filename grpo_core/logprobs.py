@@ -15,11 +15,26 @@ from torch import Tensor
 
 def selective_log_softmax(logits: Tensor, index: Tensor) -> Tensor:
     """log_softmax(logits)[..., index] computed as gather − logsumexp, row by row to bound memory."""
-    rows = []
+    return logprobs_and_entropy(logits, index, entropy_grad=None)[0]
+
+
+def logprobs_and_entropy(
+    logits: Tensor, index: Tensor, *, entropy_grad: bool | None = False
+) -> tuple[Tensor, Tensor | None]:
+    """Per-token log-prob of ``index`` and the entropy H = logsumexp(z) − Σ softmax(z)·z, one sequence at a time.
+
+    ``entropy_grad=None`` skips the entropy; ``False`` computes it without gradient (a metric); ``True`` keeps
+    its gradient (for an entropy bonus).
+    """
+    lps, ents = [], []
     for i in range(logits.shape[0]):  # (T, V) at a time
         row = logits[i].float()
-        rows.append(row.gather(-1, index[i].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(row, dim=-1))
-    return torch.stack(rows)
+        lse = torch.logsumexp(row, dim=-1)
+        lps.append(row.gather(-1, index[i].unsqueeze(-1)).squeeze(-1) - lse)
+        if entropy_grad is not None:
+            with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+                ents.append(lse - (torch.softmax(row, dim=-1) * row).sum(dim=-1))
+    return torch.stack(lps), (torch.stack(ents) if ents else None)
 
 
 def completion_logprobs(
@@ -30,8 +45,10 @@ def completion_logprobs(
     completion_mask: Tensor,  # (B, C)
     *,
     temperature: float,
-) -> Tensor:
-    """(B, C) float32 log π(completion token | prefix) at the given temperature."""
+    entropy_grad: bool | None = None,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """(B, C) float32 log π(completion token | prefix) at the given temperature; with ``entropy_grad`` not None,
+    also the (B, C) entropy of π at each position (see ``logprobs_and_entropy``)."""
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
     # Completion positions after EOS still attend normally; they are masked out of the loss, not the input,
     # so earlier positions' logits are unaffected either way (causal attention).
@@ -42,4 +59,5 @@ def completion_logprobs(
         input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=c + 1
     ).logits  # (B, C+1, V)
     logits = logits[:, :-1, :] / temperature  # position t predicts completion token t
-    return selective_log_softmax(logits, completion_ids)
+    logp, entropy = logprobs_and_entropy(logits, completion_ids, entropy_grad=entropy_grad)
+    return logp if entropy is None else (logp, entropy)

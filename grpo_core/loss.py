@@ -4,7 +4,10 @@ Per completion token t of sequence i (mask m_it = 1 on real completion tokens, 0
     log w_it = logp_it − old_logp_it                         (importance_sampling_level = "token", GRPO)
     log w_i  = Σ_t m_it (logp_it − old_logp_it) / |o_i|      ("sequence": GSPO, Zheng et al., 2025)
     ρ = exp(log w);  ρ̄ = min(ρ, δ) when a two-sided clip δ is set (TRL's ``delta``)
-    ℓ_it = −min(ρ̄ Â_i, clip(ρ, 1 − ε_low, 1 + ε_high) Â_i) + β · KL_it
+    ℓ_it = −min(ρ̄ Â_i, clip(ρ, 1 − ε_low, 1 + ε_high) Â_i) · e_it + β · KL_it − α · H_it
+    e_it = 1, or with the 80/20 rule (Wang et al., 2025) 1 only on the top-ρ entropy tokens of the micro-batch
+    H_it = entropy of π_θ at the position (the entropy bonus α is aggregated like the loss, so it keeps the
+           accumulation invariance; TRL always token-averages it)
     KL_it: k1 = logp − ref;  k2 = ½ (logp − ref)²;  k3 = e^{ref−logp} − (ref − logp) − 1  (Schulman, 2020)
 
 Aggregation of ℓ over the whole optimizer step, with B sequences and N completion tokens in the step:
@@ -37,6 +40,7 @@ class LossInputs:
     advantages: Tensor  # (B,)
     mask: Tensor  # (B, T) 1.0 on completion tokens that count
     ref_logp: Tensor | None = None  # (B, T) log π_ref, required when beta > 0
+    entropy: Tensor | None = None  # (B, T) policy entropy per position (with grad when entropy_coef > 0)
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,23 @@ def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor
     raise ValueError(f"unknown KL estimator {estimator!r}")
 
 
+def _need_entropy(inp: LossInputs) -> Tensor:
+    if inp.entropy is None:
+        raise ValueError("entropy_coef > 0 or top_entropy_quantile < 1 needs the per-token entropy")
+    return inp.entropy
+
+
+def high_entropy_mask(entropy: Tensor, mask: Tensor, quantile: float) -> Tensor:
+    """1.0 on the masked tokens whose entropy is in the top ``quantile`` share of this micro-batch's tokens
+    (threshold: the (1 − quantile) quantile of their entropies, kept when ≥, as TRL's get_high_entropy_mask)."""
+    with torch.no_grad():
+        vals = entropy[mask.bool()].float()
+        if vals.numel() == 0:
+            return torch.zeros_like(mask)
+        threshold = torch.quantile(vals, 1.0 - quantile)
+        return ((entropy >= threshold) & mask.bool()).to(mask.dtype)
+
+
 def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
     return kl_estimate(logp, ref_logp, "k3")
 
@@ -83,6 +104,8 @@ def policy_loss(
     level: Literal["token", "sequence"] = "token",
     delta: float | None = None,
     kl_estimator: str = "k3",
+    entropy_coef: float = 0.0,
+    top_entropy_quantile: float = 1.0,
 ) -> LossOutputs:
     """Clipped surrogate + β·KL for one micro-batch, normalised by the step's counts (``step``)."""
     if step is None:
@@ -98,6 +121,10 @@ def policy_loss(
     clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon_high) * adv
     unclipped = (ratio if delta is None else torch.clamp(ratio, max=delta)) * adv
     per_token = -torch.minimum(unclipped, clipped).expand_as(mask)
+    if top_entropy_quantile < 1.0:
+        per_token = per_token * high_entropy_mask(_need_entropy(inp), mask, top_entropy_quantile)
+    if entropy_coef > 0:
+        per_token = per_token - entropy_coef * _need_entropy(inp)
     kl = None
     if beta > 0:
         if inp.ref_logp is None:
@@ -120,6 +147,9 @@ def policy_loss(
         is_low = ((ratio < 1.0 - epsilon) & (adv < 0)).expand_as(mask)
         is_high = ((ratio > 1.0 + epsilon_high) & (adv > 0)).expand_as(mask)
         metrics = {
+            "entropy_sum": float((inp.entropy * mask).sum()) if inp.entropy is not None else 0.0,
+            "clipped_low_tokens": float((is_low.to(mask.dtype) * mask).sum()),
+            "clipped_high_tokens": float((is_high.to(mask.dtype) * mask).sum()),
             "tokens": float(mask.sum()),
             "clipped_tokens": float(((is_low | is_high).to(mask.dtype) * mask).sum()),
             "kl_sum": float((kl * mask).sum()) if kl is not None else 0.0,

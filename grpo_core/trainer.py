@@ -113,10 +113,11 @@ def _update(
     """
     n = ro.completion_ids.shape[0]
     lengths = ro.completion_mask.sum(dim=1)
-    if cfg.loss_aggregation == "bnpo":
-        active = torch.arange(n)
+    if cfg.loss_aggregation == "bnpo" or cfg.top_entropy_quantile < 1.0:
+        active = torch.arange(n)  # per-micro-batch normaliser / quantile: composition matters, keep TRL's order
     else:  # rows with no loss tokens (filtered as truncated) contribute exactly 0 as well
-        keep = (lengths > 0) if cfg.beta > 0 else (lengths > 0) & (adv != 0)
+        only_pg = cfg.beta == 0 and cfg.entropy_coef == 0
+        keep = (lengths > 0) & (adv != 0) if only_pg else (lengths > 0)
         active = torch.nonzero(keep).flatten()
         active = active[torch.argsort(lengths[active], stable=True)]
     step = StepSize(
@@ -125,7 +126,7 @@ def _update(
         max_completion_tokens=cfg.max_completion_tokens,
         n_micro_batches=max(1, -(-len(active) // cfg.micro_batch_size)),
     )
-    sums = {"tokens": float(lengths.sum()), "clipped_tokens": 0.0, "kl_sum": 0.0, "loss": 0.0}
+    sums = {"tokens": float(lengths.sum()), "loss": 0.0, "updated_tokens": 0.0}
     for lo in range(0, len(active), cfg.micro_batch_size):
         idx = active[lo : lo + cfg.micro_batch_size]
         cmask = ro.completion_mask[idx]
@@ -138,9 +139,18 @@ def _update(
             if cfg.beta > 0:
                 with torch.no_grad(), model.disable_adapter():
                     ref = completion_logprobs(model, *args, temperature=cfg.temperature)
-            logp = completion_logprobs(model, *args, temperature=cfg.temperature)
+            logp, entropy = completion_logprobs(
+                model, *args, temperature=cfg.temperature, entropy_grad=cfg.entropy_coef > 0
+            )
         out = policy_loss(
-            LossInputs(logp=logp, old_logp=logp.detach(), advantages=adv[idx], mask=args[3].float(), ref_logp=ref),
+            LossInputs(
+                logp=logp,
+                old_logp=logp.detach(),
+                advantages=adv[idx],
+                mask=args[3].float(),
+                ref_logp=ref,
+                entropy=entropy,
+            ),
             epsilon=cfg.epsilon,
             epsilon_high=cfg.clip_high,
             beta=cfg.beta,
@@ -149,11 +159,14 @@ def _update(
             level=cfg.importance_sampling_level,
             delta=cfg.delta,
             kl_estimator=cfg.kl_estimator,
+            entropy_coef=cfg.entropy_coef,
+            top_entropy_quantile=cfg.top_entropy_quantile,
         )
         out.loss.backward()
         sums["loss"] += float(out.loss.detach())
-        sums["clipped_tokens"] += out.metrics["clipped_tokens"]
-        sums["kl_sum"] += out.metrics["kl_sum"]
+        sums["updated_tokens"] += out.metrics["tokens"]
+        for k in ("clipped_tokens", "clipped_low_tokens", "clipped_high_tokens", "kl_sum", "entropy_sum"):
+            sums[k] = sums.get(k, 0.0) + out.metrics[k]
     for p in model.parameters():  # nothing to learn from this step is a zero gradient, not a skipped step
         if p.requires_grad and p.grad is None:
             p.grad = torch.zeros_like(p)
@@ -250,8 +263,14 @@ def train(
             },
             "frac_reward_zero_std": zero_std_fraction(rewards, G),
             "loss": sums["loss"],
-            "kl": sums["kl_sum"] / max(sums["tokens"], 1.0) if cfg.beta > 0 else None,
-            "clip_ratio": sums["clipped_tokens"] / max(sums["tokens"], 1.0),
+            # KL, entropy and clip fractions are means over the tokens of the sequences that were updated
+            # (zero-advantage sequences are skipped when they cannot contribute; see _update).
+            "kl": sums.get("kl_sum", 0.0) / max(sums["updated_tokens"], 1.0) if cfg.beta > 0 else None,
+            "entropy": sums.get("entropy_sum", 0.0) / max(sums["updated_tokens"], 1.0),
+            "clip_ratio": sums.get("clipped_tokens", 0.0) / max(sums["updated_tokens"], 1.0),
+            "clip_ratio_low": sums.get("clipped_low_tokens", 0.0) / max(sums["updated_tokens"], 1.0),
+            "clip_ratio_high": sums.get("clipped_high_tokens", 0.0) / max(sums["updated_tokens"], 1.0),
+            "tokens_per_second": round(float(lengths.sum()) / max(t3 - t0, 1e-9), 1),
             "grad_norm": grad_norm,
             "learning_rate": cfg.learning_rate,
             "completion_length_mean": float(lengths.float().mean()),

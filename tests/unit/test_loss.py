@@ -198,3 +198,37 @@ def test_every_invariant_aggregation_accumulates_exactly(aggregation: str, level
     assert full.abs().sum() > 0
     assert torch.allclose(full, grad([slice(0, 1), slice(1, 4)]), atol=1e-12)
     assert torch.allclose(full, grad([slice(i, i + 1) for i in range(4)]), atol=1e-12)
+
+
+def test_entropy_matches_the_definition() -> None:
+    from grpo_core.logprobs import logprobs_and_entropy
+
+    torch.manual_seed(0)
+    logits = torch.randn(2, 3, 11, dtype=torch.float64)
+    idx = torch.randint(0, 11, (2, 3))
+    lp, ent = logprobs_and_entropy(logits, idx, entropy_grad=False)
+    logp_all = torch.log_softmax(logits, -1)
+    assert torch.allclose(ent.double(), -(logp_all.exp() * logp_all).sum(-1), atol=1e-6)
+    assert torch.allclose(lp.double(), logp_all.gather(-1, idx.unsqueeze(-1)).squeeze(-1), atol=1e-6)
+
+
+def test_high_entropy_mask_keeps_the_top_share_of_real_tokens() -> None:
+    from grpo_core.loss import high_entropy_mask
+
+    ent = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 9.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])  # the 9.0 is padding and must not count
+    # median of [1, 2, 3, 4, 5] is 3: keep >= 3
+    assert high_entropy_mask(ent, mask, 0.5).tolist() == [[0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
+    assert high_entropy_mask(ent, torch.zeros_like(mask), 0.5).sum() == 0
+
+
+def test_entropy_bonus_is_subtracted_per_token_and_has_a_gradient() -> None:
+    ent = torch.tensor([[0.5, 1.5, 9.0], [2.0, 9.0, 9.0]], requires_grad=True)
+    common = {"epsilon": 0.2, "epsilon_high": 0.2, "beta": 0.0, "n_sequences": 2}
+    inputs = LossInputs(logp=LOGP, old_logp=torch.zeros(2, 3), advantages=ADV, mask=MASK, entropy=ent)
+    with_bonus = policy_loss(inputs, entropy_coef=0.1, **common).loss  # type: ignore[arg-type]
+    without = policy_loss(inputs, **common).loss  # type: ignore[arg-type]
+    # seq-mean-token-mean of the entropy: ((0.5 + 1.5) / 2 + 2.0) / 2 = 1.5
+    assert (with_bonus - without).item() == pytest.approx(-0.1 * 1.5, rel=1e-6)
+    with_bonus.backward()
+    assert torch.allclose(ent.grad, torch.tensor([[-0.025, -0.025, 0.0], [-0.05, 0.0, 0.0]]))

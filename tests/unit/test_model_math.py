@@ -285,6 +285,7 @@ def test_update_gradient_equals_full_batch_loss_gradient(
         {"advantage_estimator": "rloo", "scale_rewards": "none", "kl_estimator": "k1"},
         {"advantage_estimator": "reinforce_pp_baseline", "kl_estimator": "k2", "delta": 3.0},
         {"loss_aggregation": "bnpo", "scale_rewards": "batch"},
+        {"entropy_coef": 0.01, "top_entropy_quantile": 0.2},  # entropy bonus + 80/20 rule
     ],
 )
 def test_each_variant_trains_two_steps(tiny_model_dir: Path, tmp_path: Path, variant: dict[str, Any]) -> None:
