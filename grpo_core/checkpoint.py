@@ -18,13 +18,16 @@ ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 STATE_FILE = "trainer_state.pt"
 
 
-def save_checkpoint(model: Any, optimizer: torch.optim.Optimizer, step: int, out_dir: Path) -> Path:
+def save_checkpoint(
+    model: Any, optimizer: torch.optim.Optimizer, step: int, out_dir: Path, scheduler: Any = None
+) -> Path:
     """Write the adapter and the training state for ``step`` (steps done so far) to ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     state = {
         "step": step,
         "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
         "torch_rng": torch.get_rng_state(),
         "python_rng": random.getstate(),
     }
@@ -32,8 +35,8 @@ def save_checkpoint(model: Any, optimizer: torch.optim.Optimizer, step: int, out
     return out_dir
 
 
-def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path) -> int:
-    """Restore adapter weights, optimizer and RNG from ``ckpt_dir``; returns the step to continue from."""
+def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path, scheduler: Any = None) -> int:
+    """Restore adapter weights, optimizer, LR schedule and RNG; returns the step to continue from."""
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -43,6 +46,8 @@ def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path
     # Our own file, written by save_checkpoint: it holds Python RNG state, which needs full unpickling.
     state = torch.load(ckpt_dir / STATE_FILE, weights_only=False)
     optimizer.load_state_dict(state["optimizer"])
+    if scheduler is not None and state.get("scheduler") is not None:
+        scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["torch_rng"])
     random.setstate(state["python_rng"])
     return int(state["step"])

@@ -110,6 +110,17 @@ class GRPOConfig(BaseModel):
         1.0, gt=0, le=2.0, description="Sampling temperature; also divides the logits when scoring log-probs."
     )
     top_p: float = Field(1.0, gt=0, le=1.0, description="Nucleus sampling.")
+    lr_scheduler: Literal["constant", "linear", "cosine"] = Field(
+        "constant", description="Learning-rate decay after warmup (over steps × num_iterations updates)."
+    )
+    warmup_ratio: float = Field(0.0, ge=0, le=0.5, description="Share of the updates spent warming up linearly.")
+    num_iterations: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="μ: optimizer updates per sampled batch (PPO epochs); > 1 makes the ratio "
+        "and clipping matter and costs one extra no-grad forward for the old log-probs.",
+    )
     weight_decay: float = Field(0.0, ge=0, le=1.0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, le=1e6, description="Gradient clipping by global norm.")
     micro_batch_size: int = Field(

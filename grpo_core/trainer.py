@@ -23,15 +23,17 @@ from typing import Any, Protocol
 
 import torch
 
-from grpo_core.advantages import compute_advantages, zero_std_fraction
+from grpo_core.advantages import compute_advantages
 from grpo_core.checkpoint import load_checkpoint, save_checkpoint
 from grpo_core.config import GRPOConfig
 from grpo_core.data import batches, prompt_text, take
 from grpo_core.errors import UserError
 from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
+from grpo_core.metrics import step_metrics
 from grpo_core.rewards.graders import Grader
 from grpo_core.rollout import Rollout, sample
+from grpo_core.schedule import make_scheduler
 from grpo_core.shaping import soft_overlong_penalty
 
 
@@ -95,13 +97,35 @@ def score(
     return total.float(), per_grader, errors
 
 
-def _nanmean(values: Sequence[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
+def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Rows ``idx`` of the rollout with all-padding columns dropped: (prompt ids, prompt mask, ids, mask)."""
+    cmask = ro.completion_mask[idx]
+    c_len = max(int(cmask.sum(dim=1).max()), 1)  # drop all-padding tail columns
+    pmask = ro.prompt_mask[idx]
+    p_start = int((pmask.sum(dim=0) == 0).sum())  # drop all-padding head columns (left padding)
+    return ro.prompt_ids[idx, p_start:], pmask[:, p_start:], ro.completion_ids[idx, :c_len], cmask[:, :c_len]
+
+
+@torch.no_grad()
+def _old_logprobs(model: Any, ro: Rollout, cfg: GRPOConfig, autocast: torch.dtype | None) -> torch.Tensor:
+    """(B, C) log-probs under the policy that sampled (before any update of this step); 0 past each mask."""
+    n, c = ro.completion_ids.shape
+    old = torch.zeros(n, c)
+    for lo in range(0, n, cfg.micro_batch_size):
+        idx = torch.arange(lo, min(lo + cfg.micro_batch_size, n))
+        args = _micro_args(ro, idx)
+        with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
+            old[idx, : args[2].shape[1]] = completion_logprobs(model, *args, temperature=cfg.temperature)
+    return old
 
 
 def _update(
-    model: Any, ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, autocast: torch.dtype | None
+    model: Any,
+    ro: Rollout,
+    adv: torch.Tensor,
+    cfg: GRPOConfig,
+    autocast: torch.dtype | None,
+    old_logp: torch.Tensor | None = None,
 ) -> dict[str, float]:
     """One optimizer step's gradient, accumulated over micro-batches (seq-mean-token-mean is invariant).
 
@@ -129,11 +153,7 @@ def _update(
     sums = {"tokens": float(lengths.sum()), "loss": 0.0, "updated_tokens": 0.0}
     for lo in range(0, len(active), cfg.micro_batch_size):
         idx = active[lo : lo + cfg.micro_batch_size]
-        cmask = ro.completion_mask[idx]
-        c_len = max(int(cmask.sum(dim=1).max()), 1)  # drop all-padding tail columns
-        pmask = ro.prompt_mask[idx]
-        p_start = int((pmask.sum(dim=0) == 0).sum())  # drop all-padding head columns (left padding)
-        args = (ro.prompt_ids[idx, p_start:], pmask[:, p_start:], ro.completion_ids[idx, :c_len], cmask[:, :c_len])
+        args = _micro_args(ro, idx)
         ref = None
         with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
             if cfg.beta > 0:
@@ -145,7 +165,7 @@ def _update(
         out = policy_loss(
             LossInputs(
                 logp=logp,
-                old_logp=logp.detach(),
+                old_logp=logp.detach() if old_logp is None else old_logp[idx, : logp.shape[1]],
                 advantages=adv[idx],
                 mask=args[3].float(),
                 ref_logp=ref,
@@ -198,9 +218,10 @@ def train(
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     total = cfg.total_steps(len(rows))
+    scheduler = make_scheduler(optimizer, cfg, total * cfg.num_iterations)
     start = 0
     if resume_from is not None:
-        start = load_checkpoint(model, optimizer, resume_from)
+        start = load_checkpoint(model, optimizer, resume_from, scheduler)
         callbacks.on_message(f"Resumed from step {start}")
     autocast = torch.bfloat16 if cfg.precision == "bf16" else None
     G = cfg.group_size
@@ -238,70 +259,43 @@ def train(
             rewards = rewards + overlong
         adv = compute_advantages(rewards, G, estimator=cfg.advantage_estimator, scale=cfg.scale_rewards)
         t2 = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
         # DAPO's overlong filtering: a truncated completion keeps its place in the group but gets no loss.
-        loss_mask = ro.completion_mask * (~ro.truncated).unsqueeze(1) if cfg.mask_truncated_completions else None
-        sums = _update(
-            model, replace(ro, completion_mask=loss_mask) if loss_mask is not None else ro, adv, cfg, autocast
-        )
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-        if not math.isfinite(grad_norm):
-            raise RuntimeError(f"non-finite gradient norm at step {step + 1}; lower learning_rate")
-        optimizer.step()
+        ro_loss = ro
+        if cfg.mask_truncated_completions:
+            ro_loss = replace(ro, completion_mask=ro.completion_mask * (~ro.truncated).unsqueeze(1))
+        # π_old: the sampling policy. With μ = 1 it equals π_θ at update time (logp.detach(), no extra pass).
+        old = _old_logprobs(model, ro_loss, cfg, autocast) if cfg.num_iterations > 1 else None
+        for _ in range(cfg.num_iterations):
+            optimizer.zero_grad(set_to_none=True)
+            sums = _update(model, ro_loss, adv, cfg, autocast, old)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+            if not math.isfinite(grad_norm):
+                raise RuntimeError(f"non-finite gradient norm at step {step + 1}; lower learning_rate")
+            optimizer.step()
+            scheduler.step()
         t3 = time.perf_counter()
         step += 1
 
-        valid = rewards[~torch.isnan(rewards)]
-        last = {
-            "step": step,
-            "total_steps": total,
-            "train_reward_mean": float(valid.mean()),
-            "train_reward_std": float(valid.std()) if valid.numel() > 1 else 0.0,
-            "graders": {
-                name: {"train_reward_mean": _nanmean(s), "error_rate": sum(v is None for v in s) / len(s)}
-                for name, s in per_grader.items()
-            },
-            "frac_reward_zero_std": zero_std_fraction(rewards, G),
-            "loss": sums["loss"],
-            # KL, entropy and clip fractions are means over the tokens of the sequences that were updated
-            # (zero-advantage sequences are skipped when they cannot contribute; see _update).
-            "kl": sums.get("kl_sum", 0.0) / max(sums["updated_tokens"], 1.0) if cfg.beta > 0 else None,
-            "entropy": sums.get("entropy_sum", 0.0) / max(sums["updated_tokens"], 1.0),
-            "clip_ratio": sums.get("clipped_tokens", 0.0) / max(sums["updated_tokens"], 1.0),
-            "clip_ratio_low": sums.get("clipped_low_tokens", 0.0) / max(sums["updated_tokens"], 1.0),
-            "clip_ratio_high": sums.get("clipped_high_tokens", 0.0) / max(sums["updated_tokens"], 1.0),
-            "tokens_per_second": round(float(lengths.sum()) / max(t3 - t0, 1e-9), 1),
-            "grad_norm": grad_norm,
-            "learning_rate": cfg.learning_rate,
-            "completion_length_mean": float(lengths.float().mean()),
-            "completion_length_min": int(lengths.min()),
-            "completion_length_max": int(lengths.max()),
-            "overlong_penalty_mean": float(overlong.mean()),
-            "advantage_mean": float(adv.mean()),
-            "advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
-            "truncated_ratio": float(ro.truncated.float().mean()),
-            "tokens": int(sums["tokens"]),
-            "timing": {
-                "sampling": round(t1 - t0, 3),
-                "scoring": round(t2 - t1, 3),
-                "training": round(t3 - t2, 3),
-                "full_iteration": round(t3 - t0, 3),
-            },
-            "samples": [
-                {
-                    "prompt": batch_rows[i // G].get("prompt", batch_rows[i // G].get("messages")),
-                    "completion": ro.texts[i],
-                    "reward": None if math.isnan(float(rewards[i])) else float(rewards[i]),
-                    "advantage": float(adv[i]),
-                }
-                for i in range(min(cfg.sample_log_count, len(ro.texts)))
-            ],
-            "grader_errors": errors[:3],
-        }
+        last = step_metrics(
+            cfg,
+            step=step,
+            total=total,
+            rewards=rewards,
+            per_grader=per_grader,
+            adv=adv,
+            overlong=overlong,
+            ro=ro,
+            sums=sums,
+            grad_norm=grad_norm,
+            lr=scheduler.get_last_lr()[0],
+            times=(t0, t1, t2, t3),
+            batch_rows=batch_rows,
+            errors=errors,
+        )
         callbacks.on_step(last)
         is_last = step == total
         if is_last or (cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0):
-            path = save_checkpoint(model, optimizer, step, work_dir / f"step-{step:06d}")
+            path = save_checkpoint(model, optimizer, step, work_dir / f"step-{step:06d}", scheduler)
             callbacks.on_checkpoint(step, path, last, is_last)
             final_ckpt = path
     return TrainResult(step, total, False, final_ckpt, last)

@@ -161,6 +161,9 @@ def test_resume_from_a_checkpoint_is_exact(tiny_model_dir: Path, tmp_path: Path)
         learning_rate=0.01,
         checkpoint_interval=2,
         beta=0.04,
+        num_iterations=2,  # the old log-probs and the clip matter
+        lr_scheduler="linear",  # the schedule must continue where it was
+        warmup_ratio=0.25,
     )
     full = Recorder()
     a = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=full, work_dir=tmp_path / "a", seed=5)
@@ -176,6 +179,7 @@ def test_resume_from_a_checkpoint_is_exact(tiny_model_dir: Path, tmp_path: Path)
         resume_from=full.ckpts[0][1],
     )
     assert [m["step"] for m in resumed.steps] == [3, 4]
+    assert [m["learning_rate"] for m in full.steps[2:]] == [m["learning_rate"] for m in resumed.steps]
     for x, y in zip(full.steps[2:], resumed.steps, strict=True):
         assert x["samples"] == y["samples"] and x["loss"] == pytest.approx(y["loss"], abs=1e-6)
     wa = load_file(str(a.final_checkpoint / "adapter_model.safetensors"))
@@ -286,6 +290,7 @@ def test_update_gradient_equals_full_batch_loss_gradient(
         {"advantage_estimator": "reinforce_pp_baseline", "kl_estimator": "k2", "delta": 3.0},
         {"loss_aggregation": "bnpo", "scale_rewards": "batch"},
         {"entropy_coef": 0.01, "top_entropy_quantile": 0.2},  # entropy bonus + 80/20 rule
+        {"num_iterations": 3, "lr_scheduler": "cosine", "warmup_ratio": 0.5},
     ],
 )
 def test_each_variant_trains_two_steps(tiny_model_dir: Path, tmp_path: Path, variant: dict[str, Any]) -> None:
@@ -338,3 +343,19 @@ def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
     assert m["truncated_ratio"] == 1.0 and m["loss"] == 0.0 and m["grad_norm"] == 0.0
     weights = load_file(str(result.final_checkpoint / "adapter_model.safetensors"))
     assert all(float(w.abs().sum()) == 0.0 for k, w in weights.items() if "lora_B" in k)
+
+
+def test_old_logprobs_are_the_sampling_policys(tiny_model_dir: Path) -> None:
+    from grpo_core.rollout import Rollout
+    from grpo_core.trainer import _old_logprobs
+
+    model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
+    prompt_ids = torch.tensor([[0, 5, 6], [7, 8, 9], [0, 0, 4]])
+    prompt_mask = (prompt_ids != 0).long()
+    comp = torch.tensor([[5, 6, 0, 0], [7, 7, 7, 7], [9, 0, 0, 0]])
+    cmask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0]])
+    ro = Rollout(prompt_ids, prompt_mask, comp, cmask, torch.zeros(3, dtype=torch.bool), [""] * 3)
+    old = _old_logprobs(model, ro, GRPOConfig(micro_batch_size=2), None)
+    with torch.no_grad():
+        want = completion_logprobs(model, prompt_ids, prompt_mask, comp, cmask, temperature=1.0)
+    assert torch.allclose(old[cmask.bool()], want[cmask.bool()], atol=1e-5)

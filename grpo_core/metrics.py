@@ -1,0 +1,102 @@
+"""The per-step metrics dict the trainer reports (names documented here; the worker forwards them as events).
+
+train_reward_mean/std       total reward (graders summed, shaping included) over scorable samples
+graders.{name}              per-grader train_reward_mean and error_rate (share of samples it could not score)
+frac_reward_zero_std        share of groups whose rewards are all equal (no learning signal)
+advantage_mean/std          over all samples of the step
+loss                        the step's loss (last of the μ updates)
+kl, entropy                 per-token means over the updated sequences (kl is None when β = 0)
+clip_ratio[_low|_high]      share of updated tokens whose ratio was clipped (low: Â < 0, high: Â > 0)
+grad_norm, learning_rate    before clipping; the scheduler's current rate
+completion_length_*         tokens up to and including EOS; truncated_ratio: no EOS within the cap
+overlong_penalty_mean       DAPO's soft overlong punishment, when enabled
+tokens, tokens_per_second   completion tokens of the step, and per wall-clock second of the whole step
+timing.{sampling, scoring, training, full_iteration}   seconds
+samples                     the first ``sample_log_count`` rollouts with reward and advantage
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from grpo_core.advantages import zero_std_fraction
+from grpo_core.config import GRPOConfig
+from grpo_core.rollout import Rollout
+
+
+def _nanmean(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def step_metrics(
+    cfg: GRPOConfig,
+    *,
+    step: int,
+    total: int,
+    rewards: Tensor,
+    per_grader: dict[str, list[float | None]],
+    adv: Tensor,
+    overlong: Tensor,
+    ro: Rollout,
+    sums: dict[str, float],
+    grad_norm: float,
+    lr: float,
+    times: tuple[float, float, float, float],
+    batch_rows: list[dict[str, Any]],
+    errors: list[str],
+) -> dict[str, Any]:
+    t0, t1, t2, t3 = times
+    g = cfg.group_size
+    valid = rewards[~torch.isnan(rewards)]
+    lengths = ro.completion_mask.sum(dim=1)
+    updated = max(sums["updated_tokens"], 1.0)
+    return {
+        "step": step,
+        "total_steps": total,
+        "train_reward_mean": float(valid.mean()),
+        "train_reward_std": float(valid.std()) if valid.numel() > 1 else 0.0,
+        "graders": {
+            name: {"train_reward_mean": _nanmean(s), "error_rate": sum(v is None for v in s) / len(s)}
+            for name, s in per_grader.items()
+        },
+        "frac_reward_zero_std": zero_std_fraction(rewards, g),
+        "loss": sums["loss"],
+        "kl": sums.get("kl_sum", 0.0) / updated if cfg.beta > 0 else None,
+        "entropy": sums.get("entropy_sum", 0.0) / updated,
+        "clip_ratio": sums.get("clipped_tokens", 0.0) / updated,
+        "clip_ratio_low": sums.get("clipped_low_tokens", 0.0) / updated,
+        "clip_ratio_high": sums.get("clipped_high_tokens", 0.0) / updated,
+        "tokens_per_second": round(float(lengths.sum()) / max(t3 - t0, 1e-9), 1),
+        "grad_norm": grad_norm,
+        "learning_rate": lr,
+        "completion_length_mean": float(lengths.float().mean()),
+        "completion_length_min": int(lengths.min()),
+        "completion_length_max": int(lengths.max()),
+        "overlong_penalty_mean": float(overlong.mean()),
+        "advantage_mean": float(adv.mean()),
+        "advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
+        "truncated_ratio": float(ro.truncated.float().mean()),
+        "tokens": int(lengths.sum()),
+        "timing": {
+            "sampling": round(t1 - t0, 3),
+            "scoring": round(t2 - t1, 3),
+            "training": round(t3 - t2, 3),
+            "full_iteration": round(t3 - t0, 3),
+        },
+        "samples": [
+            {
+                "prompt": batch_rows[i // g].get("prompt", batch_rows[i // g].get("messages")),
+                "completion": ro.texts[i],
+                "reward": None if math.isnan(float(rewards[i])) else float(rewards[i]),
+                "advantage": float(adv[i]),
+            }
+            for i in range(min(cfg.sample_log_count, len(ro.texts)))
+        ],
+        "grader_errors": errors[:3],
+    }
