@@ -16,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grpo_core.presets import expand
 
-_AUTO_FIELDS = {"n_epochs", "batch_size", "learning_rate", "group_size", "max_completion_tokens"}
+_AUTO_FIELDS = {
+    "n_epochs",
+    "batch_size",
+    "learning_rate",
+    "group_size",
+    "max_completion_tokens",
+    "eval_interval",
+    "eval_samples",
+}
 
 
 class LoraConfig(BaseModel):
@@ -129,6 +137,15 @@ class GRPOConfig(BaseModel):
         le=4096,
         description="Sequences per forward/backward; the gradient equals the full-batch one.",
     )
+    eval_interval: int = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="Score the validation file every N steps (and always after the last "
+        "step); 0 = only after the last step. Needs a validation_file.",
+    )
+    eval_samples: int = Field(1, ge=1, le=64, description="Completions per validation prompt.")
+    eval_temperature: float = Field(0.0, ge=0, le=2.0, description="0 = greedy validation decoding.")
     checkpoint_interval: int = Field(
         0, ge=0, le=1_000_000, description="Save and upload the adapter every N steps; 0 = only at the end."
     )

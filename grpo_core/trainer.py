@@ -28,6 +28,7 @@ from grpo_core.checkpoint import load_checkpoint, save_checkpoint
 from grpo_core.config import GRPOConfig
 from grpo_core.data import batches, prompt_text, take
 from grpo_core.errors import UserError
+from grpo_core.evaluate import mean_reward
 from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
 from grpo_core.metrics import step_metrics
@@ -203,6 +204,7 @@ def train(
     work_dir: Path,
     seed: int = 0,
     resume_from: Path | None = None,
+    valid_rows: list[dict[str, Any]] | None = None,
 ) -> TrainResult:
     """Run GRPO on ``rows`` and return when done, stopped, or raise (UserError for the user's mistakes)."""
     if not rows:
@@ -292,6 +294,20 @@ def train(
             batch_rows=batch_rows,
             errors=errors,
         )
+        if valid_rows and (step == total or (cfg.eval_interval and step % cfg.eval_interval == 0)):
+            t4 = time.perf_counter()
+            last["valid_reward_mean"] = mean_reward(
+                model,
+                tokenizer,
+                valid_rows,
+                graders,
+                samples_per_prompt=cfg.eval_samples,
+                temperature=cfg.eval_temperature,
+                max_new_tokens=cfg.max_completion_tokens,
+                prompts_per_batch=max(1, cfg.batch_size * cfg.group_size // cfg.eval_samples),
+                seed=seed + step,
+            )
+            last["timing"]["eval"] = round(time.perf_counter() - t4, 3)
         callbacks.on_step(last)
         is_last = step == total
         if is_last or (cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0):

@@ -32,8 +32,9 @@ log = logging.getLogger(__name__)
 
 
 def _metrics_message(m: dict[str, Any]) -> str:
+    valid = f", validation mean reward={m['valid_reward_mean']:.3f}" if m.get("valid_reward_mean") is not None else ""
     return (
-        f"Step {m['step']}/{m['total_steps']}: train mean reward={m['train_reward_mean']:.3f}, "
+        f"Step {m['step']}/{m['total_steps']}: train mean reward={m['train_reward_mean']:.3f}{valid}, "
         f"loss={m['loss']:.4f}, completion length={m['completion_length_mean']:.1f}, "
         f"{m['timing']['full_iteration']:.1f}s"
     )
@@ -45,10 +46,13 @@ def metrics_event(m: dict[str, Any]) -> dict[str, Any]:
         {"name": n, "train_reward_mean": g["train_reward_mean"], "error_rate": g["error_rate"]}
         for n, g in m["graders"].items()
     ]
+    scores = {"train_reward_mean": m["train_reward_mean"], "graders": graders}
+    if m.get("valid_reward_mean") is not None:
+        scores["valid_reward_mean"] = m["valid_reward_mean"]
     data = {
         "step": m["step"],
         "total_steps": m["total_steps"],
-        "scores": {"train_reward_mean": m["train_reward_mean"], "graders": graders},
+        "scores": scores,
         "timing": {"step": m["timing"]},
         **{
             k: m[k]
@@ -225,6 +229,10 @@ class JobRun:
         data = work / "train.jsonl"
         self.store.get_file(claim["training_file_key"], data)
         rows = read_jsonl(data)
+        valid_rows = None
+        if claim.get("validation_file_key"):
+            self.store.get_file(claim["validation_file_key"], work / "validation.jsonl")
+            valid_rows = read_jsonl(work / "validation.jsonl")
         torch.set_num_threads(max(1, os.cpu_count() or 1))
         resume_dir = self._fetch_resume_point(claim.get("resume"), work / "resume")
         msg = (
@@ -241,6 +249,7 @@ class JobRun:
             work_dir=work / "ckpt",
             seed=claim["seed"],
             resume_from=resume_dir,
+            valid_rows=valid_rows,
         )
 
     def _fetch_resume_point(self, resume: dict[str, Any] | None, dest: Path) -> Path | None:

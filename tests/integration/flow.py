@@ -13,10 +13,13 @@ from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 
 
-def submit(api: httpx.Client, **hp: Any) -> dict[str, Any]:
+def submit(api: httpx.Client, *, validation: bool = False, **hp: Any) -> dict[str, Any]:
     f = api.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", jsonl(ARITH_ROWS))})
     assert f.status_code == 201, f.text
-    r = api.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, f.json()["id"], **hp))
+    body = job_body(TINY_ID, f.json()["id"], **hp)
+    if validation:
+        body["validation_file"] = f.json()["id"]
+    r = api.post("/v1/fine_tuning/jobs", json=body)
     assert r.status_code == 201, r.text
     return r.json()
 
@@ -40,6 +43,9 @@ def check_succeeded_job(api: httpx.Client, job: dict[str, Any], tiny_model_dir: 
     events = all_events(api, job["id"])
     metrics = [e for e in events if e["type"] == "metrics"]
     assert [e["data"]["step"] for e in metrics] == [1, 2, 3]
+    if job["validation_file"]:  # scored after the last step (eval_interval 0)
+        assert [e["data"]["step"] for e in metrics if "valid_reward_mean" in e["data"]["scores"]] == [3]
+        assert 0.0 <= metrics[-1]["data"]["scores"]["valid_reward_mean"] <= 1.0
     for e in metrics:
         scores = e["data"]["scores"]
         assert 0.0 <= scores["train_reward_mean"] <= 1.0

@@ -23,7 +23,7 @@ def test_embedded_defaults_run_a_job_end_to_end(catalog_dir: Path, tmp_path: Pat
         stack.start_api()
         stack.start_worker()
         with httpx.Client(base_url=stack.url, timeout=30) as api:
-            job = submit(api)
+            job = submit(api, validation=True)
             done = wait_status(api, job["id"], {"succeeded", "failed", "cancelled"}, 300, stack)
             check_succeeded_job(api, done, catalog_dir / "tiny-llama", tmp_path)
         assert (state / "rft.db").is_file() and (state / "worker_token").is_file()

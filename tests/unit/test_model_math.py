@@ -359,3 +359,19 @@ def test_old_logprobs_are_the_sampling_policys(tiny_model_dir: Path) -> None:
     with torch.no_grad():
         want = completion_logprobs(model, prompt_ids, prompt_mask, comp, cmask, temperature=1.0)
     assert torch.allclose(old[cmask.bool()], want[cmask.bool()], atol=1e-5)
+
+
+def test_validation_is_scored_every_eval_interval_and_after_the_last_step(tiny_model_dir: Path, tmp_path: Path) -> None:
+    cfg = GRPOConfig(
+        group_size=2,
+        batch_size=2,
+        max_steps=3,
+        max_completion_tokens=4,
+        eval_interval=2,
+        eval_samples=2,
+        eval_temperature=1.0,
+    )
+    rec = Recorder()
+    train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, valid_rows=ROWS[:3])
+    assert ["valid_reward_mean" in m for m in rec.steps] == [False, True, True]
+    assert all(0.0 <= m["valid_reward_mean"] <= 1.0 and "eval" in m["timing"] for m in rec.steps[1:])
