@@ -32,6 +32,7 @@ from grpo_core.evaluate import mean_reward
 from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
 from grpo_core.metrics import step_metrics
+from grpo_core.rewards.combine import score_samples
 from grpo_core.rewards.graders import Grader
 from grpo_core.rollout import Rollout, sample
 from grpo_core.schedule import make_scheduler
@@ -78,24 +79,6 @@ def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int) -> tuple[Any, Any]:
     model = get_peft_model(base, lora)
     model.eval()
     return model, tokenizer
-
-
-def score(
-    graders: Sequence[Grader], texts: list[str], rows: list[dict[str, Any]], row_numbers: list[int]
-) -> tuple[torch.Tensor, dict[str, list[float | None]], list[str]]:
-    """Total reward per sample (NaN when any grader failed on it), per-grader scores, and error messages
-    that name the training file's row (1-based ``row_numbers``), so the user can find the bad input."""
-    per_grader: dict[str, list[float | None]] = {}
-    errors: list[str] = []
-    total = torch.zeros(len(texts), dtype=torch.float64)
-    for g in graders:
-        res = g.score(texts, rows)
-        per_grader[g.name] = res.scores
-        errors += [
-            f"grader {g.name!r} on training row {n}: {e}" for n, e in zip(row_numbers, res.errors, strict=True) if e
-        ]
-        total += torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64)
-    return total.float(), per_grader, errors
 
 
 def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -250,7 +233,7 @@ def train(
         )
         t1 = time.perf_counter()
         rows_g = [r for r in batch_rows for _ in range(G)]
-        rewards, per_grader, errors = score(graders, ro.texts, rows_g, [i + 1 for i in idx for _ in range(G)])
+        rewards, per_grader, errors = score_samples(graders, ro.texts, rows_g, [i + 1 for i in idx for _ in range(G)])
         if torch.isnan(rewards).all():
             raise UserError(f"every sample of step {step + 1} failed to score; first error: {errors[0]}")
         lengths = ro.completion_mask.sum(dim=1)
