@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from grpo_core.health import HealthConfig
 from grpo_core.presets import expand
 
 _AUTO_FIELDS = {
@@ -150,6 +151,7 @@ class GRPOConfig(BaseModel):
         0, ge=0, le=1_000_000, description="Save and upload the adapter every N steps; 0 = only at the end."
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)
+    health: HealthConfig = Field(default_factory=HealthConfig, description="Thresholds of the health warnings.")
     precision: Literal["fp32", "bf16"] = Field(
         "fp32",
         description="bf16 autocast for sampling and update (fast on recent CPUs and GPUs); fp32 is exact.",

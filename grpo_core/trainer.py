@@ -29,6 +29,7 @@ from grpo_core.config import GRPOConfig
 from grpo_core.data import batches, prompt_text, take
 from grpo_core.errors import UserError
 from grpo_core.evaluate import mean_reward
+from grpo_core.health import HealthMonitor
 from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
 from grpo_core.metrics import step_metrics
@@ -210,6 +211,7 @@ def train(
         callbacks.on_message(f"Resumed from step {start}")
     autocast = torch.bfloat16 if cfg.precision == "bf16" else None
     G = cfg.group_size
+    health = HealthMonitor(cfg.health)
     batch_iter = batches(len(rows), cfg.batch_size, seed, start_step=start)
     last: dict[str, Any] = {}
     final_ckpt: Path | None = None
@@ -291,7 +293,10 @@ def train(
                 seed=seed + step,
             )
             last["timing"]["eval"] = round(time.perf_counter() - t4, 3)
+        last["warnings"] = health.check(last)
         callbacks.on_step(last)
+        for warning in last["warnings"]:
+            callbacks.on_message(warning, "warn")
         is_last = step == total
         if is_last or (cfg.checkpoint_interval and step % cfg.checkpoint_interval == 0):
             path = save_checkpoint(model, optimizer, step, work_dir / f"step-{step:06d}", scheduler)

@@ -78,6 +78,7 @@ def metrics_event(m: dict[str, Any]) -> dict[str, Any]:
                 "tokens",
                 "samples",
                 "grader_errors",
+                "warnings",
             )
         },
     }
