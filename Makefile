@@ -37,7 +37,7 @@ test: install services lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 demo: install
-	$(BIN)/python scripts/demo.py
+	$(BIN)/python -m scripts.demo
 
 clean:
 	rm -rf .state

@@ -13,11 +13,6 @@ import torch
 from torch import Tensor
 
 
-def selective_log_softmax(logits: Tensor, index: Tensor) -> Tensor:
-    """log_softmax(logits)[..., index] computed as gather − logsumexp, row by row to bound memory."""
-    return logprobs_and_entropy(logits, index, entropy_grad=None)[0]
-
-
 def logprobs_and_entropy(
     logits: Tensor, index: Tensor, *, entropy_grad: bool | None = False
 ) -> tuple[Tensor, Tensor | None]:

@@ -88,10 +88,6 @@ def high_entropy_mask(entropy: Tensor, mask: Tensor, quantile: float) -> Tensor:
         return ((entropy >= threshold) & mask.bool()).to(mask.dtype)
 
 
-def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:
-    return kl_estimate(logp, ref_logp, "k3")
-
-
 def policy_loss(
     inp: LossInputs,
     *,

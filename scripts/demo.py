@@ -28,9 +28,8 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-BIN = Path(sys.executable).parent
+from scripts.local_stack import BIN, ROOT, Proc, api_command, wait_http, worker_command
+
 STATE = ROOT / ".state" / "demo"
 MODELS = ROOT / ".state" / "models"  # shared model cache: the conversion runs once per checkout
 GRADER_SOURCE = (ROOT / "scripts" / "demo_grader.py").read_text()
@@ -60,33 +59,6 @@ def write_data(folder: Path, seed: int) -> tuple[Path, Path]:
         )
         out.append(path)
     return out[0], out[1]
-
-
-def start(name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    log = (STATE / "logs" / f"{name}.log").open("ab")
-    return subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
-def wait_for(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"the API exited early; see {STATE / 'logs' / 'api.log'}")
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.TransportError:
-            time.sleep(0.3)
-    sys.exit(f"the API did not answer at {url}")
 
 
 def check(resp: httpx.Response) -> dict[str, Any]:
@@ -182,33 +154,16 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    api_proc = start(
-        "api",
-        [str(BIN / "uvicorn"), "--factory", "api.main:create_app", "--host", "127.0.0.1", "--port", str(args.port)],
-        env,
-    )
-    worker = start(
-        "worker",
-        [
-            str(BIN / "celery"),
-            "-A",
-            "worker.celery_app",
-            "worker",
-            "-Q",
-            "gpu",
-            "-c",
-            "1",
-            "--loglevel",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        env,
-    )
+    logs = STATE / "logs"
+    api_proc = Proc("api", api_command(args.port), env, logs)
+    worker = Proc("worker", worker_command(), env, logs)
     adapter_dir = STATE / "adapter"
     try:
         base_url = f"http://127.0.0.1:{args.port}"
-        wait_for(f"{base_url}/healthz", api_proc)
+        try:
+            wait_http(f"{base_url}/healthz", proc=api_proc.popen)
+        except (RuntimeError, TimeoutError) as exc:
+            sys.exit(f"the API did not start ({exc}); see {logs / 'api.log'}")
         with httpx.Client(base_url=base_url, timeout=60) as api:
             print("3/5 uploading the dataset and creating the job through the public API")
             files = {}
@@ -257,8 +212,8 @@ def main() -> None:
                 tar.extractall(adapter_dir, filter="data")
             print(f"    downloaded {ckpt['id']} (step {ckpt['step_number']}) to {adapter_dir}")
     finally:
-        stop(worker)
-        stop(api_proc)
+        worker.stop()
+        api_proc.stop()
     print("5/5 validation reward (24 held-out prompts × 4 samples, same grader)")
     before, after = evaluate(adapter_dir, val_path, max_tokens=24)
     print(f"    base model:       {before:.3f}")

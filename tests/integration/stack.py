@@ -8,10 +8,6 @@ shape (Postgres, Redis, S3) and the embedded defaults (SQLite, filesystem broker
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,51 +16,7 @@ from typing import Any
 
 import httpx
 
-from tests.helpers import ROOT
-
-BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, timeout: float = 60, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise TimeoutError(f"{url} did not answer within {timeout}s")
-
-
-class Proc:
-    """A child process whose output goes to a log file that is printed if a test needs it."""
-
-    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path) -> None:
-        self.name = name
-        self.log = log_dir / f"{name}.log"
-        self.popen = subprocess.Popen(
-            args, env=env, cwd=ROOT, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-    def stop(self, timeout: float = 20) -> None:
-        if self.popen.poll() is None:
-            os.killpg(self.popen.pid, signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait()
-
-    def tail(self, n: int = 40) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:]) if self.log.exists() else ""
+from scripts.local_stack import BIN, ROOT, Proc, api_command, free_port, wait_http, worker_command
 
 
 def service_env(extra: dict[str, str]) -> dict[str, str]:
@@ -97,38 +49,11 @@ class Stack:
         self.worker: Proc | None = None
 
     def start_api(self) -> None:
-        args = [
-            str(BIN / "uvicorn"),
-            "--factory",
-            "api.main:create_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-        ]
-        self.api = Proc("api", args, self.env, self.log_dir)
+        self.api = Proc("api", api_command(self.port), self.env, self.log_dir)
         wait_http(f"{self.url}/healthz", proc=self.api.popen)
 
     def start_worker(self) -> None:
-        args = [
-            str(BIN / "celery"),
-            "-A",
-            "worker.celery_app",
-            "worker",
-            "-Q",
-            "gpu",
-            "-c",
-            "1",
-            "--pool",
-            "prefork",
-            "--loglevel",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "-n",
-            f"w{self.port}@%h",
-        ]
-        self.worker = Proc("worker", args, self.env, self.log_dir)
+        self.worker = Proc("worker", worker_command(f"w{self.port}@%h"), self.env, self.log_dir)
 
     def stop_worker(self) -> None:
         if self.worker:
