@@ -39,7 +39,21 @@ class Settings(BaseSettings):
     api_url: str = Field("http://127.0.0.1:8000", description="Where workers reach the API.")
     max_upload_bytes: int = Field(512 * 1024 * 1024, description="Largest accepted upload.")
     lease_seconds: int = Field(600, description="A running job's lease; the worker renews it between steps.")
+    cap_max_completion_tokens: int | None = Field(None, description="Service limit on max_completion_tokens.")
+    cap_max_prompt_tokens: int | None = Field(None, description="Service limit on max_prompt_tokens.")
+    cap_group_size: int | None = Field(None, description="Service limit on group_size and gfpo_sample_size.")
+    cap_batch_size: int | None = Field(None, description="Service limit on batch_size (prompts per step).")
     work_dir: Path | None = Field(None, description="Worker scratch space; default <state_dir>/work")
+
+    @property
+    def caps(self) -> dict[str, int | None]:
+        """The hyperparameter limits this service applies to every job (grpo_core.config.apply_caps)."""
+        return {
+            "max_completion_tokens": self.cap_max_completion_tokens,
+            "max_prompt_tokens": self.cap_max_prompt_tokens,
+            "group_size": self.cap_group_size,
+            "batch_size": self.cap_batch_size,
+        }
 
     def _state(self, name: str) -> Path:
         path = self.state_dir / name
@@ -63,7 +77,14 @@ class Settings(BaseSettings):
         if self.broker_url:
             return {}
         folder = str(self._state("broker").resolve())
-        return {"data_folder_in": folder, "data_folder_out": folder, "processed_folder": folder}
+        # control_folder holds the exchange tables; kombu's default is ./control in the working directory.
+        control = str(self._state("broker/control").resolve())
+        return {
+            "data_folder_in": folder,
+            "data_folder_out": folder,
+            "processed_folder": folder,
+            "control_folder": control,
+        }
 
     @property
     def objects_dir(self) -> Path:

@@ -1,14 +1,20 @@
-"""Checkpoints on local paths: the PEFT adapter users download, plus the state an exact resume needs.
+"""Checkpoints on local paths: the PEFT adapter users download, plus everything an exact resume needs.
 
 Layout of a checkpoint directory:
     adapter_config.json, adapter_model.safetensors   — loadable with ``PeftModel.from_pretrained``
-    trainer_state.pt                                 — step, optimizer, RNG states (not part of the download)
+    trainer_state.pt    — optimizer, LR scheduler, every RNG state (torch, CUDA, Python, NumPy)
+    manifest.json       — step, data cursor, best validation so far, and the SHA-256 of every other file;
+                          written last (atomically), so a folder without it is an interrupted save, never loaded
 Uploading is the caller's business (a callback); this module never touches the network.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import random
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,38 +22,109 @@ import torch
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 STATE_FILE = "trainer_state.pt"
+MANIFEST = "manifest.json"
+FORMAT = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder that is incomplete, corrupted, or does not fit the model."""
+
+
+@dataclass
+class ResumeState:
+    """Where a run stands: steps done, prompt batches consumed, the best validation reward so far."""
+
+    step: int
+    cursor: int
+    best_valid_reward: float | None = None
+    best_step: int | None = None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    try:
+        import numpy as np
+
+        state["numpy"] = np.random.get_state()
+    except ImportError:
+        pass
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+    if "numpy" in state:
+        import numpy as np
+
+        np.random.set_state(state["numpy"])
 
 
 def save_checkpoint(
-    model: Any, optimizer: torch.optim.Optimizer, step: int, out_dir: Path, scheduler: Any = None
+    model: Any, optimizer: torch.optim.Optimizer, resume: ResumeState, out_dir: Path, scheduler: Any = None
 ) -> Path:
-    """Write the adapter and the training state for ``step`` (steps done so far) to ``out_dir``."""
+    """Write the adapter and the training state after ``resume.step`` steps to ``out_dir``; manifest last."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / MANIFEST).unlink(missing_ok=True)  # an overwrite is incomplete until its new manifest lands
     model.save_pretrained(out_dir)
     state = {
-        "step": step,
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
-        "torch_rng": torch.get_rng_state(),
-        "python_rng": random.getstate(),
+        "rng": _rng_state(),
     }
     torch.save(state, out_dir / STATE_FILE)
+    files = {name: _sha256(out_dir / name) for name in (*ADAPTER_FILES, STATE_FILE)}
+    manifest = {"format": FORMAT, **asdict(resume), "files": files}
+    tmp = out_dir / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2))
+    os.replace(tmp, out_dir / MANIFEST)
     return out_dir
 
 
-def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path, scheduler: Any = None) -> int:
-    """Restore adapter weights, optimizer, LR schedule and RNG; returns the step to continue from."""
+def read_manifest(ckpt_dir: Path) -> dict[str, Any]:
+    """The manifest, after checking every file it lists is present with the recorded hash."""
+    path = ckpt_dir / MANIFEST
+    if not path.is_file():
+        raise CheckpointError(f"{ckpt_dir} has no {MANIFEST}: the save did not complete")
+    manifest = json.loads(path.read_text())
+    if manifest.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint format {manifest.get('format')!r} is not {FORMAT}")
+    for name, digest in manifest["files"].items():
+        if not (ckpt_dir / name).is_file() or _sha256(ckpt_dir / name) != digest:
+            raise CheckpointError(f"checkpoint file {name} is missing or corrupted")
+    return manifest
+
+
+def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path, scheduler: Any = None) -> ResumeState:
+    """Restore adapter weights, optimizer, LR schedule and RNG; returns where the run stands."""
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
+    manifest = read_manifest(ckpt_dir)
     result = set_peft_model_state_dict(model, load_file(str(ckpt_dir / "adapter_model.safetensors")))
     if result.unexpected_keys:
-        raise ValueError(f"checkpoint does not fit this adapter: unexpected {result.unexpected_keys[:3]}")
-    # Our own file, written by save_checkpoint: it holds Python RNG state, which needs full unpickling.
+        raise CheckpointError(f"checkpoint does not fit this adapter: unexpected {result.unexpected_keys[:3]}")
+    # Our own file, verified by its hash above: it holds Python RNG state, which needs full unpickling.
     state = torch.load(ckpt_dir / STATE_FILE, weights_only=False)
     optimizer.load_state_dict(state["optimizer"])
     if scheduler is not None and state.get("scheduler") is not None:
         scheduler.load_state_dict(state["scheduler"])
-    torch.set_rng_state(state["torch_rng"])
-    random.setstate(state["python_rng"])
-    return int(state["step"])
+    _set_rng_state(state["rng"])
+    return ResumeState(
+        step=int(manifest["step"]),
+        cursor=int(manifest["cursor"]),
+        best_valid_reward=manifest.get("best_valid_reward"),
+        best_step=manifest.get("best_step"),
+    )

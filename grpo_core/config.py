@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from grpo_core.health import HealthConfig
 from grpo_core.presets import expand
 
+Recipe = Literal["deepseekmath", "r1_zero", "dapo", "dr_grpo", "gspo", "gfpo", "rloo", "reinforce_pp"]
+
 _AUTO_FIELDS = {
     "n_epochs",
     "batch_size",
@@ -52,7 +54,7 @@ class GRPOConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    recipe: Literal["deepseekmath", "r1_zero", "dapo", "dr_grpo", "gspo", "rloo", "reinforce_pp"] | None = Field(
+    recipe: Recipe | None = Field(
         None, description="A named recipe (grpo_core.presets) that fills every field you do not set."
     )
     group_size: int = Field(8, ge=2, le=256, description="G: completions sampled per prompt.")
@@ -111,6 +113,47 @@ class GRPOConfig(BaseModel):
         "costs up to 1 reward, linearly.",
     )
     overlong_penalty: float = Field(1.0, ge=0, le=100, description="Scale of the soft overlong punishment.")
+    dynamic_sampling: bool = Field(
+        False,
+        description="DAPO's dynamic sampling: drop groups whose grader rewards are all equal (no signal) and "
+        "sample more prompts until batch_size groups with signal are collected.",
+    )
+    dynamic_sampling_max_rounds: int = Field(
+        3,
+        ge=1,
+        le=64,
+        description="Cap on sampling rounds per step for dynamic sampling (DAPO's max_num_gen_batches); when "
+        "reached, the step trains on the groups it has.",
+    )
+    gfpo_sample_size: int | None = Field(
+        None,
+        ge=3,
+        le=1024,
+        description="GFPO (Shrivastava et al., 2025): sample this many completions per prompt and keep the "
+        "group_size best by gfpo_metric; advantages are computed over the kept ones.",
+    )
+    gfpo_metric: Literal["length", "reward_per_token"] = Field(
+        "length", description="GFPO's filter: keep the shortest completions, or the highest reward per token."
+    )
+    reward_weights: list[float] | None = Field(
+        None, description="One weight per grader (TRL's reward_weights); default 1 each."
+    )
+    reward_aggregation: Literal["sum_then_normalize", "normalize_then_sum"] = Field(
+        "sum_then_normalize",
+        description="Weighted sum then advantages (GRPO), or per-grader group normalisation then a weighted "
+        "sum whitened over the batch (GDPO).",
+    )
+    rollout_engine: Literal["transformers", "vllm"] = Field(
+        "transformers",
+        description="Who samples: the trainer's own model (exact log-probs) or vLLM (faster; optional extra).",
+    )
+    tis_cap: float | None = Field(
+        2.0,
+        ge=1,
+        le=100,
+        description="Truncated importance sampling (Yao et al., 2025) for engine/trainer log-prob mismatch: the "
+        "per-token loss is weighted by min(π_trainer/π_engine, tis_cap); vLLM only; null disables.",
+    )
     n_epochs: int = Field(1, ge=1, le=100, description="Passes over the training file; ignored when max_steps is set.")
     max_steps: int | None = Field(None, ge=1, le=1_000_000, description="Optimizer steps; overrides n_epochs.")
     max_completion_tokens: int = Field(128, ge=1, le=32768, description="Longest completion sampled.")
@@ -169,9 +212,15 @@ class GRPOConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _clip_order(self) -> GRPOConfig:
+    def _consistent(self) -> GRPOConfig:
         if self.epsilon_high is not None and self.epsilon_high < self.epsilon:
             raise ValueError("epsilon_high must be >= epsilon")
+        if self.gfpo_sample_size is not None and self.gfpo_sample_size <= self.group_size:
+            raise ValueError("gfpo_sample_size must be larger than group_size (the completions kept per prompt)")
+        if self.reward_aggregation == "normalize_then_sum" and self.advantage_estimator != "grpo":
+            raise ValueError("reward_aggregation 'normalize_then_sum' (GDPO) needs advantage_estimator 'grpo'")
+        if self.reward_weights is not None and not self.reward_weights:
+            raise ValueError("reward_weights must list one weight per grader")
         return self
 
     @property
@@ -183,3 +232,32 @@ class GRPOConfig(BaseModel):
         if self.max_steps is not None:
             return self.max_steps
         return self.n_epochs * -(-n_rows // self.batch_size)
+
+
+# Fields a service operator may cap, with the companion fields capped by the same limit.
+CAPPABLE = {
+    "max_completion_tokens": ("max_completion_tokens",),
+    "max_prompt_tokens": ("max_prompt_tokens",),
+    "group_size": ("group_size", "gfpo_sample_size"),
+    "batch_size": ("batch_size",),
+}
+
+
+def apply_caps(cfg: GRPOConfig, caps: dict[str, int | None]) -> tuple[GRPOConfig, list[str]]:
+    """``cfg`` with the service's limits applied, and one message per lowered field for the job's events.
+
+    The capped config is validated again, so a combination the caps make invalid is reported, not run.
+    """
+    values = cfg.model_dump()
+    messages = []
+    for cap_name, fields in CAPPABLE.items():
+        limit = caps.get(cap_name)
+        for f in fields:
+            if limit is not None and values.get(f) is not None and values[f] > limit:
+                messages.append(f"{f} capped from {values[f]} to {limit} by this service")
+                values[f] = limit
+    if not messages:
+        return cfg, []
+    values.pop("recipe", None)  # already expanded; re-expanding would not override the capped values anyway
+    capped = GRPOConfig.model_validate(values)
+    return capped.model_copy(update={"recipe": cfg.recipe}), messages

@@ -6,13 +6,15 @@ exactly like training does (same prompt formatting, same graders), in batches.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
+import torch
+
 from grpo_core.data import prompt_text
+from grpo_core.engines.hf import sample
+from grpo_core.rewards.combine import score_samples, weighted_total
 from grpo_core.rewards.graders import Grader
-from grpo_core.rollout import sample
 
 
 def mean_reward(
@@ -26,8 +28,9 @@ def mean_reward(
     max_new_tokens: int = 64,
     prompts_per_batch: int = 16,
     seed: int = 0,
+    weights: Sequence[float] | None = None,
 ) -> float:
-    """Average total reward over every sample (an unscorable sample counts as 0, as OpenAI's graders do)."""
+    """Average weighted total reward over every sample (unscorable counts as 0, as OpenAI's graders do)."""
     total, n = 0.0, 0
     for lo in range(0, len(rows), prompts_per_batch):
         batch = rows[lo : lo + prompts_per_batch]
@@ -42,8 +45,7 @@ def mean_reward(
             seed=seed + lo,
         )
         rows_g = [r for r in batch for _ in range(samples_per_prompt)]
-        for g in graders:
-            scores = g.score(ro.texts, rows_g).scores
-            total += sum(0.0 if s is None or math.isnan(s) else s for s in scores)
+        scores = score_samples(graders, ro.texts, rows_g, [0] * len(rows_g)).matrix
+        total += float(torch.nan_to_num(weighted_total(scores, weights or [1.0] * len(graders)), nan=0.0).sum())
         n += len(ro.texts)
     return total / max(n, 1)

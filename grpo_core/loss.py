@@ -4,8 +4,10 @@ Per completion token t of sequence i (mask m_it = 1 on real completion tokens, 0
     log w_it = logp_it − old_logp_it                         (importance_sampling_level = "token", GRPO)
     log w_i  = Σ_t m_it (logp_it − old_logp_it) / |o_i|      ("sequence": GSPO, Zheng et al., 2025)
     ρ = exp(log w);  ρ̄ = min(ρ, δ) when a two-sided clip δ is set (TRL's ``delta``)
-    ℓ_it = −min(ρ̄ Â_i, clip(ρ, 1 − ε_low, 1 + ε_high) Â_i) · e_it + β · KL_it − α · H_it
+    ℓ_it = −min(ρ̄ Â_i, clip(ρ, 1 − ε_low, 1 + ε_high) Â_i) · e_it · u_it + β · KL_it − α · H_it
     e_it = 1, or with the 80/20 rule (Wang et al., 2025) 1 only on the top-ρ entropy tokens of the micro-batch
+    u_it = 1, or with a separate sampling engine (vLLM) the truncated importance weight
+           min(π_old,trainer / π_engine, C) (TIS, Yao et al., 2025; TRL's token_truncate) for their kernel mismatch
     H_it = entropy of π_θ at the position (the entropy bonus α is aggregated like the loss, so it keeps the
            accumulation invariance; TRL always token-averages it)
     KL_it: k1 = logp − ref;  k2 = ½ (logp − ref)²;  k3 = e^{ref−logp} − (ref − logp) − 1  (Schulman, 2020)
@@ -41,6 +43,7 @@ class LossInputs:
     mask: Tensor  # (B, T) 1.0 on completion tokens that count
     ref_logp: Tensor | None = None  # (B, T) log π_ref, required when beta > 0
     entropy: Tensor | None = None  # (B, T) policy entropy per position (with grad when entropy_coef > 0)
+    is_weight: Tensor | None = None  # (B, T) truncated importance weight π_trainer/π_engine (no grad), or None
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ def policy_loss(
     per_token = -torch.minimum(unclipped, clipped).expand_as(mask)
     if top_entropy_quantile < 1.0:
         per_token = per_token * high_entropy_mask(_need_entropy(inp), mask, top_entropy_quantile)
+    if inp.is_weight is not None:  # engine/trainer mismatch correction, on the policy term only (as TRL)
+        per_token = per_token * inp.is_weight.to(per_token.dtype)
     if entropy_coef > 0:
         per_token = per_token - entropy_coef * _need_entropy(inp)
     kl = None

@@ -1,8 +1,9 @@
 """The per-step metrics dict the trainer reports (names documented here; the worker forwards them as events).
 
-train_reward_mean/std       total reward (graders summed, shaping included) over scorable samples
+train_reward_mean/std       total reward (weighted grader sum, shaping included) over scorable samples
 graders.{name}              per-grader train_reward_mean and error_rate (share of samples it could not score)
-frac_reward_zero_std        share of groups whose rewards are all equal (no learning signal)
+frac_reward_zero_std        share of groups whose rewards are all equal (no learning signal); with dynamic sampling,
+                            the share of sampled groups dropped for it
 advantage_mean/std          over all samples of the step
 loss                        the step's loss (last of the μ updates)
 kl, entropy                 per-token means over the updated sequences (kl is None when β = 0)
@@ -11,14 +12,15 @@ grad_norm, learning_rate    before clipping; the scheduler's current rate
 completion_length_*         tokens up to and including EOS; truncated_ratio: no EOS within the cap
 overlong_penalty_mean       DAPO's soft overlong punishment, when enabled
 tokens, tokens_per_second   completion tokens of the step, and per wall-clock second of the whole step
-timing.{sampling, scoring, training, full_iteration}   seconds
+timing.{sampling, scoring, training, full_iteration}   seconds (training includes the engine sync)
+sampling.{sampling_rounds, groups_sampled, groups_dropped, groups_trained}   dynamic sampling / GFPO bookkeeping
+importance_sampling_ratio_mean, sampling_logp_difference_max   vLLM engine only: TIS weight, max |Δ log p|
 samples                     the first ``sample_log_count`` rollouts with reward and advantage
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -26,12 +28,7 @@ from torch import Tensor
 
 from grpo_core.advantages import zero_std_fraction
 from grpo_core.config import GRPOConfig
-from grpo_core.rollout import Rollout
-
-
-def _nanmean(values: Sequence[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
+from grpo_core.sampling import StepBatch
 
 
 def step_metrics(
@@ -39,64 +36,77 @@ def step_metrics(
     *,
     step: int,
     total: int,
-    rewards: Tensor,
-    per_grader: dict[str, list[float | None]],
-    adv: Tensor,
-    overlong: Tensor,
-    ro: Rollout,
+    batch: StepBatch,
+    rows: list[dict[str, Any]],
     sums: dict[str, float],
     grad_norm: float,
     lr: float,
-    times: tuple[float, float, float, float],
-    batch_rows: list[dict[str, Any]],
-    errors: list[str],
+    times: tuple[float, float, float],
 ) -> dict[str, Any]:
-    t0, t1, t2, t3 = times
+    t0, t1, t2 = times
     g = cfg.group_size
+    ro, rewards, adv = batch.ro, batch.rewards, batch.adv
     valid = rewards[~torch.isnan(rewards)]
     lengths = ro.completion_mask.sum(dim=1)
     updated = max(sums["updated_tokens"], 1.0)
-    return {
+    st = batch.stats
+    zero_std = zero_std_fraction(rewards, g)
+    if cfg.dynamic_sampling:  # the trained batch was filtered: report the share among what was sampled
+        zero_std = st["groups_dropped"] / max(st["groups_sampled"], 1)
+    out: dict[str, Any] = {
         "step": step,
         "total_steps": total,
-        "train_reward_mean": float(valid.mean()),
+        "train_reward_mean": float(valid.mean()) if valid.numel() else math.nan,
         "train_reward_std": float(valid.std()) if valid.numel() > 1 else 0.0,
         "graders": {
-            name: {"train_reward_mean": _nanmean(s), "error_rate": sum(v is None for v in s) / len(s)}
-            for name, s in per_grader.items()
+            name: {
+                "train_reward_mean": _nanmean(batch.scores[:, k]),
+                "error_rate": float(torch.isnan(batch.scores[:, k]).float().mean()),
+            }
+            for k, name in enumerate(batch.grader_names)
         },
-        "frac_reward_zero_std": zero_std_fraction(rewards, g),
+        "frac_reward_zero_std": zero_std,
         "loss": sums["loss"],
         "kl": sums.get("kl_sum", 0.0) / updated if cfg.beta > 0 else None,
         "entropy": sums.get("entropy_sum", 0.0) / updated,
         "clip_ratio": sums.get("clipped_tokens", 0.0) / updated,
         "clip_ratio_low": sums.get("clipped_low_tokens", 0.0) / updated,
         "clip_ratio_high": sums.get("clipped_high_tokens", 0.0) / updated,
-        "tokens_per_second": round(float(lengths.sum()) / max(t3 - t0, 1e-9), 1),
+        "tokens_per_second": round(float(lengths.sum()) / max(t2 - t0, 1e-9), 1),
         "grad_norm": grad_norm,
         "learning_rate": lr,
         "completion_length_mean": float(lengths.float().mean()),
         "completion_length_min": int(lengths.min()),
         "completion_length_max": int(lengths.max()),
-        "overlong_penalty_mean": float(overlong.mean()),
+        "overlong_penalty_mean": float(batch.overlong.mean()),
         "advantage_mean": float(adv.mean()),
         "advantage_std": float(adv.std()) if adv.numel() > 1 else 0.0,
         "truncated_ratio": float(ro.truncated.float().mean()),
         "tokens": int(lengths.sum()),
+        "sampling": {k: int(st[k]) for k in ("sampling_rounds", "groups_sampled", "groups_dropped", "groups_trained")},
         "timing": {
-            "sampling": round(t1 - t0, 3),
-            "scoring": round(t2 - t1, 3),
-            "training": round(t3 - t2, 3),
-            "full_iteration": round(t3 - t0, 3),
+            "sampling": round(st["sampling"], 3),
+            "scoring": round(st["scoring"], 3),
+            "training": round(t2 - t1, 3),
+            "full_iteration": round(t2 - t0, 3),
         },
         "samples": [
             {
-                "prompt": batch_rows[i // g].get("prompt", batch_rows[i // g].get("messages")),
+                "prompt": rows[batch.row_idx[i // g]].get("prompt", rows[batch.row_idx[i // g]].get("messages")),
                 "completion": ro.texts[i],
                 "reward": None if math.isnan(float(rewards[i])) else float(rewards[i]),
                 "advantage": float(adv[i]),
             }
             for i in range(min(cfg.sample_log_count, len(ro.texts)))
         ],
-        "grader_errors": errors[:3],
+        "grader_errors": batch.errors[:3],
     }
+    if "is_weight_sum" in sums:  # a separate sampling engine: how far its log-probs are from the trainer's
+        out["importance_sampling_ratio_mean"] = sums["is_weight_sum"] / updated
+        out["sampling_logp_difference_max"] = sums["logp_diff_max"]
+    return out
+
+
+def _nanmean(x: Tensor) -> float | None:
+    vals = x[~torch.isnan(x)]
+    return float(vals.mean()) if vals.numel() else None

@@ -1,13 +1,14 @@
-"""Sampling G completions per prompt with transformers ``generate``, and the masks that go with them.
+"""A step's sampled sequences (``Rollout``) and the masks that go with them, whatever engine sampled them.
 
-All prompts of a step × G are sampled in one batched ``generate`` call (prompts left-padded). The completion mask
-is built from the generated token ids: a token counts up to and including the first EOS (any id in the model's
-generation config), never by comparing with the pad id — SmolLM2 and Qwen pad with their EOS, so a pad-based
-mask would drop the real EOS and train the model never to stop. A completion with no EOS is "truncated".
+The completion mask is built from the generated token ids: a token counts up to and including the first EOS (any
+id in the model's generation config), never by comparing with the pad id — SmolLM2 and Qwen pad with their EOS,
+so a pad-based mask would drop the real EOS and train the model never to stop. A completion with no EOS is
+"truncated".
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +25,47 @@ class Rollout:
     completion_mask: Tensor  # (B, C) 1 up to and including the first EOS
     truncated: Tensor  # (B,) bool: no EOS within max_completion_tokens
     texts: list[str]  # decoded completions, special tokens stripped
+    # (B, C) log-probs the engine gave the sampled tokens (after temperature), 0 past the mask; set by engines
+    # that are not the trainer's own forward pass (vLLM), for the truncated importance-sampling correction.
+    sampling_logp: Tensor | None = None
+
+    def select(self, idx: Tensor) -> Rollout:
+        """Rows ``idx`` (a 1-D long tensor), in that order."""
+        return Rollout(
+            self.prompt_ids[idx],
+            self.prompt_mask[idx],
+            self.completion_ids[idx],
+            self.completion_mask[idx],
+            self.truncated[idx],
+            [self.texts[int(i)] for i in idx],
+            None if self.sampling_logp is None else self.sampling_logp[idx],
+        )
+
+
+def _pad_to(x: Tensor, width: int, left: bool) -> Tensor:
+    """``x`` (B, W) padded with zeros to ``width`` columns (padding is always masked out)."""
+    pad = x.new_zeros((x.shape[0], width - x.shape[1]))
+    return torch.cat([pad, x] if left else [x, pad], dim=1)
+
+
+def concat_rollouts(parts: list[Rollout]) -> Rollout:
+    """One Rollout from several (dynamic sampling's rounds): prompts re-left-padded, completions re-right-padded."""
+    if len(parts) == 1:
+        return parts[0]
+    p_w = max(r.prompt_ids.shape[1] for r in parts)
+    c_w = max(r.completion_ids.shape[1] for r in parts)
+    logp = None
+    if all(r.sampling_logp is not None for r in parts):
+        logp = torch.cat([_pad_to(r.sampling_logp, c_w, False) for r in parts])  # type: ignore[arg-type]
+    return Rollout(
+        torch.cat([_pad_to(r.prompt_ids, p_w, True) for r in parts]),
+        torch.cat([_pad_to(r.prompt_mask, p_w, True) for r in parts]),
+        torch.cat([_pad_to(r.completion_ids, c_w, False) for r in parts]),
+        torch.cat([_pad_to(r.completion_mask, c_w, False) for r in parts]),
+        torch.cat([r.truncated for r in parts]),
+        [t for r in parts for t in r.texts],
+        logp,
+    )
 
 
 def eos_ids(model: torch.nn.Module, tokenizer) -> list[int]:
@@ -48,56 +90,35 @@ def completion_mask(completion_ids: Tensor, stop_ids: list[int]) -> tuple[Tensor
     return mask, truncated
 
 
-# no_grad, not inference_mode: the sampled ids are later a gather index inside autograd, which inference
-# tensors may not be.
-@torch.no_grad()
-def sample(
-    model: torch.nn.Module,
-    tokenizer,
-    prompts: list[str],
-    *,
-    group_size: int,
-    max_new_tokens: int,
-    temperature: float,
-    top_p: float,
-    seed: int,
-    autocast_dtype: torch.dtype | None = None,
+def pack_rollout(
+    prompts: list[list[int]],
+    completions: list[list[int]],
+    stop_ids: list[int],
+    pad_id: int,
+    decode: Callable[[list[int]], str],
+    sampling_logp: list[list[float]] | None = None,
 ) -> Rollout:
-    """Sample ``group_size`` completions for each prompt in one batched generate call (greedy at temperature 0)."""
-    stop = eos_ids(model, tokenizer)
-    expanded = [p for p in prompts for _ in range(group_size)]
-    if tokenizer.pad_token is None:  # many base models have none; masks never depend on it (see module doc)
-        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(stop[0])
-    tokenizer.padding_side = "left"
-    enc = tokenizer(expanded, return_tensors="pt", padding=True, add_special_tokens=False)
-    device = next(model.parameters()).device
-    enc = {k: v.to(device) for k, v in enc.items()}
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    # generate() draws from the global RNG; fork it so sampling is a function of (seed) only and the
-    # caller's RNG stream is untouched.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
-        with torch.autocast("cpu", dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
-            out = model.generate(
-                **enc,
-                **(sampling if temperature > 0 else {"do_sample": False}),
-                max_new_tokens=max_new_tokens,
-                eos_token_id=stop,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-    prompt_len = enc["input_ids"].shape[1]
-    completion_ids = out[:, prompt_len:]
-    mask, truncated = completion_mask(completion_ids, stop)
-    texts = [
-        tokenizer.decode(ids[: int(m.sum())], skip_special_tokens=True)
-        for ids, m in zip(completion_ids, mask, strict=True)
-    ]
-    return Rollout(
-        prompt_ids=enc["input_ids"],
-        prompt_mask=enc["attention_mask"],
-        completion_ids=completion_ids,
-        completion_mask=mask,
-        truncated=truncated,
-        texts=texts,
-    )
+    """A Rollout from token lists (row i = prompt i's completion): prompts left-padded, completions right-padded.
+
+    For engines that return token lists (vLLM); masks follow the same first-EOS rule as ``sample``.
+    """
+    n = len(completions)
+    p_len = max(len(p) for p in prompts)
+    c_len = max(1, max(len(c) for c in completions))
+    prompt_ids = torch.full((n, p_len), pad_id, dtype=torch.long)
+    prompt_mask = torch.zeros((n, p_len), dtype=torch.long)
+    completion_ids = torch.full((n, c_len), pad_id, dtype=torch.long)
+    logp = torch.zeros((n, c_len)) if sampling_logp is not None else None
+    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+        prompt_ids[i, p_len - len(p) :] = torch.tensor(p, dtype=torch.long)
+        prompt_mask[i, p_len - len(p) :] = 1
+        completion_ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
+        if logp is not None and sampling_logp is not None:
+            logp[i, : len(c)] = torch.tensor(sampling_logp[i], dtype=torch.float32)
+    mask, truncated = completion_mask(completion_ids, stop_ids)
+    for i, c in enumerate(completions):  # positions past the generated tokens are padding, never content
+        mask[i, len(c) :] = 0
+    if logp is not None:
+        logp = logp * mask
+    texts = [decode(c[: int(m.sum())]) for c, m in zip(completions, mask, strict=True)]
+    return Rollout(prompt_ids, prompt_mask, completion_ids, mask, truncated, texts, logp)

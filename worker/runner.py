@@ -79,17 +79,31 @@ def metrics_event(m: dict[str, Any]) -> dict[str, Any]:
                 "samples",
                 "grader_errors",
                 "warnings",
+                "sampling",
             )
         },
+        # only with a separate sampling engine (vLLM): its log-prob mismatch and the TIS weight
+        **{k: m[k] for k in ("importance_sampling_ratio_mean", "sampling_logp_difference_max") if k in m},
     }
     return {"type": "metrics", "step": m["step"], "message": _metrics_message(m), "data": data}
 
 
 def pack_adapter(ckpt_dir: Path, dest: Path) -> Path:
-    """Tar of the files ``PeftModel.from_pretrained`` needs (the training state stays private)."""
+    """Tar of the files ``PeftModel.from_pretrained`` needs: what users download."""
+    from grpo_core.checkpoint import ADAPTER_FILES
+
     with tarfile.open(dest, "w") as tar:
-        for name in ("adapter_config.json", "adapter_model.safetensors"):
+        for name in ADAPTER_FILES:
             tar.add(ckpt_dir / name, arcname=name)
+    return dest
+
+
+def pack_checkpoint(ckpt_dir: Path, dest: Path) -> Path:
+    """Tar of the whole checkpoint folder (adapter, training state, manifest): what an exact resume needs."""
+    with tarfile.open(dest, "w") as tar:
+        for f in sorted(ckpt_dir.iterdir()):
+            if f.is_file() and not f.name.startswith("."):
+                tar.add(f, arcname=f.name)
     return dest
 
 
@@ -117,18 +131,22 @@ class _Callbacks:
         self.run.post_events([metrics_event(metrics)])
 
     def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None:
-        """Upload the adapter tar and the training state, then register them (the commit point)."""
-        from grpo_core.checkpoint import STATE_FILE
-
-        tar = pack_adapter(path, path.with_suffix(".tar"))
+        """Upload the adapter tar and the full checkpoint, then register them (the commit point)."""
         prefix = f"jobs/{self.run.job_id}/checkpoints/step-{step:06d}-e{self.run.epoch}"
-        self.run.store.put_file(f"{prefix}.tar", tar)
-        self.run.store.put_file(f"{prefix}.state.pt", path / STATE_FILE)
-        summary = {k: metrics.get(k) for k in ("step", "train_reward_mean", "loss", "kl", "completion_length_mean")}
+        for key, tar in (
+            (f"{prefix}.tar", pack_adapter(path, path.with_suffix(".tar"))),
+            (f"{prefix}.ckpt.tar", pack_checkpoint(path, path.with_suffix(".ckpt.tar"))),
+        ):
+            self.run.store.put_file(key, tar)
+            tar.unlink()
+        keys = ("step", "train_reward_mean", "valid_reward_mean", "loss", "kl", "completion_length_mean")
+        summary = {k: metrics.get(k) for k in keys}
+        if metrics.get("best"):
+            msg = f"New best validation reward {metrics['valid_reward_mean']:.4f} at step {step}"
+            self.run.post_events([{"message": msg, "step": step}])
         self.run.client.checkpoint(
-            self.run.job_id, self.run.epoch, step, f"{prefix}.tar", f"{prefix}.state.pt", summary
+            self.run.job_id, self.run.epoch, step, f"{prefix}.tar", f"{prefix}.ckpt.tar", summary
         )
-        tar.unlink()
 
     def should_stop(self) -> bool:
         return self.run.cancel_requested.is_set()
@@ -254,15 +272,12 @@ class JobRun:
         )
 
     def _fetch_resume_point(self, resume: dict[str, Any] | None, dest: Path) -> Path | None:
-        """Download the last registered checkpoint (adapter + training state) for an exact resume."""
-        from grpo_core.checkpoint import STATE_FILE
-
+        """Download and unpack the last registered checkpoint (its manifest is checked when it is loaded)."""
         if not resume:
             return None
         dest.mkdir(parents=True, exist_ok=True)
         tar_path = dest.with_suffix(".tar")
-        self.store.get_file(resume["adapter_key"], tar_path)
+        self.store.get_file(resume["state_key"], tar_path)
         with tarfile.open(tar_path) as tar:
             tar.extractall(dest, filter="data")
-        self.store.get_file(resume["state_key"], dest / STATE_FILE)
         return dest

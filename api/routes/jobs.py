@@ -53,8 +53,9 @@ def event_schema(row: EventRow) -> JobEvent:
     )
 
 
-def checkpoint_schema(row: CheckpointRow, job: JobRow) -> Checkpoint:
+def checkpoint_schema(row: CheckpointRow, job: JobRow, best_id: str | None = None) -> Checkpoint:
     return Checkpoint(
+        best=row.id == best_id,
         id=row.id,
         created_at=row.created_at,
         fine_tuning_job_id=row.job_id,
@@ -74,6 +75,7 @@ def create_job(body: JobCreate, request: Request, session: SessionDep, project: 
         body=body,
         models_dir=request.app.state.settings.models_dir,
         enqueue=lambda job_id: enqueue_run_job(producer, job_id),
+        caps=request.app.state.settings.caps,
     )
     return job_schema(job)
 
@@ -120,7 +122,8 @@ def list_checkpoints(
 ) -> ListResponse[Checkpoint]:
     job = svc.get_job(session, project, fine_tuning_job_id)
     rows, more = svc.list_checkpoints(session, project, fine_tuning_job_id, limit=limit, after=after)
-    return ListResponse[Checkpoint].page([checkpoint_schema(r, job) for r in rows], more)
+    best = svc.best_checkpoint_id(session, job.id)
+    return ListResponse[Checkpoint].page([checkpoint_schema(r, job, best) for r in rows], more)
 
 
 @router.get(

@@ -97,3 +97,6 @@ class Checkpoint(BaseModel):
     fine_tuning_job_id: str
     step_number: int
     metrics: dict[str, Any]
+    best: bool = Field(
+        False, description="The job's checkpoint with the highest validation reward (needs a validation_file)."
+    )

@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -21,6 +22,7 @@ from api.errors import Conflict, InvalidRequest, NotFound, Unprocessable
 from api.schemas.internal import EventIn
 from api.schemas.jobs import JobCreate
 from api.services.files import get_file
+from grpo_core.config import apply_caps
 from grpo_core.models import list_models
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,13 @@ def add_event(
 
 
 def create_job(
-    session: Session, *, project_id: str, body: JobCreate, models_dir: Any, enqueue: Callable[[str], None]
+    session: Session,
+    *,
+    project_id: str,
+    body: JobCreate,
+    models_dir: Any,
+    enqueue: Callable[[str], None],
+    caps: dict[str, int | None] | None = None,
 ) -> Job:
     """Validate everything a worker would trip over, store the job ``queued``, then enqueue it (after commit)."""
     if body.model not in list_models(models_dir):
@@ -63,7 +71,12 @@ def create_job(
     train = get_file(session, project_id, body.training_file, param="training_file")
     if body.validation_file is not None:
         get_file(session, project_id, body.validation_file, param="validation_file")
-    cfg = body.method.reinforcement.hyperparameters
+    try:
+        cfg, capped = apply_caps(body.method.reinforcement.hyperparameters, caps or {})
+    except ValidationError as exc:
+        raise Unprocessable(f"hyperparameters are invalid under this service's limits: {exc}", param=HP) from None
+    method = body.method.model_dump(mode="json")
+    method["reinforcement"]["hyperparameters"] = cfg.model_dump(mode="json")
     if cfg.batch_size > train.row_count:
         raise Unprocessable(
             f"batch_size={cfg.batch_size} is larger than the training file ({train.row_count} rows)",
@@ -78,7 +91,7 @@ def create_job(
         seed=body.seed if body.seed is not None else secrets.randbelow(2**31),
         suffix=body.suffix,
         metadata_=body.metadata,
-        method=body.method.model_dump(mode="json"),
+        method=method,
         status=JobStatus.queued,
         total_steps=cfg.total_steps(train.row_count),
     )
@@ -86,6 +99,8 @@ def create_job(
     session.flush()
     add_event(session, job.id, f"Created fine-tuning job: {job.id}")
     add_event(session, job.id, f"Validated training file: {train.row_count} rows; {job.total_steps} steps planned")
+    for message in capped:
+        add_event(session, job.id, message, level="warn")
     session.commit()
     # Queue after commit: a worker can never receive an id whose row it cannot see yet. If the broker is
     # down the job stays queued (and says so); re-enqueueing it is the reconciler's job.
@@ -174,6 +189,18 @@ def list_checkpoints(
         q = q.where(Checkpoint.step_number < step)
     rows = list(session.scalars(q.order_by(Checkpoint.step_number.desc()).limit(limit + 1)))
     return rows[:limit], len(rows) > limit
+
+
+def best_checkpoint_id(session: Session, job_id: str) -> str | None:
+    """The checkpoint with the highest validation reward (the earliest on a tie); None without validation."""
+    best: tuple[float, int, str] | None = None
+    for cid, step, metrics in session.execute(
+        select(Checkpoint.id, Checkpoint.step_number, Checkpoint.metrics).where(Checkpoint.job_id == job_id)
+    ):
+        value = (metrics or {}).get("valid_reward_mean")
+        if isinstance(value, int | float) and (best is None or (value, -step) > (best[0], -best[1])):
+            best = (float(value), step, cid)
+    return best[2] if best else None
 
 
 def get_checkpoint(session: Session, project_id: str, job_id: str, ckpt_id: str) -> Checkpoint:

@@ -1,33 +1,89 @@
-"""Combining graders: the total reward of a sample is the sum of its graders' scores.
+"""Several graders -> one advantage per sample: weights, and the two published ways to combine them.
 
-A sample any grader could not score gets NaN (unscorable: advantage 0, see grpo_core.advantages). Error messages
-name the training file's row, so the user can find the input that broke their grader.
+Scores come as a matrix R (N samples × K graders) with NaN where a grader could not score a sample (it raised,
+timed out or returned None). As in TRL, a NaN means "this grader does not apply to this sample": the weighted sum
+skips it (nansum), and only a sample that *no* grader could score is unscorable (NaN total, advantage 0).
+
+- ``sum_then_normalize`` (GRPO, TRL's default): r = Σ_k w_k R_k, then the configured estimator/scale
+  (grpo_core.advantages) on r.
+- ``normalize_then_sum`` (GDPO; TRL's ``multi_objective_aggregation``): each grader is normalised within its group,
+  R̂_k = (R_k − mean_g R_k) / (std_g R_k + 1e-4), summed with the weights, and the sum whitened over the batch:
+  Â = (s − mean s) / (std s + 1e-4). It keeps a grader with a small range from being drowned by one with a large
+  range; the estimator and ``scale_rewards`` do not apply (the config rejects combining them).
+
+Shaping terms (DAPO's soft overlong punishment) enter as one more column of weight 1, so both modes treat them
+like a grader. Error messages name the training file's row, so the user can find the input that broke a grader.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
+from torch import Tensor
 
+from grpo_core.advantages import STD_EPS, Estimator, Scale, _nanstd, compute_advantages
 from grpo_core.rewards.graders import Grader
+
+Aggregation = Literal["sum_then_normalize", "normalize_then_sum"]
+
+
+@dataclass
+class Scores:
+    matrix: Tensor  # (N, K) float64, NaN where grader k could not score sample i
+    names: list[str]  # the K grader names
+    errors: list[str]  # messages naming the training row, for the job's events
 
 
 def score_samples(
     graders: Sequence[Grader], texts: list[str], rows: list[dict[str, Any]], row_numbers: list[int]
-) -> tuple[torch.Tensor, dict[str, list[float | None]], list[str]]:
-    """Total reward per sample (NaN when any grader failed on it), per-grader scores, and error messages
-    that name the training file's row (1-based ``row_numbers``), so the user can find the bad input."""
-    per_grader: dict[str, list[float | None]] = {}
+) -> Scores:
+    """Run every grader on every sample; ``row_numbers`` are 1-based training-file rows, one per sample."""
+    cols: list[Tensor] = []
     errors: list[str] = []
-    total = torch.zeros(len(texts), dtype=torch.float64)
     for g in graders:
         res = g.score(texts, rows)
-        per_grader[g.name] = res.scores
+        if len(res.scores) != len(texts):
+            raise ValueError(f"grader {g.name!r} returned {len(res.scores)} scores for {len(texts)} samples")
+        reasons = res.errors or [None] * len(texts)
         errors += [
-            f"grader {g.name!r} on training row {n}: {e}" for n, e in zip(row_numbers, res.errors, strict=True) if e
+            f"grader {g.name!r} on training row {n}: {e}" for n, e in zip(row_numbers, reasons, strict=True) if e
         ]
-        total += torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64)
-    return total.float(), per_grader, errors
+        cols.append(torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64))
+    matrix = torch.stack(cols, dim=1) if cols else torch.zeros(len(texts), 0, dtype=torch.float64)
+    return Scores(matrix, [g.name for g in graders], errors)
+
+
+def weighted_total(matrix: Tensor, weights: Sequence[float]) -> Tensor:
+    """Σ_k w_k R_k over the graders that scored each sample; NaN only where none did. (N,) float32."""
+    w = torch.tensor(list(weights), dtype=matrix.dtype)
+    total = (matrix * w).nansum(dim=1)
+    total[torch.isnan(matrix).all(dim=1)] = math.nan
+    return total.float()
+
+
+def combined_advantages(
+    matrix: Tensor,
+    weights: Sequence[float],
+    group_size: int,
+    *,
+    aggregation: Aggregation = "sum_then_normalize",
+    estimator: Estimator = "grpo",
+    scale: Scale = "group",
+) -> Tensor:
+    """Advantages (N,) from a score matrix (N, K) and K weights, by ``aggregation`` (see module doc)."""
+    if matrix.shape[1] != len(weights):
+        raise ValueError(f"{len(weights)} weights for {matrix.shape[1]} reward columns")
+    if aggregation == "sum_then_normalize":
+        return compute_advantages(weighted_total(matrix, weights), group_size, estimator=estimator, scale=scale)
+    if aggregation != "normalize_then_sum":
+        raise ValueError(f"unknown reward aggregation {aggregation!r}")
+    grouped = matrix.view(-1, group_size, matrix.shape[1])
+    mean = torch.nanmean(grouped, dim=1, keepdim=True)
+    norm = ((grouped - mean) / (_nanstd(grouped, dim=1, keepdim=True) + STD_EPS)).view_as(matrix)
+    s = weighted_total(norm.double(), weights).double()
+    adv = (s - torch.nanmean(s)) / (_nanstd(s) + STD_EPS)
+    return torch.nan_to_num(adv, nan=0.0).float()

@@ -235,3 +235,50 @@ def test_a_recipe_is_expanded_in_the_job_object(client: TestClient) -> None:
     assert hp["recipe"] == "dapo" and hp["group_size"] == 4  # the user's value wins
     assert (hp["epsilon_high"], hp["loss_aggregation"], hp["beta"]) == (0.28, "token_mean", 0.0)
     assert hp["mask_truncated_completions"] is True and hp["overlong_buffer_fraction"] == 0.2
+    assert hp["dynamic_sampling"] is True
+
+
+def test_service_caps_lower_hyperparameters_and_say_so(tmp_path: Path, catalog_dir: Path) -> None:
+    s = Settings(
+        state_dir=tmp_path / "state",
+        model_catalog_dir=catalog_dir,
+        worker_token="t0k",
+        cap_max_completion_tokens=16,
+        cap_group_size=4,
+    )
+    migrate(s.db_url)
+    with TestClient(create_app(s)) as client:
+        fid = upload(client, jsonl(ARITH_ROWS))["id"]
+        job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid, max_completion_tokens=64)).json()
+        assert job["hyperparameters"]["max_completion_tokens"] == 16
+        events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events").json()["data"]
+        capped = [e for e in events if "capped" in e["message"]]
+        assert [(e["level"], e["message"]) for e in capped] == [
+            ("warn", "max_completion_tokens capped from 64 to 16 by this service")
+        ]
+        # a cap that makes the config inconsistent is a 422 naming the field, not a silently different run
+        bad = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid, gfpo_sample_size=8))
+        assert bad.status_code == 422 and "gfpo_sample_size" in bad.json()["error"]["message"]
+
+
+def test_best_checkpoint_is_the_highest_validation_reward(client: TestClient, settings: Settings) -> None:
+    from sqlalchemy.orm import Session
+
+    from api.db.models import Checkpoint
+
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
+    with Session(create_engine(settings.db_url)) as session:
+        for step, valid in ((1, 0.2), (2, 0.5), (3, 0.4)):
+            session.add(
+                Checkpoint(
+                    id=f"ftckpt-{step}",
+                    job_id=job["id"],
+                    step_number=step,
+                    object_key=f"k{step}",
+                    metrics={"valid_reward_mean": valid},
+                )
+            )
+        session.commit()
+    data = client.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"]
+    assert [(c["step_number"], c["best"]) for c in data] == [(3, False), (2, True), (1, False)]

@@ -11,10 +11,9 @@ import torch
 
 from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import completion_logprobs
-from grpo_core.rewards.graders import GraderResult, build_grader
-from grpo_core.rewards.schemas import StringCheckGrader
 from grpo_core.rollout import completion_mask
 from grpo_core.trainer import load_policy, train
+from tests.training import GRADER, ROWS, DigitShare, Recorder
 
 
 def test_left_padded_logprobs_equal_unpadded_at_temperature(tiny_model_dir: Path) -> None:
@@ -81,38 +80,6 @@ def test_disabled_adapter_is_the_base_model(tiny_model_dir: Path) -> None:
     assert not torch.allclose(on, want, atol=1e-3)
 
 
-class Recorder:
-    def __init__(self, stop_after: int | None = None) -> None:
-        self.steps: list[dict[str, Any]] = []
-        self.ckpts: list[tuple[int, Path, bool]] = []
-        self.stop_after = stop_after
-
-    def on_message(self, message: str, level: str = "info") -> None:
-        pass
-
-    def on_step(self, metrics: dict[str, Any]) -> None:
-        self.steps.append(metrics)
-
-    def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None:
-        self.ckpts.append((step, path, final))
-
-    def should_stop(self) -> bool:
-        return self.stop_after is not None and len(self.steps) >= self.stop_after
-
-
-ROWS = [{"prompt": f"{a}+{b}=", "answer": str(a + b)} for a in range(3) for b in range(3)]
-GRADER = build_grader(StringCheckGrader(reference="{{item.answer}}", operation="like"))
-
-
-class DigitShare:
-    """A dense reward (share of digits in the text), so every group has variance and a gradient."""
-
-    name = "digits"
-
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
-        return GraderResult([sum(c.isdigit() for c in t) / max(len(t), 1) for t in texts], [None] * len(texts))
-
-
 def test_training_changes_only_lora_and_saves_loadable_adapter(tiny_model_dir: Path, tmp_path: Path) -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
@@ -147,44 +114,6 @@ def test_only_lora_weights_are_trainable(tiny_model_dir: Path) -> None:
     model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
-
-
-def test_resume_from_a_checkpoint_is_exact(tiny_model_dir: Path, tmp_path: Path) -> None:
-    """Steps 3-4 after resuming from step 2 reproduce an uninterrupted run: same metrics, same adapter."""
-    from safetensors.torch import load_file
-
-    cfg = GRPOConfig(
-        group_size=4,
-        batch_size=2,
-        max_steps=4,
-        max_completion_tokens=6,
-        learning_rate=0.01,
-        checkpoint_interval=2,
-        beta=0.04,
-        num_iterations=2,  # the old log-probs and the clip matter
-        lr_scheduler="linear",  # the schedule must continue where it was
-        warmup_ratio=0.25,
-    )
-    full = Recorder()
-    a = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=full, work_dir=tmp_path / "a", seed=5)
-    resumed = Recorder()
-    b = train(
-        cfg,
-        tiny_model_dir,
-        ROWS,
-        [DigitShare()],
-        callbacks=resumed,
-        work_dir=tmp_path / "b",
-        seed=5,
-        resume_from=full.ckpts[0][1],
-    )
-    assert [m["step"] for m in resumed.steps] == [3, 4]
-    assert [m["learning_rate"] for m in full.steps[2:]] == [m["learning_rate"] for m in resumed.steps]
-    for x, y in zip(full.steps[2:], resumed.steps, strict=True):
-        assert x["samples"] == y["samples"] and x["loss"] == pytest.approx(y["loss"], abs=1e-6)
-    wa = load_file(str(a.final_checkpoint / "adapter_model.safetensors"))
-    wb = load_file(str(b.final_checkpoint / "adapter_model.safetensors"))
-    assert wa.keys() == wb.keys() and all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
 
 
 def test_should_stop_ends_between_steps(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -226,7 +155,7 @@ def test_update_gradient_equals_full_batch_loss_gradient(
     """Skipping zero-advantage rows and length-sorted micro-batches must not change the gradient."""
     from grpo_core.loss import LossInputs, StepSize, policy_loss
     from grpo_core.rollout import Rollout
-    from grpo_core.trainer import _update
+    from grpo_core.update import policy_update
 
     torch.manual_seed(0)
     model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
@@ -258,7 +187,7 @@ def test_update_gradient_equals_full_batch_loss_gradient(
                 "max_completion_tokens": 6,
             }
         )
-        _update(model, ro, adv, cfg, None)
+        policy_update(model, ro, adv, cfg, None)
         got = grads()
         ref_lp = None
         if beta:
@@ -347,7 +276,7 @@ def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
 
 def test_old_logprobs_are_the_sampling_policys(tiny_model_dir: Path) -> None:
     from grpo_core.rollout import Rollout
-    from grpo_core.trainer import _old_logprobs
+    from grpo_core.update import old_logprobs
 
     model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
     prompt_ids = torch.tensor([[0, 5, 6], [7, 8, 9], [0, 0, 4]])
@@ -355,7 +284,7 @@ def test_old_logprobs_are_the_sampling_policys(tiny_model_dir: Path) -> None:
     comp = torch.tensor([[5, 6, 0, 0], [7, 7, 7, 7], [9, 0, 0, 0]])
     cmask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0]])
     ro = Rollout(prompt_ids, prompt_mask, comp, cmask, torch.zeros(3, dtype=torch.bool), [""] * 3)
-    old = _old_logprobs(model, ro, GRPOConfig(micro_batch_size=2), None)
+    old = old_logprobs(model, ro, GRPOConfig(micro_batch_size=2), None)
     with torch.no_grad():
         want = completion_logprobs(model, prompt_ids, prompt_mask, comp, cmask, temperature=1.0)
     assert torch.allclose(old[cmask.bool()], want[cmask.bool()], atol=1e-5)

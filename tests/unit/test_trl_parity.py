@@ -26,7 +26,7 @@ OURS = {
 }
 
 
-def trl_loss(logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, beta, delta, max_len):  # type: ignore[no-untyped-def]
+def trl_loss(logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, beta, delta, max_len, is_w=None):  # type: ignore[no-untyped-def]
     args = types.SimpleNamespace(delta=delta, use_bias_correction_kl=False, steps_per_generation=1)
     fake = types.SimpleNamespace(
         args=args,
@@ -38,8 +38,8 @@ def trl_loss(logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, bet
         max_completion_length=max_len,
         top_entropy_quantile=1.0,
         off_policy_mask_threshold=None,
-        use_vllm=False,
-        vllm_importance_sampling_correction=False,
+        use_vllm=is_w is not None,
+        vllm_importance_sampling_correction=is_w is not None,
         aux_loss_enabled=False,
         current_gradient_accumulation_steps=1,
         entropy_coef=0.0,
@@ -61,6 +61,8 @@ def trl_loss(logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, bet
         "ref_per_token_logps": ref,
         "num_items_in_batch": mask.sum(),
     }
+    if is_w is not None:
+        inputs["importance_sampling_ratio"] = is_w
     return trl_grpo.GRPOTrainer._compute_loss(fake, None, inputs)
 
 
@@ -68,7 +70,8 @@ def trl_loss(logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, bet
 @pytest.mark.parametrize(("loss_type", "level"), [*((k, "token") for k in sorted(OURS)), ("grpo", "sequence")])
 @pytest.mark.parametrize("delta", [None, 1.5])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_loss_and_gradient_match_trl(loss_type: str, level: str, delta: float | None, seed: int) -> None:
+@pytest.mark.parametrize("tis", [False, True])
+def test_loss_and_gradient_match_trl(loss_type: str, level: str, delta: float | None, seed: int, tis: bool) -> None:
     g = torch.Generator().manual_seed(seed)
     b, t = 6, 7
     base = torch.randn(b, t, generator=g, dtype=torch.float64) - 2.0
@@ -78,14 +81,16 @@ def test_loss_and_gradient_match_trl(loss_type: str, level: str, delta: float | 
     lengths = torch.tensor([7, 3, 0, 5, 1, 6])
     mask = (torch.arange(t) < lengths.unsqueeze(1)).to(torch.float64)
     kw = {"eps_lo": 0.2, "eps_hi": 0.28, "beta": 0.04, "delta": delta}
+    # vLLM's truncated importance weights (token_truncate at 2): both sides get the same (B, T) tensor
+    is_w = torch.exp(0.5 * torch.randn(b, t, generator=g, dtype=torch.float64)).clamp(max=2.0) if tis else None
 
     theirs_lp = base.clone().requires_grad_(True)
-    theirs = trl_loss(theirs_lp, old, ref, adv, mask, loss_type=loss_type, level=level, max_len=t, **kw)
+    theirs = trl_loss(theirs_lp, old, ref, adv, mask, loss_type=loss_type, level=level, max_len=t, is_w=is_w, **kw)
     theirs.backward()
 
     ours_lp = base.clone().requires_grad_(True)
     ours = policy_loss(
-        LossInputs(logp=ours_lp, old_logp=old, advantages=adv, mask=mask, ref_logp=ref),
+        LossInputs(logp=ours_lp, old_logp=old, advantages=adv, mask=mask, ref_logp=ref, is_weight=is_w),
         epsilon=0.2,
         epsilon_high=0.28,
         beta=0.04,

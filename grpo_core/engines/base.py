@@ -1,0 +1,54 @@
+"""The rollout-engine protocol: what the training loop needs from whatever samples completions.
+
+The loop only ever calls ``generate`` (one step's prompts × G) and ``sync`` (after each optimizer step, so the
+next ``generate`` samples from the updated policy). Engines:
+
+- ``transformers`` (grpo_core.engines.hf): the trainer's own model and ``generate``; no weight copy, no sync
+  cost, and its log-probs are the trainer's, so no importance-sampling correction is needed.
+- ``vllm`` (grpo_core.engines.vllm_engine, optional extra): a separate inference engine holding the base
+  weights; ``sync`` hands it the current LoRA adapter. Its kernels give slightly different log-probs than the
+  trainer's forward, so it reports ``Rollout.sampling_logp`` and the loss applies truncated importance sampling.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from grpo_core.rollout import Rollout
+
+
+class RolloutEngine(Protocol):
+    name: str
+
+    def generate(
+        self,
+        prompts: list[str],
+        *,
+        group_size: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int,
+    ) -> Rollout:
+        """``group_size`` completions per prompt, rows grouped by prompt (row i belongs to prompt i // G)."""
+        ...
+
+    def sync(self, model: Any, step: int) -> None:
+        """Make the next ``generate`` sample from ``model``'s current weights (called after each update)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def make_engine(name: str, model: Any, tokenizer: Any, model_dir: Path, **options: Any) -> RolloutEngine:
+    """The engine called ``name``; vLLM is imported only when asked for (it is an optional extra)."""
+    if name == "transformers":
+        from grpo_core.engines.hf import TransformersEngine
+
+        return TransformersEngine(model, tokenizer, **options)
+    if name == "vllm":
+        from grpo_core.engines.vllm_engine import VLLMEngine
+
+        return VLLMEngine(model_dir, tokenizer, **options)
+    raise ValueError(f"unknown rollout engine {name!r}")

@@ -1,0 +1,184 @@
+"""One step's training batch: sample, score, filter, and the advantages that go with it.
+
+The sampling strategies are config values, applied in this order per sampling round:
+
+1. sample ``gfpo_sample_size or group_size`` completions per prompt from the rollout engine;
+2. score them with every grader (grpo_core.rewards.combine);
+3. GFPO (Shrivastava et al., 2025, "Sample More to Think Less"): keep the ``group_size`` best of each group by
+   ``gfpo_metric`` (shortest, or highest reward per token); the rest are dropped before the advantages, so the
+   group baseline is the kept samples' (as TRL's GFPOTrainer did);
+4. dynamic sampling (DAPO, Yu et al., 2025, §3.2): drop groups whose grader rewards are all equal — their
+   advantages are 0 and they only dilute the batch — and sample the next prompts until ``batch_size`` groups are
+   kept or ``dynamic_sampling_max_rounds`` is reached (then the step trains on what it has, and says so in its
+   metrics; a round with no signal at all keeps its groups so the step still has samples to report).
+
+Then DAPO's soft overlong punishment is added as one more reward column, and advantages are computed over the
+final batch. Every round's prompts come from the data cursor, so a resumed run continues with the same prompts.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from grpo_core.config import GRPOConfig
+from grpo_core.data import batches
+from grpo_core.engines.base import RolloutEngine
+from grpo_core.errors import UserError
+from grpo_core.rewards.combine import combined_advantages, score_samples, weighted_total
+from grpo_core.rewards.graders import Grader
+from grpo_core.rollout import Rollout, concat_rollouts
+from grpo_core.shaping import soft_overlong_penalty
+
+
+class PromptCursor:
+    """Row-index batches with a position that checkpoints save: step k's prompts survive a resume even when
+    dynamic sampling consumed more than one batch per step."""
+
+    def __init__(self, n_rows: int, batch_size: int, seed: int, position: int = 0) -> None:
+        self.position = position
+        self._it: Iterator[list[int]] = batches(n_rows, batch_size, seed, start_step=position)
+
+    def next(self) -> list[int]:
+        self.position += 1
+        return next(self._it)
+
+
+@dataclass
+class StepBatch:
+    ro: Rollout  # n_groups × group_size rows, grouped by prompt
+    row_idx: list[int]  # training-row index of each group
+    scores: Tensor  # (B, K) grader scores, NaN where a grader could not score
+    grader_names: list[str]
+    overlong: Tensor  # (B,) shaping added to the reward (0 when off)
+    rewards: Tensor  # (B,) weighted total incl. shaping; NaN = unscorable
+    adv: Tensor  # (B,)
+    errors: list[str]
+    stats: dict[str, float] = field(default_factory=dict)  # rounds, groups, seconds sampling / scoring
+
+
+def gfpo_keep(total: Tensor, lengths: Tensor, sampled: int, keep: int, metric: str) -> Tensor:
+    """Row indices of the ``keep`` best of each group of ``sampled`` (in row order within each group).
+
+    ``length``: the shortest; ``reward_per_token``: the highest reward / length (unscorable samples last).
+    Ties go to the earlier sample, so the choice is deterministic.
+    """
+    if metric == "length":
+        score = -lengths.double()
+    elif metric == "reward_per_token":
+        score = torch.nan_to_num(total.double() / lengths.clamp(min=1).double(), nan=float("-inf"))
+    else:
+        raise ValueError(f"unknown GFPO metric {metric!r}")
+    order = torch.sort(score.view(-1, sampled), dim=1, descending=True, stable=True).indices[:, :keep]
+    local = torch.sort(order, dim=1).values
+    return (local + torch.arange(0, total.numel(), sampled).unsqueeze(1)).flatten()
+
+
+def groups_with_signal(total: Tensor, group_size: int) -> Tensor:
+    """(n_groups,) bool: the group's scorable rewards are not all equal (DAPO's dynamic-sampling filter)."""
+    r = total.double().view(-1, group_size)
+    nan = torch.isnan(r)
+    hi = torch.where(nan, float("-inf"), r).amax(dim=1)
+    lo = torch.where(nan, float("inf"), r).amin(dim=1)
+    return hi > lo
+
+
+def _rows_of_groups(keep_groups: Tensor, group_size: int) -> Tensor:
+    return (keep_groups.unsqueeze(1) * group_size + torch.arange(group_size)).flatten()
+
+
+def collect_batch(
+    cfg: GRPOConfig,
+    engine: RolloutEngine,
+    prompts: list[str],
+    rows: list[dict[str, Any]],
+    graders: Sequence[Grader],
+    cursor: PromptCursor,
+    *,
+    seed: int,
+    step: int,
+) -> StepBatch:
+    """Sample and score until the step's batch is complete; see the module doc for the order of strategies."""
+    G = cfg.group_size
+    n_sample = cfg.gfpo_sample_size or G
+    weights = cfg.reward_weights or [1.0] * len(graders)
+    if len(weights) != len(graders):
+        raise UserError(f"reward_weights has {len(weights)} weights for {len(graders)} graders")
+    parts: list[tuple[Rollout, list[int], Tensor]] = []
+    errors: list[str] = []
+    stats: dict[str, float] = {"sampling_rounds": 0, "groups_sampled": 0, "groups_dropped": 0}
+    seconds = {"sampling": 0.0, "scoring": 0.0}
+    while True:
+        idx = cursor.next()
+        rnd = stats["sampling_rounds"]
+        t0 = time.perf_counter()
+        ro = engine.generate(
+            [prompts[i] for i in idx],
+            group_size=n_sample,
+            max_new_tokens=cfg.max_completion_tokens,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            seed=random.Random(f"{seed}:{step}:{int(rnd)}").randrange(2**31),
+        )
+        t1 = time.perf_counter()
+        stats["sampling_rounds"] += 1
+        stats["groups_sampled"] += len(idx)
+        sc = score_samples(graders, ro.texts, [rows[i] for i in idx for _ in range(n_sample)], _numbers(idx, n_sample))
+        seconds["sampling"] += t1 - t0
+        seconds["scoring"] += time.perf_counter() - t1
+        errors += sc.errors
+        if torch.isnan(sc.matrix).all():
+            raise UserError(f"every sample of step {step} failed to score; first error: {sc.errors[:1]}")
+        matrix = sc.matrix
+        if n_sample != G:
+            keep = gfpo_keep(weighted_total(matrix, weights), ro.completion_mask.sum(1), n_sample, G, cfg.gfpo_metric)
+            ro, matrix = ro.select(keep), matrix[keep]
+        if cfg.dynamic_sampling:
+            signal = groups_with_signal(weighted_total(matrix, weights), G)
+            stats["groups_dropped"] += int((~signal).sum())
+            if signal.any() or (not parts and stats["sampling_rounds"] >= cfg.dynamic_sampling_max_rounds):
+                kept = torch.nonzero(signal).flatten() if signal.any() else torch.arange(len(idx))
+                rows_kept = _rows_of_groups(kept, G)
+                parts.append((ro.select(rows_kept), [idx[int(k)] for k in kept], matrix[rows_kept]))
+            n_groups = sum(len(p[1]) for p in parts)
+            if n_groups < cfg.batch_size and stats["sampling_rounds"] < cfg.dynamic_sampling_max_rounds:
+                continue
+        else:
+            parts.append((ro, idx, matrix))
+        break
+    ro = concat_rollouts([p[0] for p in parts])
+    row_idx = [i for p in parts for i in p[1]][: cfg.batch_size]
+    n = len(row_idx) * G
+    ro = ro.select(torch.arange(n)) if ro.completion_ids.shape[0] > n else ro
+    matrix = torch.cat([p[2] for p in parts])[:n]
+    lengths = ro.completion_mask.sum(dim=1)
+    overlong = torch.zeros(n)
+    if cfg.overlong_buffer_fraction:
+        buffer = max(1, round(cfg.overlong_buffer_fraction * cfg.max_completion_tokens))
+        overlong = cfg.overlong_penalty * soft_overlong_penalty(lengths, cfg.max_completion_tokens, buffer)
+    unscorable = torch.isnan(matrix).all(dim=1)  # shaping alone never makes a sample scorable
+    full = torch.cat([matrix, torch.where(unscorable, torch.nan, overlong.double()).unsqueeze(1)], dim=1)
+    full_w = [*weights, 1.0]
+    adv = combined_advantages(
+        full,
+        full_w,
+        G,
+        aggregation=cfg.reward_aggregation,
+        estimator=cfg.advantage_estimator,
+        scale=cfg.scale_rewards,
+    )
+    stats["groups_trained"] = len(row_idx)
+    stats.update(seconds)
+    names = [g.name for g in graders]
+    return StepBatch(ro, row_idx, matrix, names, overlong, weighted_total(full, full_w), adv, errors, stats)
+
+
+def _numbers(idx: list[int], n: int) -> list[int]:
+    """1-based training-file row number of each sample (for grader error messages)."""
+    return [i + 1 for i in idx for _ in range(n)]

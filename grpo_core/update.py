@@ -1,0 +1,126 @@
+"""The policy update for one sampled batch: micro-batched forward/backward with an exact full-batch gradient.
+
+Kept apart from the loop (grpo_core.trainer) so the loop reads as the algorithm and this as the arithmetic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from grpo_core.config import GRPOConfig
+from grpo_core.logprobs import completion_logprobs
+from grpo_core.loss import LossInputs, StepSize, policy_loss
+from grpo_core.rollout import Rollout
+
+
+def _device(model: Any) -> str:
+    """Autocast device type of the model's weights (cpu or cuda): bf16 autocast works on both."""
+    return next(model.parameters()).device.type
+
+
+def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Rows ``idx`` of the rollout with all-padding columns dropped: (prompt ids, prompt mask, ids, mask)."""
+    cmask = ro.completion_mask[idx]
+    c_len = max(int(cmask.sum(dim=1).max()), 1)  # drop all-padding tail columns
+    pmask = ro.prompt_mask[idx]
+    p_start = int((pmask.sum(dim=0) == 0).sum())  # drop all-padding head columns (left padding)
+    return ro.prompt_ids[idx, p_start:], pmask[:, p_start:], ro.completion_ids[idx, :c_len], cmask[:, :c_len]
+
+
+@torch.no_grad()
+def old_logprobs(model: Any, ro: Rollout, cfg: GRPOConfig, autocast: torch.dtype | None) -> torch.Tensor:
+    """(B, C) log-probs under the policy that sampled (before any update of this step); 0 past each mask."""
+    n, c = ro.completion_ids.shape
+    old = torch.zeros(n, c)
+    for lo in range(0, n, cfg.micro_batch_size):
+        idx = torch.arange(lo, min(lo + cfg.micro_batch_size, n))
+        args = _micro_args(ro, idx)
+        with torch.autocast(_device(model), dtype=autocast, enabled=autocast is not None):
+            old[idx, : args[2].shape[1]] = completion_logprobs(model, *args, temperature=cfg.temperature)
+    return old
+
+
+def policy_update(
+    model: Any,
+    ro: Rollout,
+    adv: torch.Tensor,
+    cfg: GRPOConfig,
+    autocast: torch.dtype | None,
+    old_logp: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """One optimizer step's gradient, accumulated over micro-batches (seq-mean-token-mean is invariant).
+
+    Two exact savings: with β = 0 a sequence whose advantage is 0 (its group's rewards were all equal, or it was
+    unscorable) adds exactly 0 to the loss and its gradient, so its forward/backward is skipped; and sequences
+    are grouped into micro-batches by completion length, so little compute goes to padding. The normalisers are
+    the whole step's counts, so the gradient is the full-batch one. ``bnpo`` normalises per micro-batch, so
+    there neither saving applies and micro-batches keep the sampling order, as in TRL.
+    """
+    n = ro.completion_ids.shape[0]
+    lengths = ro.completion_mask.sum(dim=1)
+    if cfg.loss_aggregation == "bnpo" or cfg.top_entropy_quantile < 1.0:
+        active = torch.arange(n)  # per-micro-batch normaliser / quantile: composition matters, keep TRL's order
+    else:  # rows with no loss tokens (filtered as truncated) contribute exactly 0 as well
+        only_pg = cfg.beta == 0 and cfg.entropy_coef == 0
+        keep = (lengths > 0) & (adv != 0) if only_pg else (lengths > 0)
+        active = torch.nonzero(keep).flatten()
+        active = active[torch.argsort(lengths[active], stable=True)]
+    step = StepSize(
+        n_sequences=n,
+        n_tokens=float(lengths.sum()),
+        max_completion_tokens=cfg.max_completion_tokens,
+        n_micro_batches=max(1, -(-len(active) // cfg.micro_batch_size)),
+    )
+    sums = {"tokens": float(lengths.sum()), "loss": 0.0, "updated_tokens": 0.0}
+    for lo in range(0, len(active), cfg.micro_batch_size):
+        idx = active[lo : lo + cfg.micro_batch_size]
+        args = _micro_args(ro, idx)
+        ref = None
+        with torch.autocast(_device(model), dtype=autocast, enabled=autocast is not None):
+            if cfg.beta > 0:
+                with torch.no_grad(), model.disable_adapter():
+                    ref = completion_logprobs(model, *args, temperature=cfg.temperature)
+            logp, entropy = completion_logprobs(
+                model, *args, temperature=cfg.temperature, entropy_grad=cfg.entropy_coef > 0
+            )
+        old = logp.detach() if old_logp is None else old_logp[idx, : logp.shape[1]]
+        is_weight = None
+        if ro.sampling_logp is not None and cfg.tis_cap is not None:  # TIS: π_old (trainer) / π_engine, capped
+            engine_logp = ro.sampling_logp[idx, : logp.shape[1]]
+            is_weight = torch.exp(old.float() - engine_logp).clamp(max=cfg.tis_cap) * args[3]
+            sums["is_weight_sum"] = sums.get("is_weight_sum", 0.0) + float(is_weight.sum())
+            sums["logp_diff_max"] = max(
+                sums.get("logp_diff_max", 0.0), float(((old - engine_logp) * args[3]).abs().max())
+            )
+        out = policy_loss(
+            LossInputs(
+                logp=logp,
+                old_logp=old,
+                advantages=adv[idx],
+                mask=args[3].float(),
+                ref_logp=ref,
+                entropy=entropy,
+                is_weight=is_weight,
+            ),
+            epsilon=cfg.epsilon,
+            epsilon_high=cfg.clip_high,
+            beta=cfg.beta,
+            step=step,
+            aggregation=cfg.loss_aggregation,
+            level=cfg.importance_sampling_level,
+            delta=cfg.delta,
+            kl_estimator=cfg.kl_estimator,
+            entropy_coef=cfg.entropy_coef,
+            top_entropy_quantile=cfg.top_entropy_quantile,
+        )
+        out.loss.backward()
+        sums["loss"] += float(out.loss.detach())
+        sums["updated_tokens"] += out.metrics["tokens"]
+        for k in ("clipped_tokens", "clipped_low_tokens", "clipped_high_tokens", "kl_sum", "entropy_sum"):
+            sums[k] = sums.get(k, 0.0) + out.metrics[k]
+    for p in model.parameters():  # nothing to learn from this step is a zero gradient, not a skipped step
+        if p.requires_grad and p.grad is None:
+            p.grad = torch.zeros_like(p)
+    return sums

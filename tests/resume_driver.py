@@ -1,0 +1,63 @@
+"""Run a short training in its own process, for the exact-resume test: ``python -m tests.resume_driver ARGS``.
+
+Writes a JSON file with every step's metrics (wall-clock fields removed) and the checkpoints saved, so the test
+can compare an uninterrupted run with one that stopped, exited, and resumed in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from grpo_core.config import GRPOConfig
+from grpo_core.trainer import train
+from tests.training import ROWS, DigitShare, Recorder, StartsWithDigit
+
+# Everything that carries state across steps is switched on: μ = 2 (old log-probs, clipping), β > 0, a warmup +
+# cosine schedule, dynamic sampling (the data cursor runs ahead of the step count), two weighted graders.
+CONFIG = {
+    "group_size": 4,
+    "batch_size": 2,
+    "max_steps": 6,
+    "max_completion_tokens": 6,
+    "learning_rate": 0.01,
+    "beta": 0.04,
+    "num_iterations": 2,
+    "lr_scheduler": "cosine",
+    "warmup_ratio": 0.2,
+    "dynamic_sampling": True,
+    "dynamic_sampling_max_rounds": 4,
+    "reward_weights": [1.0, 0.5],
+    "checkpoint_interval": 3,
+    "micro_batch_size": 3,
+}
+WALL_CLOCK = {"timing", "tokens_per_second"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--stop-after", type=int, default=None)
+    ap.add_argument("--resume-from", type=Path, default=None)
+    args = ap.parse_args()
+    rec = Recorder(stop_after=args.stop_after)
+    result = train(
+        GRPOConfig.model_validate(CONFIG),
+        args.model,
+        ROWS,
+        [StartsWithDigit(), DigitShare()],
+        callbacks=rec,
+        work_dir=args.work,
+        seed=7,
+        resume_from=args.resume_from,
+    )
+    steps = [{k: v for k, v in m.items() if k not in WALL_CLOCK} for m in rec.steps]
+    ckpts = [{"step": s, "path": str(p), "final": f} for s, p, f in rec.ckpts]
+    args.out.write_text(json.dumps({"steps": steps, "checkpoints": ckpts, "steps_done": result.steps_done}))
+
+
+if __name__ == "__main__":
+    main()
