@@ -17,7 +17,7 @@ from grpo_core.rewards.combine import score_samples, weighted_total
 from grpo_core.rewards.graders import Grader
 
 
-def mean_reward(
+def evaluate_rewards(
     model: Any,
     tokenizer: Any,
     rows: list[dict[str, Any]],
@@ -29,23 +29,35 @@ def mean_reward(
     prompts_per_batch: int = 16,
     seed: int = 0,
     weights: Sequence[float] | None = None,
-) -> float:
-    """Average weighted total reward over every sample (unscorable counts as 0, as OpenAI's graders do)."""
-    total, n = 0.0, 0
+) -> tuple[float, float]:
+    """(mean reward over every sample, mean over prompts of the best of its k samples).
+
+    Rewards are the weighted grader totals; an unscorable sample counts as 0, as OpenAI's graders do. The second
+    figure is pass@k for 0/1 graders (k = ``samples_per_prompt``; equal to the mean when k = 1).
+    """
+    total, best, n = 0.0, 0.0, 0
+    k = samples_per_prompt
     for lo in range(0, len(rows), prompts_per_batch):
         batch = rows[lo : lo + prompts_per_batch]
         ro = sample(
             model,
             tokenizer,
             [prompt_text(r, tokenizer) for r in batch],
-            group_size=samples_per_prompt,
+            group_size=k,
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             top_p=1.0,
             seed=seed + lo,
         )
-        rows_g = [r for r in batch for _ in range(samples_per_prompt)]
+        rows_g = [r for r in batch for _ in range(k)]
         scores = score_samples(graders, ro.texts, rows_g, [0] * len(rows_g)).matrix
-        total += float(torch.nan_to_num(weighted_total(scores, weights or [1.0] * len(graders)), nan=0.0).sum())
+        r = torch.nan_to_num(weighted_total(scores, weights or [1.0] * len(graders)), nan=0.0).double()
+        total += float(r.sum())
+        best += float(r.view(-1, k).amax(dim=1).sum())
         n += len(ro.texts)
-    return total / max(n, 1)
+    return total / max(n, 1), best / max(n // k, 1)
+
+
+def mean_reward(model: Any, tokenizer: Any, rows: list[dict[str, Any]], graders: Sequence[Grader], **kw: Any) -> float:
+    """Mean reward over every sample (see ``evaluate_rewards``)."""
+    return evaluate_rewards(model, tokenizer, rows, graders, **kw)[0]

@@ -1,7 +1,9 @@
 """The per-step metrics dict the trainer reports (names documented here; the worker forwards them as events).
 
 train_reward_mean/std       total reward (weighted grader sum, shaping included) over scorable samples
-graders.{name}              per-grader train_reward_mean and error_rate (share of samples it could not score)
+graders.{name}              per-grader train_reward_mean/std and error_rate (share of samples it could not score)
+valid_reward_mean           validation: mean weighted reward (every eval_interval steps and after the last)
+valid_pass_at_k             validation: mean over prompts of the best of eval_samples rewards (pass@k for 0/1)
 frac_reward_zero_std        share of groups whose rewards are all equal (no learning signal); with dynamic sampling,
                             the share of sampled groups dropped for it
 advantage_mean/std          over all samples of the step
@@ -61,6 +63,7 @@ def step_metrics(
         "graders": {
             name: {
                 "train_reward_mean": _nanmean(batch.scores[:, k]),
+                "train_reward_std": _nanstd(batch.scores[:, k]),
                 "error_rate": float(torch.isnan(batch.scores[:, k]).float().mean()),
             }
             for k, name in enumerate(batch.grader_names)
@@ -105,6 +108,11 @@ def step_metrics(
         out["importance_sampling_ratio_mean"] = sums["is_weight_sum"] / updated
         out["sampling_logp_difference_max"] = sums["logp_diff_max"]
     return out
+
+
+def _nanstd(x: Tensor) -> float | None:
+    vals = x[~torch.isnan(x)]
+    return float(vals.std()) if vals.numel() > 1 else None
 
 
 def _nanmean(x: Tensor) -> float | None:

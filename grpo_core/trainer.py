@@ -30,7 +30,7 @@ from grpo_core.config import GRPOConfig
 from grpo_core.data import prompt_text
 from grpo_core.engines.base import make_engine
 from grpo_core.errors import UserError
-from grpo_core.evaluate import mean_reward
+from grpo_core.evaluate import evaluate_rewards
 from grpo_core.health import HealthMonitor
 from grpo_core.metrics import step_metrics
 from grpo_core.rewards.graders import Grader
@@ -202,7 +202,7 @@ def _validate(
 ) -> bool:
     """Score the validation rows into ``metrics``; True when this is the best validation reward so far."""
     t = time.perf_counter()
-    reward = mean_reward(
+    reward, best_of_k = evaluate_rewards(
         model,
         tokenizer,
         valid_rows,
@@ -215,6 +215,7 @@ def _validate(
         weights=cfg.reward_weights,
     )
     metrics["valid_reward_mean"] = reward
+    metrics["valid_pass_at_k"] = best_of_k
     metrics["timing"]["eval"] = round(time.perf_counter() - t, 3)
     if state.best_valid_reward is not None and reward <= state.best_valid_reward:
         return False

@@ -42,13 +42,11 @@ def _metrics_message(m: dict[str, Any]) -> str:
 
 def metrics_event(m: dict[str, Any]) -> dict[str, Any]:
     """A per-step metrics event in OpenAI's shape (``data.step``, ``data.scores``, ``data.timing``) plus ours."""
-    graders = [
-        {"name": n, "train_reward_mean": g["train_reward_mean"], "error_rate": g["error_rate"]}
-        for n, g in m["graders"].items()
-    ]
+    graders = [{"name": n, **g} for n, g in m["graders"].items()]
     scores = {"train_reward_mean": m["train_reward_mean"], "graders": graders}
-    if m.get("valid_reward_mean") is not None:
-        scores["valid_reward_mean"] = m["valid_reward_mean"]
+    for k in ("valid_reward_mean", "valid_pass_at_k"):
+        if m.get(k) is not None:
+            scores[k] = m[k]
     data = {
         "step": m["step"],
         "total_steps": m["total_steps"],

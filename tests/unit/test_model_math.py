@@ -304,3 +304,4 @@ def test_validation_is_scored_every_eval_interval_and_after_the_last_step(tiny_m
     train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, valid_rows=ROWS[:3])
     assert ["valid_reward_mean" in m for m in rec.steps] == [False, True, True]
     assert all(0.0 <= m["valid_reward_mean"] <= 1.0 and "eval" in m["timing"] for m in rec.steps[1:])
+    assert all(m["valid_pass_at_k"] >= m["valid_reward_mean"] for m in rec.steps[1:])  # best of 2 >= the mean
