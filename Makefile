@@ -2,12 +2,12 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# Reinstall when pyproject.toml changes; otherwise reuse the existing virtualenv.
-STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-10)
+# Reinstall when pyproject.toml or this install recipe changes; otherwise reuse the existing virtualenv.
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-10)
 
-.PHONY: install test test-unit test-integration lint services demo clean
+.PHONY: install test test-unit test-integration lint services sandbox demo clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# The CPU wheel first: a bare `torch` requirement would pull a multi-GB CUDA build.
@@ -27,16 +27,21 @@ lint: install
 services:
 	bash scripts/services.sh
 
-test-unit: install
+# The python-grader sandbox: bubblewrap (apt, only when missing) and a Python environment the unprivileged
+# sandbox uid can execute (/opt/rft-sandbox/py311 with numpy, sympy, rapidfuzz); quiet and quick once built.
+sandbox:
+	bash scripts/sandbox_setup.sh
+
+test-unit: install sandbox
 	$(BIN)/python -m pytest -q tests/unit
 
-test-integration: install services
+test-integration: install services sandbox
 	$(BIN)/python -m pytest -q tests/integration
 
-test: install services lint
+test: install services sandbox lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-demo: install
+demo: install sandbox
 	$(BIN)/python -m scripts.demo
 
 clean:

@@ -11,7 +11,7 @@ from fastapi.routing import APIRoute
 from api.db.session import make_engine, make_sessionmaker
 from api.errors import install_handlers
 from api.queue import make_producer
-from api.routes import files, internal, jobs, models
+from api.routes import files, graders, internal, jobs, models
 from api.settings import Settings, get_settings
 from api.storage import make_store
 
@@ -43,7 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=_operation_id,
     )
     install_handlers(app)
-    for router in (files.router, jobs.router, models.router, internal.router):
+    for router in (files.router, jobs.router, graders.router, models.router, internal.router):
         app.include_router(router)
 
     @app.get("/healthz", include_in_schema=False)

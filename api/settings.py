@@ -39,11 +39,26 @@ class Settings(BaseSettings):
     api_url: str = Field("http://127.0.0.1:8000", description="Where workers reach the API.")
     max_upload_bytes: int = Field(512 * 1024 * 1024, description="Largest accepted upload.")
     lease_seconds: int = Field(600, description="A running job's lease; the worker renews it between steps.")
+    reward_sandbox: str = Field(
+        "auto",
+        description="Sandbox for python graders: auto|bwrap (namespaces + seccomp), weak (explicit opt-in, no "
+        "namespaces, single tenant only), off (python graders refused). Fails closed when unavailable.",
+    )
+    judge_base_url: str | None = Field(None, description="OpenAI-compatible endpoint for score_model graders.")
+    judge_api_key: str | None = Field(None, description="Bearer key for the judge endpoint.")
     cap_max_completion_tokens: int | None = Field(None, description="Service limit on max_completion_tokens.")
     cap_max_prompt_tokens: int | None = Field(None, description="Service limit on max_prompt_tokens.")
     cap_group_size: int | None = Field(None, description="Service limit on group_size and gfpo_sample_size.")
     cap_batch_size: int | None = Field(None, description="Service limit on batch_size (prompts per step).")
     work_dir: Path | None = Field(None, description="Worker scratch space; default <state_dir>/work")
+
+    def grader_env(self):  # type: ignore[no-untyped-def]
+        """grpo_core.rewards.graders.GraderEnv from these settings (imported lazily: graders are optional)."""
+        from grpo_core.rewards.graders import GraderEnv
+
+        return GraderEnv(
+            sandbox_tier=self.reward_sandbox, judge_url=self.judge_base_url, judge_api_key=self.judge_api_key
+        )
 
     @property
     def caps(self) -> dict[str, int | None]:

@@ -143,6 +143,13 @@ class GRPOConfig(BaseModel):
         description="Weighted sum then advantages (GRPO), or per-grader group normalisation then a weighted "
         "sum whitened over the batch (GDPO).",
     )
+    max_grader_error_rate: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="Fail the job when a grader errors (raises, times out, returns a non-number) on more than this "
+        "share of a step's completions; below it an error scores 0 and is counted in the metrics.",
+    )
     rollout_engine: Literal["transformers", "vllm"] = Field(
         "transformers",
         description="Who samples: the trainer's own model (exact log-probs) or vLLM (faster; optional extra).",

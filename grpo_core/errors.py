@@ -6,3 +6,7 @@ The worker reports a ``UserError`` as the job's failure reason verbatim and neve
 
 class UserError(Exception):
     """Something the user must fix in their job: the message says what and where."""
+
+
+class GraderFailed(UserError):
+    """The job's grader failed on too many completions; the message carries its own error excerpt."""

@@ -1,7 +1,8 @@
 """The per-step metrics dict the trainer reports (names documented here; the worker forwards them as events).
 
 train_reward_mean/std       total reward (weighted grader sum, shaping included) over scorable samples
-graders.{name}              per-grader train_reward_mean/std and error_rate (share of samples it could not score)
+graders.{name}              per-grader train_reward_mean/std, error_rate (share of samples whose scoring failed:
+                            scored 0) and not_applicable_rate (returned None); a multi's parts as {name}.{part}
 valid_reward_mean           validation: mean weighted reward (every eval_interval steps and after the last)
 valid_pass_at_k             validation: mean over prompts of the best of eval_samples rewards (pass@k for 0/1)
 frac_reward_zero_std        share of groups whose rewards are all equal (no learning signal); with dynamic sampling,
@@ -64,10 +65,12 @@ def step_metrics(
             name: {
                 "train_reward_mean": _nanmean(batch.scores[:, k]),
                 "train_reward_std": _nanstd(batch.scores[:, k]),
-                "error_rate": float(torch.isnan(batch.scores[:, k]).float().mean()),
+                "error_rate": batch.error_rates.get(name, 0.0),
+                "not_applicable_rate": float(torch.isnan(batch.scores[:, k]).float().mean()),
             }
             for k, name in enumerate(batch.grader_names)
-        },
+        }
+        | {name: {"train_reward_mean": mean} for name, mean in batch.sub_scores.items()},
         "frac_reward_zero_std": zero_std,
         "loss": sums["loss"],
         "kl": sums.get("kl_sum", 0.0) / updated if cfg.beta > 0 else None,

@@ -30,7 +30,7 @@ from torch import Tensor
 from grpo_core.config import GRPOConfig
 from grpo_core.data import batches
 from grpo_core.engines.base import RolloutEngine
-from grpo_core.errors import UserError
+from grpo_core.errors import GraderFailed, UserError
 from grpo_core.rewards.combine import combined_advantages, score_samples, weighted_total
 from grpo_core.rewards.graders import Grader
 from grpo_core.rollout import Rollout, concat_rollouts
@@ -61,6 +61,8 @@ class StepBatch:
     adv: Tensor  # (B,)
     errors: list[str]
     stats: dict[str, float] = field(default_factory=dict)  # rounds, groups, seconds sampling / scoring
+    error_rates: dict[str, float] = field(default_factory=dict)  # per grader, over every sample scored
+    sub_scores: dict[str, float | None] = field(default_factory=dict)  # a multi grader's parts: mean score
 
 
 def gfpo_keep(total: Tensor, lengths: Tensor, sampled: int, keep: int, metric: str) -> Tensor:
@@ -114,6 +116,8 @@ def collect_batch(
     errors: list[str] = []
     stats: dict[str, float] = {"sampling_rounds": 0, "groups_sampled": 0, "groups_dropped": 0}
     seconds = {"sampling": 0.0, "scoring": 0.0}
+    error_counts: dict[str, int] = {}
+    sub_scores: dict[str, list[float | None]] = {}
     while True:
         idx = cursor.next()
         rnd = stats["sampling_rounds"]
@@ -133,8 +137,12 @@ def collect_batch(
         seconds["sampling"] += t1 - t0
         seconds["scoring"] += time.perf_counter() - t1
         errors += sc.errors
+        _check_error_rate(sc.error_counts, sc.errors, len(ro.texts), cfg.max_grader_error_rate, step)
+        for name, n_err in sc.error_counts.items():
+            error_counts[name] = error_counts.get(name, 0) + n_err
+        sub_scores = {k: sub_scores.get(k, []) + v for k, v in sc.sub_scores.items()}
         if torch.isnan(sc.matrix).all():
-            raise UserError(f"every sample of step {step} failed to score; first error: {sc.errors[:1]}")
+            raise UserError(f"no grader applied to any sample of step {step} (every score was None)")
         matrix = sc.matrix
         if n_sample != G:
             keep = gfpo_keep(weighted_total(matrix, weights), ro.completion_mask.sum(1), n_sample, G, cfg.gfpo_metric)
@@ -176,7 +184,36 @@ def collect_batch(
     stats["groups_trained"] = len(row_idx)
     stats.update(seconds)
     names = [g.name for g in graders]
-    return StepBatch(ro, row_idx, matrix, names, overlong, weighted_total(full, full_w), adv, errors, stats)
+    n_scored = stats["groups_sampled"] * n_sample
+    return StepBatch(
+        ro,
+        row_idx,
+        matrix,
+        names,
+        overlong,
+        weighted_total(full, full_w),
+        adv,
+        errors,
+        stats,
+        {k: v / n_scored for k, v in error_counts.items()},
+        {k: _mean(v) for k, v in sub_scores.items()},
+    )
+
+
+def _check_error_rate(counts: dict[str, int], errors: list[str], n: int, limit: float, step: int) -> None:
+    """Fail the job when a grader errored on more than ``limit`` of this round's samples, with its first error."""
+    for name, n_err in counts.items():
+        if n and n_err / n > limit:
+            first = next((e for e in errors if e.startswith(f"grader {name!r}")), "")
+            raise GraderFailed(
+                f"grader {name!r} failed on {n_err / n:.0%} of completions at step {step} "
+                f"(max_grader_error_rate={limit:g}); first error: {first}"
+            )
+
+
+def _mean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
 
 
 def _numbers(idx: list[int], n: int) -> list[int]:

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 from api.settings import Settings
 from api.storage import make_store
 from grpo_core.config import GRPOConfig
-from grpo_core.errors import UserError
+from grpo_core.errors import GraderFailed, UserError
 from grpo_core.models import resolve_model
 from grpo_core.rewards.python_runner import GraderError
 from grpo_core.rewards.schemas import GraderSpec
@@ -47,10 +47,17 @@ def metrics_event(m: dict[str, Any]) -> dict[str, Any]:
     for k in ("valid_reward_mean", "valid_pass_at_k"):
         if m.get(k) is not None:
             scores[k] = m[k]
+    errors = {
+        "graders": [
+            {"name": n, "train_error_rate": g["error_rate"]} for n, g in m["graders"].items() if "error_rate" in g
+        ],
+        "samples": m["grader_errors"],
+    }
     data = {
         "step": m["step"],
         "total_steps": m["total_steps"],
         "scores": scores,
+        "errors": errors,
         "timing": {"step": m["timing"]},
         **{
             k: m[k]
@@ -207,6 +214,8 @@ class JobRun:
             result = self._run_training(claim, work, callbacks)
         except StaleLease:
             raise
+        except GraderFailed as exc:
+            return "failed", {"error_code": "grader_error", "error_message": str(exc)}
         except UserError as exc:
             return "failed", {"error_code": "invalid_job", "error_message": str(exc)}
         except GraderError as exc:
@@ -230,12 +239,14 @@ class JobRun:
         import torch
 
         from grpo_core.data import read_jsonl
-        from grpo_core.rewards.graders import build_grader
+        from grpo_core.rewards.graders import build_graders
+        from grpo_core.rewards.judge import JudgeNotConfigured
+        from grpo_core.rewards.python_runner import SandboxUnavailable
         from grpo_core.trainer import train
 
         try:
             cfg = GRPOConfig.model_validate(claim["hyperparameters"])
-            grader = build_grader(TypeAdapter(GraderSpec).validate_python(claim["grader"]))
+            spec = TypeAdapter(GraderSpec).validate_python(claim["grader"])
         except ValidationError as exc:
             raise UserError(f"job spec is invalid: {exc}") from None
         try:
@@ -257,17 +268,25 @@ class JobRun:
             f"{cfg.batch_size} prompts × {cfg.group_size} samples"
         )
         callbacks.on_message(msg)
-        return train(
-            cfg,
-            model_dir,
-            rows,
-            [grader],
-            callbacks=callbacks,
-            work_dir=work / "ckpt",
-            seed=claim["seed"],
-            resume_from=resume_dir,
-            valid_rows=valid_rows,
-        )
+        try:
+            graders = build_graders(spec, self.settings.grader_env())
+        except (SandboxUnavailable, JudgeNotConfigured) as exc:
+            raise UserError(f"this service cannot run the grader: {exc}") from None
+        try:
+            return train(
+                cfg,
+                model_dir,
+                rows,
+                graders,
+                callbacks=callbacks,
+                work_dir=work / "ckpt",
+                seed=claim["seed"],
+                resume_from=resume_dir,
+                valid_rows=valid_rows,
+            )
+        finally:
+            for g in graders:
+                g.close()
 
     def _fetch_resume_point(self, resume: dict[str, Any] | None, dest: Path) -> Path | None:
         """Download and unpack the last registered checkpoint (its manifest is checked when it is loaded)."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
@@ -13,6 +14,7 @@ from api.errors import ERROR_RESPONSES
 from api.queue import enqueue_run_job
 from api.schemas.common import ListResponse
 from api.schemas.jobs import Checkpoint, Job, JobCreate, JobError, JobEvent
+from api.services import graders as graders_svc
 from api.services import jobs as svc
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
@@ -53,6 +55,23 @@ def event_schema(row: EventRow) -> JobEvent:
     )
 
 
+GRADER_PARAM = "method.reinforcement.grader"
+
+
+def head_rows(store: Any, key: str, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` rows of an uploaded JSONL file (validated at upload), reading no more than needed."""
+    rows: list[dict[str, Any]] = []
+    pending = b""
+    for chunk in store.iter_bytes(key):
+        *lines, pending = (pending + chunk).split(b"\n")
+        rows += [json.loads(line.decode("utf-8-sig")) for line in lines if line.strip()]
+        if len(rows) >= n:
+            return rows[:n]
+    if pending.strip():
+        rows.append(json.loads(pending.decode("utf-8-sig")))
+    return rows[:n]
+
+
 def checkpoint_schema(row: CheckpointRow, job: JobRow, best_id: str | None = None) -> Checkpoint:
     return Checkpoint(
         best=row.id == best_id,
@@ -69,6 +88,7 @@ def checkpoint_schema(row: CheckpointRow, job: JobRow, best_id: str | None = Non
 def create_job(body: JobCreate, request: Request, session: SessionDep, project: CurrentProject) -> Job:
     """Validate and queue a GRPO job. Unknown model: 400; unknown file: 404; bad hyperparameter: 422."""
     producer = request.app.state.producer
+    settings = request.app.state.settings
     job = svc.create_job(
         session,
         project_id=project,
@@ -76,6 +96,8 @@ def create_job(body: JobCreate, request: Request, session: SessionDep, project: 
         models_dir=request.app.state.settings.models_dir,
         enqueue=lambda job_id: enqueue_run_job(producer, job_id),
         caps=request.app.state.settings.caps,
+        preflight=lambda spec, rows: graders_svc.dry_run(spec, rows, settings.grader_env(), GRADER_PARAM),
+        head_rows=lambda key, n: head_rows(request.app.state.store, key, n),
     )
     return job_schema(job)
 

@@ -24,6 +24,7 @@ from api.schemas.jobs import JobCreate
 from api.services.files import get_file
 from grpo_core.config import apply_caps
 from grpo_core.models import list_models
+from grpo_core.rewards.schemas import reward_columns
 
 log = logging.getLogger(__name__)
 HP = "method.reinforcement.hyperparameters"
@@ -61,6 +62,8 @@ def create_job(
     models_dir: Any,
     enqueue: Callable[[str], None],
     caps: dict[str, int | None] | None = None,
+    preflight: Callable[[Any, list[dict[str, Any]]], None] | None = None,
+    head_rows: Callable[[str, int], list[dict[str, Any]]] | None = None,
 ) -> Job:
     """Validate everything a worker would trip over, store the job ``queued``, then enqueue it (after commit)."""
     if body.model not in list_models(models_dir):
@@ -77,6 +80,14 @@ def create_job(
         raise Unprocessable(f"hyperparameters are invalid under this service's limits: {exc}", param=HP) from None
     method = body.method.model_dump(mode="json")
     method["reinforcement"]["hyperparameters"] = cfg.model_dump(mode="json")
+    columns = reward_columns(body.method.reinforcement.grader)
+    if cfg.reward_weights is not None and len(cfg.reward_weights) != len(columns):
+        raise Unprocessable(
+            f"reward_weights has {len(cfg.reward_weights)} weights for {len(columns)} reward columns {columns}",
+            param=f"{HP}.reward_weights",
+        )
+    if preflight is not None and head_rows is not None:  # the grader on a few real rows, before any GPU time
+        preflight(body.method.reinforcement.grader, head_rows(train.object_key, 3))
     if cfg.batch_size > train.row_count:
         raise Unprocessable(
             f"batch_size={cfg.batch_size} is larger than the training file ({train.row_count} rows)",

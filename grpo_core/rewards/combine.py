@@ -1,8 +1,9 @@
 """Several graders -> one advantage per sample: weights, and the two published ways to combine them.
 
-Scores come as a matrix R (N samples × K graders) with NaN where a grader could not score a sample (it raised,
-timed out or returned None). As in TRL, a NaN means "this grader does not apply to this sample": the weighted sum
-skips it (nansum), and only a sample that *no* grader could score is unscorable (NaN total, advantage 0).
+Scores come as a matrix R (N samples × K graders) with NaN where a grader returned None. As in TRL, a NaN means
+"this grader does not apply to this sample": the weighted sum skips it (nansum), and only a sample that *no*
+grader scored is unscorable (NaN total, advantage 0). A grader *error* (exception, timeout, non-number) is not a
+NaN: it scores 0 and is counted per grader (OpenAI's rule; see grpo_core.rewards.graders).
 
 - ``sum_then_normalize`` (GRPO, TRL's default): r = Σ_k w_k R_k, then the configured estimator/scale
   (grpo_core.advantages) on r.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
@@ -33,9 +34,11 @@ Aggregation = Literal["sum_then_normalize", "normalize_then_sum"]
 
 @dataclass
 class Scores:
-    matrix: Tensor  # (N, K) float64, NaN where grader k could not score sample i
+    matrix: Tensor  # (N, K) float64, NaN where grader k does not apply to sample i (an error scores 0)
     names: list[str]  # the K grader names
     errors: list[str]  # messages naming the training row, for the job's events
+    error_counts: dict[str, int] = field(default_factory=dict)  # per grader: samples whose scoring failed
+    sub_scores: dict[str, list[float | None]] = field(default_factory=dict)  # "multi.part" -> scores (metrics)
 
 
 def score_samples(
@@ -43,18 +46,19 @@ def score_samples(
 ) -> Scores:
     """Run every grader on every sample; ``row_numbers`` are 1-based training-file rows, one per sample."""
     cols: list[Tensor] = []
-    errors: list[str] = []
+    out = Scores(torch.zeros(0), [g.name for g in graders], [])
     for g in graders:
         res = g.score(texts, rows)
         if len(res.scores) != len(texts):
             raise ValueError(f"grader {g.name!r} returned {len(res.scores)} scores for {len(texts)} samples")
         reasons = res.errors or [None] * len(texts)
-        errors += [
-            f"grader {g.name!r} on training row {n}: {e}" for n, e in zip(row_numbers, reasons, strict=True) if e
-        ]
+        failed = [f"grader {g.name!r} on training row {n}: {e}" for n, e in zip(row_numbers, reasons, strict=True) if e]
+        out.errors += failed
+        out.error_counts[g.name] = len(failed)
+        out.sub_scores |= {f"{g.name}.{k}": v for k, v in res.sub_scores.items()}
         cols.append(torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64))
-    matrix = torch.stack(cols, dim=1) if cols else torch.zeros(len(texts), 0, dtype=torch.float64)
-    return Scores(matrix, [g.name for g in graders], errors)
+    out.matrix = torch.stack(cols, dim=1) if cols else torch.zeros(len(texts), 0, dtype=torch.float64)
+    return out
 
 
 def weighted_total(matrix: Tensor, weights: Sequence[float]) -> Tensor:

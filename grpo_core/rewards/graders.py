@@ -1,26 +1,56 @@
 """Scoring functions built from grader specs: ``score(texts, rows) -> GraderResult``.
 
-A score is a float, or None when the grader could not score the sample (it raised, returned a non-number, or
-timed out); None becomes NaN in the advantages and the sample contributes nothing (grpo_core.advantages).
+Two kinds of "no score", as the two reference systems define them:
+- an *error* (the grader raised, timed out, returned a non-number, or a template named a missing column) scores
+  0.0 and is counted with its reason — OpenAI's rule, so a completion that breaks the grader is never rewarded;
+- *None* returned by the grader means "does not apply to this sample" — TRL's rule: NaN, left out of the
+  advantages (grpo_core.rewards.combine).
+Graders that hold resources (the Python sandbox) are released with ``close()``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from grpo_core.rewards.python_runner import run_python_grader
-from grpo_core.rewards.schemas import GraderSpec, PythonGrader, StringCheckGrader
+from grpo_core.rewards.formula import evaluate_formula, parse_formula
+from grpo_core.rewards.schemas import (
+    GraderSpec,
+    JsonSchemaGrader,
+    LengthGrader,
+    MathGrader,
+    MultiGrader,
+    PythonGrader,
+    RegexGrader,
+    ScoreModelGrader,
+    StringCheckGrader,
+    TextSimilarityGrader,
+)
+from grpo_core.rewards.similarity import similarity
+from grpo_core.rewards.templates import make_sample, render
 
-_TEMPLATE = re.compile(r"\{\{\s*([a-zA-Z_][\w.]*)\s*\}\}")
+
+@dataclass(frozen=True)
+class GraderEnv:
+    """What the operator configures for graders (the worker and the API pass their settings in)."""
+
+    sandbox_tier: str = "auto"  # grpo_core.rewards.python_runner tiers; fail-closed by default
+    judge_url: str | None = None  # OpenAI-compatible base URL for score_model graders, e.g. http://judge/v1
+    judge_api_key: str | None = None
+    judge_timeout: float = 60.0
+    judge_concurrency: int = 8
 
 
 @dataclass
 class GraderResult:
-    scores: list[float | None]
-    errors: list[str | None] = field(default_factory=list)  # per sample, the reason a score is None
+    scores: list[float | None]  # None: not applicable (TRL); an error scores 0.0 and sets errors[i]
+    errors: list[str | None] = field(default_factory=list)
+    sub_scores: dict[str, list[float | None]] = field(default_factory=dict)  # a multi grader's parts
 
 
 class Grader(Protocol):
@@ -29,82 +59,233 @@ class Grader(Protocol):
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult: ...
 
 
-def render(template: str, sample: dict[str, Any], item: dict[str, Any]) -> str:
-    """Fill ``{{sample.x}}`` / ``{{item.x.y}}`` from the sample and the dataset row; a missing key is an error."""
-
-    def value(match: re.Match[str]) -> str:
-        root, *path = match.group(1).split(".")
-        scopes = {"sample": sample, "item": item}
-        if root not in scopes:
-            raise KeyError(f"unknown template root {root!r} (use sample.* or item.*)")
-        cur: Any = scopes[root]
-        for part in path:
-            if not isinstance(cur, dict) or part not in cur:
-                raise KeyError(f"{{{{{match.group(1)}}}}} is not in the {root}")
-            cur = cur[part]
-        return cur if isinstance(cur, str) else str(cur)
-
-    return _TEMPLATE.sub(value, template)
+def _finite(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"returned {value!r}, not a finite number")
+    return float(value)
 
 
-class StringCheck:
-    def __init__(self, spec: StringCheckGrader) -> None:
-        self.spec = spec
-        self.name = spec.name
+class PerSample:
+    """A grader defined by ``fn(sample, item) -> float | None``; exceptions become (0.0, reason)."""
+
+    def __init__(self, name: str, fn: Callable[[dict[str, Any], dict[str, Any]], float | None]) -> None:
+        self.name = name
+        self.fn = fn
 
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
         scores: list[float | None] = []
         errors: list[str | None] = []
         for text, row in zip(texts, rows, strict=True):
-            sample = {"output_text": text}
             try:
-                a, b = render(self.spec.input, sample, row), render(self.spec.reference, sample, row)
-            except KeyError as exc:
-                scores.append(None)
-                errors.append(str(exc.args[0]))
-                continue
-            op = self.spec.operation
-            hit = {
-                "eq": a == b,
-                "ne": a != b,
-                "like": b in a,
-                "ilike": b.lower() in a.lower(),
-            }[op]
-            scores.append(1.0 if hit else 0.0)
-            errors.append(None)
+                value = self.fn(make_sample(text), row)
+                scores.append(None if value is None else _finite(value))
+                errors.append(None)
+            except Exception as exc:  # the grader's own failure on this sample, reported with the score 0
+                scores.append(0.0)
+                errors.append(f"{type(exc).__name__}: {exc}")
         return GraderResult(scores, errors)
+
+    def close(self) -> None:
+        pass
+
+
+def _string_check(spec: StringCheckGrader) -> Callable[[dict[str, Any], dict[str, Any]], float]:
+    ops = {
+        "eq": lambda a, b: a == b,
+        "ne": lambda a, b: a != b,
+        "like": lambda a, b: b in a,
+        "ilike": lambda a, b: b.lower() in a.lower(),
+    }
+    op = ops[spec.operation]
+    return lambda s, i: float(op(render(spec.input, s, i), render(spec.reference, s, i)))
+
+
+def _text_similarity(spec: TextSimilarityGrader) -> Callable[[dict[str, Any], dict[str, Any]], float]:
+    def fn(s: dict[str, Any], i: dict[str, Any]) -> float:
+        v = min(
+            1.0, max(0.0, similarity(spec.evaluation_metric, render(spec.input, s, i), render(spec.reference, s, i)))
+        )
+        return v if spec.pass_threshold is None else float(v >= spec.pass_threshold)
+
+    return fn
+
+
+def _regex(spec: RegexGrader) -> Callable[[dict[str, Any], dict[str, Any]], float]:
+    flags = 0
+    for f in spec.flags:
+        flags |= getattr(re, f)
+    pattern = re.compile(spec.pattern, flags)
+    match = pattern.fullmatch if spec.mode == "fullmatch" else pattern.search
+    return lambda s, i: float(match(render(spec.input, s, i)) is not None)
+
+
+def _json_schema(spec: JsonSchemaGrader) -> Callable[[dict[str, Any], dict[str, Any]], float]:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(spec.json_schema)
+
+    def fn(s: dict[str, Any], i: dict[str, Any]) -> float:
+        try:
+            value = json.loads(s["output_text"])
+        except ValueError:
+            return 0.0
+        return float(validator.is_valid(value))
+
+    return fn
+
+
+def _length(spec: LengthGrader) -> Callable[[dict[str, Any], dict[str, Any]], float]:
+    def fn(s: dict[str, Any], i: dict[str, Any]) -> float:
+        over = len(s["output_text"]) - spec.target
+        if spec.mode == "linear":
+            return -max(0, over) / spec.scale
+        return -min(1.0, max(0, over) / spec.buffer)
+
+    return fn
+
+
+_BOXED = "\\boxed{"
+
+
+def extract_answer(text: str, how: str) -> str:
+    """The answer part of a completion: the last ``\\boxed{…}`` (balanced braces), the last ``<answer>…</answer>``,
+    or the whole text (``auto`` tries them in that order)."""
+    if how in ("auto", "boxed"):
+        start = text.rfind(_BOXED)
+        if start >= 0:
+            depth, i = 1, start + len(_BOXED)
+            while i < len(text) and depth:
+                depth += {"{": 1, "}": -1}.get(text[i], 0)
+                i += 1
+            if depth == 0:
+                return text[start + len(_BOXED) : i - 1]
+        if how == "boxed":
+            return ""
+    if how in ("auto", "answer_tag"):
+        tags = re.findall(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
+        if tags:
+            return tags[-1]
+        if how == "answer_tag":
+            return ""
+    return text
+
+
+def _latex(text: str) -> str:
+    """math-verify reads LaTeX inside $…$; bare numbers and expressions are read as they are."""
+    return f"${text}$" if "\\" in text and "$" not in text else text
+
+
+def _math(spec: MathGrader) -> Callable[[dict[str, Any], dict[str, Any]], float]:
+    from math_verify import parse, verify
+
+    def fn(s: dict[str, Any], i: dict[str, Any]) -> float:
+        answer = extract_answer(s["output_text"], spec.extract).strip()
+        if not answer:
+            return 0.0
+        # math-verify's own timeouts use SIGALRM, which only the main thread may set.
+        timeout = 5 if threading.current_thread() is threading.main_thread() else None
+        gold = parse(_latex(render(spec.reference, s, i)), parsing_timeout=timeout)
+        pred = parse(_latex(answer), parsing_timeout=timeout)
+        return float(verify(gold, pred, timeout_seconds=timeout))
+
+    return fn
 
 
 class PythonFunction:
-    """User ``grade(sample, item)`` run in a child process (grpo_core.rewards.python_runner)."""
+    """User code run in the sandbox (grpo_core.rewards.python_runner): one persistent runner per grader."""
 
-    def __init__(self, spec: PythonGrader) -> None:
+    def __init__(self, spec: PythonGrader, env: GraderEnv) -> None:
+        from grpo_core.rewards.python_runner import PythonRunner, SandboxLimits
+
         self.spec = spec
         self.name = spec.name
+        limits = SandboxLimits(batch_timeout_seconds=spec.timeout_seconds)
+        self.runner = PythonRunner(spec.source, tier=env.sandbox_tier, limits=limits)
 
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
-        samples = [{"output_text": t} for t in texts]
-        raw = run_python_grader(self.spec.source, samples, rows, timeout=self.spec.timeout_seconds)
+        raw = self.runner.score([make_sample(t) for t in texts], rows)
         scores: list[float | None] = []
         errors: list[str | None] = []
         for r in raw:
             value, err = r.get("score"), r.get("error")
-            if err is None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-            ):
-                err = f"grade() returned {value!r}, not a finite number"
-            if err is not None:
-                scores.append(None)
-                errors.append(err)
-            else:
-                scores.append(float(value))
-                errors.append(None)
+            if err is None and value is not None:
+                try:
+                    value = _finite(value)
+                except ValueError as exc:
+                    err = str(exc)
+            scores.append(0.0 if err is not None else value)
+            errors.append(err)
         return GraderResult(scores, errors)
 
+    def close(self) -> None:
+        self.runner.close()
 
-def build_grader(spec: GraderSpec) -> Grader:
-    if isinstance(spec, StringCheckGrader):
-        return StringCheck(spec)
+
+class Multi:
+    """Sub-graders combined by a checked formula (OpenAI's multi); sub-scores are reported per sub-grader."""
+
+    def __init__(self, spec: MultiGrader, env: GraderEnv) -> None:
+        if spec.calculate_output is None:
+            raise ValueError("a multi grader without calculate_output is split into columns by build_graders")
+        self.name = spec.name
+        self.parts = {k: build_grader(g, env) for k, g in spec.graders.items()}
+        self.tree = parse_formula(spec.calculate_output, set(self.parts))
+
+    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
+        results = {k: g.score(texts, rows) for k, g in self.parts.items()}
+        scores: list[float | None] = []
+        errors: list[str | None] = []
+        for n in range(len(texts)):
+            errs = [f"{k}: {r.errors[n]}" for k, r in results.items() if r.errors and r.errors[n]]
+            if any(r.scores[n] is None for r in results.values()):
+                scores.append(None)  # a part that does not apply makes the whole not apply
+                errors.append("; ".join(errs) or None)
+                continue
+            try:
+                scores.append(evaluate_formula(self.tree, {k: float(r.scores[n]) for k, r in results.items()}))  # type: ignore[arg-type]
+            except ValueError as exc:
+                scores.append(0.0)
+                errs.append(str(exc))
+            errors.append("; ".join(errs) or None)
+        return GraderResult(scores, errors, {k: r.scores for k, r in results.items()})
+
+    def close(self) -> None:
+        for g in self.parts.values():
+            g.close()  # type: ignore[attr-defined]
+
+
+def build_grader(spec: Any, env: GraderEnv | None = None) -> Any:
+    """The scoring object for one grader spec (a ``multi`` must have a formula; see ``build_graders``)."""
+    env = env or GraderEnv()
     if isinstance(spec, PythonGrader):
-        return PythonFunction(spec)
+        return PythonFunction(spec, env)
+    if isinstance(spec, MultiGrader):
+        return Multi(spec, env)
+    if isinstance(spec, ScoreModelGrader):
+        from grpo_core.rewards.judge import ScoreModel
+
+        return ScoreModel(spec, env)
+    makers: dict[type, Callable[[Any], Callable[[dict[str, Any], dict[str, Any]], float | None]]] = {
+        StringCheckGrader: _string_check,
+        TextSimilarityGrader: _text_similarity,
+        RegexGrader: _regex,
+        JsonSchemaGrader: _json_schema,
+        LengthGrader: _length,
+        MathGrader: _math,
+    }
+    for cls in type(spec).__mro__:
+        if cls in makers:
+            return PerSample(spec.name, makers[cls](spec))
     raise TypeError(f"unsupported grader {type(spec).__name__}")
+
+
+def build_graders(spec: GraderSpec, env: GraderEnv | None = None) -> list[Any]:
+    """The reward columns of a job: one grader, or a formula-less multi's sub-graders (named by their keys)."""
+    if isinstance(spec, MultiGrader) and spec.calculate_output is None:
+        out = []
+        for key, sub in spec.graders.items():
+            g = build_grader(sub, env)
+            g.name = key
+            out.append(g)
+        return out
+    return [build_grader(spec, env)]

@@ -77,9 +77,10 @@ def test_a_grader_that_always_raises_fails_the_job_with_the_reason(worker: Stack
     job = api.post("/v1/fine_tuning/jobs", json=body).json()
     done = wait_status(api, job["id"], {"failed", "succeeded", "cancelled"}, 240, worker)
     assert done["status"] == "failed"
-    assert done["error"]["code"] == "invalid_job"
+    assert done["error"]["code"] == "grader_error"
     message = done["error"]["message"]
-    assert "ZeroDivisionError" in message and "step 1" in message and "training row " in message
+    assert "failed on 100% of completions at step 1" in message
+    assert "ZeroDivisionError" in message and "training row " in message
     # a finished job cannot be cancelled
     r = api.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel")
     assert r.status_code == 409 and r.json()["error"]["param"] == "fine_tuning_job_id"

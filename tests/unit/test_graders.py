@@ -1,11 +1,29 @@
+"""Graders without user code: OpenAI's shapes and our built-ins, templates, the multi formula, the LLM judge
+against a real HTTP server of ours on loopback. (Python graders run in the sandbox: tests/sandbox.)"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from grpo_core.rewards.graders import build_grader, render
-from grpo_core.rewards.python_runner import GraderError
-from grpo_core.rewards.schemas import GraderSpec, PythonGrader, StringCheckGrader
+from grpo_core.rewards.formula import FormulaError, evaluate_formula, parse_formula
+from grpo_core.rewards.graders import GraderEnv, build_grader, build_graders, extract_answer
+from grpo_core.rewards.judge import JudgeNotConfigured
+from grpo_core.rewards.schemas import GraderSpec, StringCheckGrader
+from grpo_core.rewards.templates import render
 
 SPEC = TypeAdapter(GraderSpec)
+
+
+def score(spec: dict[str, Any], texts: list[str], rows: list[dict[str, Any]], env: GraderEnv | None = None) -> Any:
+    return build_grader(SPEC.validate_python(spec), env).score(texts, rows)
 
 
 @pytest.mark.parametrize(
@@ -25,52 +43,232 @@ def test_string_check_operations(op: str, text: str, expected: float) -> None:
     assert g.score([text], [{"answer": ref}]).scores == [expected]
 
 
-def test_template_missing_column_is_an_unscorable_sample() -> None:
-    g = build_grader(StringCheckGrader(reference="{{item.solution}}"))
-    res = g.score(["x"], [{"answer": "1"}])
-    assert res.scores == [None] and "item.solution" in (res.errors[0] or "")
+def test_a_missing_column_scores_zero_and_names_the_variable() -> None:
+    res = build_grader(StringCheckGrader(reference="{{item.solution}}")).score(["x"], [{"answer": "1"}])
+    assert res.scores == [0.0] and "item.solution" in (res.errors[0] or "")
 
 
-def test_render_nested_paths() -> None:
+def test_templates_nested_paths_and_output_json() -> None:
     assert render("{{ item.a.b }}-{{sample.output_text}}", {"output_text": "t"}, {"a": {"b": 3}}) == "3-t"
-
-
-def test_python_grader_scores_and_reports_per_row_errors() -> None:
-    src = "def grade(sample, item):\n    return 1.0 / int(item['d'])\n"
-    res = build_grader(PythonGrader(source=src)).score(["a", "b", "c"], [{"d": 2}, {"d": 0}, {"d": "x"}])
-    assert res.scores == [0.5, None, None]
-    assert "ZeroDivisionError" in (res.errors[1] or "") and "ValueError" in (res.errors[2] or "")
-
-
-def test_python_grader_non_number_is_unscorable() -> None:
-    res = build_grader(PythonGrader(source="def grade(sample, item):\n    return 'yes'\n")).score(["a"], [{}])
-    assert res.scores == [None] and "not a finite number" in (res.errors[0] or "")
-
-
-def test_python_grader_timeout_is_a_grader_error() -> None:
-    src = "def grade(sample, item):\n    while True:\n        pass\n"
-    with pytest.raises(GraderError, match="timed out"):
-        build_grader(PythonGrader(source=src, timeout_seconds=1)).score(["a"], [{}])
-
-
-def test_python_grader_sees_no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cret")
-    src = "import os\ndef grade(sample, item):\n    return float('AWS_SECRET_ACCESS_KEY' in os.environ)\n"
-    assert build_grader(PythonGrader(source=src)).score(["a"], [{}]).scores == [0.0]
+    spec = {"type": "string_check", "input": "{{sample.output_json.city}}", "reference": "{{item.city}}"}
+    assert score(spec, ['{"city": "Oslo"}', "Oslo", '{"town": 1}'], [{"city": "Oslo"}] * 3).scores == [1.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize(
-    ("source", "reason"),
+    ("metric", "out", "ref", "lo", "hi"),
     [
-        ("def grade(:\n", "does not parse"),
-        ("def score(s, i):\n    return 1\n", "must define a top-level function grade"),
+        ("fuzzy_match", "the cat sat on the mat", "the cat is on the mat", 0.9, 0.95),
+        ("bleu", "the cat sat on the mat", "the cat sat on the mat", 0.999, 1.0),
+        ("bleu", "completely different words", "the cat sat on the mat", 0.0, 0.05),
+        ("gleu", "the cat sat on the mat", "the cat is on the mat", 0.45, 0.55),
+        ("meteor", "the cat sat on the mat", "the cat sat on the mat", 0.95, 1.0),
+        ("rouge_1", "the cat sat on the mat", "the cat is on the mat", 0.83, 0.84),
+        ("rouge_2", "the cat sat on the mat", "the cat is on the mat", 0.59, 0.61),
+        ("rouge_l", "the cat sat on the mat", "the cat is on the mat", 0.83, 0.84),
     ],
 )
-def test_python_source_checked_at_validation(source: str, reason: str) -> None:
+def test_text_similarity_metrics(metric: str, out: str, ref: str, lo: float, hi: float) -> None:
+    spec = {"type": "text_similarity", "reference": "{{item.r}}", "evaluation_metric": metric}
+    (value,) = score(spec, [out], [{"r": ref}]).scores
+    assert lo <= value <= hi
+
+
+def test_text_similarity_pass_threshold_and_cosine_without_embeddings() -> None:
+    spec = {"type": "text_similarity", "reference": "abc", "evaluation_metric": "fuzzy_match", "pass_threshold": 0.6}
+    assert score(spec, ["abd", "xyz"], [{}, {}]).scores == [1.0, 0.0]
+    res = score({**spec, "evaluation_metric": "cosine"}, ["abc"], [{}])
+    assert res.scores == [0.0] and "embedding" in (res.errors[0] or "")
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "expected"),
+    [
+        ("so the answer is \\boxed{\\frac{3}{4}}", "0.75", 1.0),
+        ("<think>hmm</think><answer>12</answer>", "12", 1.0),
+        ("\\boxed{\\{1, 2\\}}", "\\{2, 1\\}", 1.0),
+        ("The answer is \\boxed{5}", "6", 0.0),
+        ("no answer at all", "3", 0.0),
+    ],
+)
+def test_math_grader(text: str, gold: str, expected: float) -> None:
+    assert score({"type": "math", "reference": "{{item.answer}}"}, [text], [{"answer": gold}]).scores == [expected]
+
+
+def test_extract_answer_takes_the_last_balanced_box() -> None:
+    assert extract_answer("\\boxed{1} then \\boxed{\\frac{a}{b}}", "auto") == "\\frac{a}{b}"
+    assert extract_answer("<answer>x</answer><answer>y</answer>", "answer_tag") == "y"
+    assert extract_answer("plain", "boxed") == ""
+
+
+def test_regex_format_json_schema_and_length() -> None:
+    fmt = {"type": "format"}
+    texts = ["<think>a</think>\n<answer>1</answer>", "<answer>1</answer>", " <think>x\ny</think><answer>2</answer> "]
+    assert score(fmt, texts, [{}] * 3).scores == [1.0, 0.0, 1.0]
+    rx = {"type": "regex", "pattern": r"\d+", "mode": "search"}
+    assert score(rx, ["abc 12", "none"], [{}, {}]).scores == [1.0, 0.0]
+    js = {
+        "type": "json_schema",
+        "schema": {"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}},
+    }
+    assert score(js, ['{"a": 1}', '{"a": "x"}', "not json"], [{}] * 3).scores == [1.0, 0.0, 0.0]
+    ln = {"type": "length", "mode": "linear", "target": 3, "scale": 2}
+    assert score(ln, ["abc", "abcdefg"], [{}, {}]).scores == [0.0, -2.0]
+    so = {"type": "length", "mode": "soft_overlong", "target": 4, "buffer": 4}
+    assert score(so, ["abcd", "abcdef", "a" * 20], [{}] * 3).scores == [0.0, -0.5, -1.0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [
+        ({"type": "regex", "pattern": "("}, "does not compile"),
+        ({"type": "json_schema", "schema": {"type": 3}}, "not a valid JSON Schema"),
+        ({"type": "python", "source": "def grade(:\n"}, "does not parse"),
+        ({"type": "python", "source": "def score(s, i):\n    return 1\n"}, "must define a top-level function"),
+        ({"type": "score_model", "model": "m", "input": [{"role": "user"}]}, "string 'role' and 'content'"),
+        ({"type": "multi", "graders": {"a": {"type": "format"}}, "calculate_output": "a + b"}, "unknown name 'b'"),
+        ({"type": "multi", "graders": {"a": {"type": "multi", "graders": {}}}}, "multi"),
+        ({"type": "nope"}, "type"),
+    ],
+)
+def test_bad_specs_are_rejected_with_the_reason(spec: dict[str, Any], reason: str) -> None:
     with pytest.raises(ValidationError, match=reason):
-        SPEC.validate_python({"type": "python", "source": source})
+        SPEC.validate_python(spec)
 
 
-def test_unknown_grader_type_rejected() -> None:
-    with pytest.raises(ValidationError):
-        SPEC.validate_python({"type": "score_model", "model": "x"})
+def test_python_grader_accepts_the_reward_signature() -> None:
+    src = "def reward(prompt, completion, **row):\n    return float(completion == row['answer'])\n"
+    assert SPEC.validate_python({"type": "python", "source": src}).type == "python"
+
+
+@pytest.mark.parametrize(
+    ("formula", "values", "expected"),
+    [
+        ("(a + b) / 2", {"a": 1, "b": 0}, 0.5),
+        ("0.5 * a + 0.5 * b", {"a": 1, "b": 1}, 1.0),
+        ("a ^ 2 - -b", {"a": 3, "b": 1}, 10.0),
+        ("min(a, b) + max(a, b, 7) + abs(-a)", {"a": 2, "b": 5}, 11.0),
+        ("floor(a) + ceil(b) + sqrt(4) + log(exp(1))", {"a": 1.7, "b": 0.2}, 5.0),
+    ],
+)
+def test_formula_values(formula: str, values: dict[str, float], expected: float) -> None:
+    assert evaluate_formula(parse_formula(formula, set(values)), values) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "formula",
+    [
+        "__import__('os').system('id')",
+        "a.__class__",
+        "().__class__.__bases__[0]",
+        "[a for a in b]",
+        "a if b else 1",
+        "a < b",
+        "open('/etc/passwd')",
+        "lambda: 1",
+        "'x' * 3",
+        "min",
+        "a; b",
+        "9" * 300 + "+" * 0 + " + a" * 300,
+    ],
+)
+def test_formula_rejects_anything_outside_the_whitelist(formula: str) -> None:
+    with pytest.raises(FormulaError):
+        parse_formula(formula, {"a", "b"})
+
+
+def test_formula_math_errors_are_reported() -> None:
+    tree = parse_formula("a / b", {"a", "b"})
+    with pytest.raises(ValueError, match="ZeroDivisionError"):
+        evaluate_formula(tree, {"a": 1, "b": 0})
+    with pytest.raises(ValueError, match="OverflowError"):
+        evaluate_formula(parse_formula("exp(a)", {"a"}), {"a": 1e6})
+
+
+def test_multi_with_formula_reports_sub_scores() -> None:
+    spec = {
+        "type": "multi",
+        "name": "contact",
+        "graders": {
+            "name": {
+                "type": "text_similarity",
+                "input": "{{sample.output_json.name}}",
+                "reference": "{{item.name}}",
+                "evaluation_metric": "fuzzy_match",
+            },
+            "email": {"type": "string_check", "input": "{{sample.output_json.email}}", "reference": "{{item.email}}"},
+        },
+        "calculate_output": "(name + email) / 2",
+    }
+    item = {"name": "John Doe", "email": "j@x.io"}
+    res = score(spec, ['{"name": "John Doe", "email": "j@x.io"}', '{"name": "Jon Doe", "email": "no"}'], [item] * 2)
+    assert res.scores[0] == 1.0 and 0.4 < res.scores[1] < 0.5
+    assert res.sub_scores["email"] == [1.0, 0.0] and res.sub_scores["name"][0] == 1.0
+
+
+def test_multi_without_formula_is_one_column_per_sub_grader() -> None:
+    spec = SPEC.validate_python(
+        {"type": "multi", "graders": {"fmt": {"type": "format"}, "num": {"type": "regex", "pattern": "7"}}}
+    )
+    graders = build_graders(spec)
+    assert [g.name for g in graders] == ["fmt", "num"]
+
+
+class _Judge(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /chat/completions that replies with the length of the last message's content."""
+
+    seen: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Judge.seen.append({"body": body, "auth": self.headers.get("Authorization")})
+        content = body["messages"][-1]["content"]
+        reply = "nonsense" if "refuse" in content else f"Score: {len(content) / 10}"
+        if "crash" in content:
+            self.send_response(500)
+            self.end_headers()
+            return
+        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def judge_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_score_model_calls_the_configured_judge(judge_url: str) -> None:
+    spec = {
+        "type": "score_model",
+        "model": "judge-1",
+        "input": [{"role": "system", "content": "Rate it."}, {"role": "user", "content": "{{sample.output_text}}"}],
+        "range": [0, 1],
+        "sampling_params": {"temperature": 0, "seed": 3, "max_completions_tokens": 8},
+    }
+    env = GraderEnv(judge_url=judge_url, judge_api_key="k3y")
+    res = score(spec, ["abcde", "x" * 30, "refuse", "crash"], [{}] * 4, env)
+    assert res.scores == [0.5, 1.0, 0.0, 0.0]  # clipped to the range; errors score 0
+    assert "no number" in (res.errors[2] or "") and "judge request failed" in (res.errors[3] or "")
+    sent = _Judge.seen[0]
+    assert sent["auth"] == "Bearer k3y" and sent["body"]["model"] == "judge-1"
+    assert sent["body"]["max_tokens"] == 8 and sent["body"]["seed"] == 3
+
+
+def test_score_model_without_a_judge_is_a_clear_error() -> None:
+    spec = {"type": "score_model", "model": "m", "input": [{"role": "user", "content": "x"}]}
+    with pytest.raises(JudgeNotConfigured, match="JUDGE_BASE_URL"):
+        build_grader(SPEC.validate_python(spec), GraderEnv())
+
+
+def test_non_finite_values_never_leave_a_grader() -> None:
+    res = score({"type": "length", "target": 0, "scale": 1e-310}, ["a" * 10], [{}])  # -10/1e-310 = -inf
+    assert res.scores == [0.0] and math.isfinite(res.scores[0]) and res.errors[0]

@@ -14,7 +14,7 @@ import torch
 
 from grpo_core.advantages import STD_EPS, compute_advantages
 from grpo_core.config import GRPOConfig
-from grpo_core.errors import UserError
+from grpo_core.errors import GraderFailed, UserError
 from grpo_core.rewards.combine import combined_advantages, weighted_total
 from grpo_core.rewards.graders import GraderResult
 from grpo_core.rollout import Rollout, concat_rollouts, pack_rollout
@@ -172,10 +172,10 @@ def test_every_sample_unscorable_is_a_user_error() -> None:
         name = "never"
 
         def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
-            return GraderResult([None] * len(texts), ["no"] * len(texts))
+            return GraderResult([None] * len(texts))
 
     cfg = GRPOConfig(group_size=4, batch_size=1, beta=0)
-    with pytest.raises(UserError, match="failed to score"):
+    with pytest.raises(UserError, match="no grader applied"):
         collect_batch(
             cfg, ScriptedEngine(SCRIPT), ["easy"], [ROWS[0]], [Never()], PromptCursor(1, 1, 0), seed=0, step=1
         )
@@ -187,3 +187,21 @@ def test_concat_rollouts_repads_both_sides() -> None:
     c = concat_rollouts([a, b])
     assert c.prompt_ids.tolist() == [[0, 5, 6], [5, 6, 7]] and c.prompt_mask.tolist() == [[0, 1, 1], [1, 1, 1]]
     assert c.completion_mask.tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]]
+
+
+def test_a_grader_failing_on_most_completions_fails_the_job_with_its_error() -> None:
+    class Broken:
+        name = "acc"
+
+        def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
+            errs = [None if t == "a" else "ZeroDivisionError: division by zero" for t in texts]
+            return GraderResult([1.0 if e is None else 0.0 for e in errs], errs)
+
+    cfg = GRPOConfig(group_size=4, batch_size=1, beta=0, max_grader_error_rate=0.5)
+    rows = [{"prompt": "mixed2", "answer": "a"}]
+    batch = collect_batch(
+        cfg, ScriptedEngine(SCRIPT), ["mixed2"], rows, [Broken()], PromptCursor(1, 1, 0), seed=0, step=1
+    )
+    assert batch.error_rates == {"acc": 0.5} and batch.rewards.tolist() == [0.0, 1.0, 1.0, 0.0]
+    with pytest.raises(GraderFailed, match=r"grader 'acc' failed on 100% of completions at step 1 .*ZeroDivisionError"):
+        collect_batch(cfg, ScriptedEngine(SCRIPT), ["hard"], rows, [Broken()], PromptCursor(1, 1, 0), seed=0, step=1)

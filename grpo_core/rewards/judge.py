@@ -1,0 +1,68 @@
+"""``score_model`` graders: an LLM judge behind any OpenAI-compatible ``/chat/completions`` endpoint.
+
+The operator configures the endpoint (GraderEnv.judge_url / judge_api_key); users name the model and write the
+messages with templates. The score is the first number in the judge's reply, clipped to the grader's ``range``.
+Calls for one batch run concurrently (``judge_concurrency``); a failed or unparsable call scores 0 with the
+reason, like every grader error (grpo_core.rewards.graders).
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from grpo_core.rewards.graders import GraderEnv, GraderResult
+from grpo_core.rewards.schemas import ScoreModelGrader
+from grpo_core.rewards.templates import make_sample, render
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+# OpenAI's sampling_params names -> chat.completions parameters
+_PARAMS = {"temperature": "temperature", "top_p": "top_p", "seed": "seed", "max_completions_tokens": "max_tokens"}
+
+
+class JudgeNotConfigured(ValueError):
+    """A score_model grader on a service with no judge endpoint."""
+
+
+class ScoreModel:
+    def __init__(self, spec: ScoreModelGrader, env: GraderEnv) -> None:
+        if not env.judge_url:
+            raise JudgeNotConfigured(
+                "score_model graders need a judge endpoint, and this service has none configured (JUDGE_BASE_URL)"
+            )
+        import httpx
+
+        self.spec = spec
+        self.name = spec.name
+        self.env = env
+        headers = {"Authorization": f"Bearer {env.judge_api_key}"} if env.judge_api_key else {}
+        self.client = httpx.Client(base_url=env.judge_url.rstrip("/"), headers=headers, timeout=env.judge_timeout)
+
+    def _one(self, text: str, row: dict[str, Any]) -> tuple[float, str | None]:
+        sample = make_sample(text)
+        try:
+            messages = [{"role": m["role"], "content": render(m["content"], sample, row)} for m in self.spec.input]
+        except KeyError as exc:
+            return 0.0, f"invalid variable: {exc}"
+        body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        body |= {_PARAMS[k]: v for k, v in self.spec.sampling_params.items() if k in _PARAMS}
+        try:
+            resp = self.client.post("/chat/completions", json=body)
+            resp.raise_for_status()
+            reply = resp.json()["choices"][0]["message"]["content"] or ""
+        except Exception as exc:  # network, HTTP status, malformed body: the judge's failure, not the sample's
+            return 0.0, f"judge request failed: {type(exc).__name__}: {exc}"
+        found = _NUMBER.search(reply)
+        if found is None:
+            return 0.0, f"judge reply has no number: {reply[:200]!r}"
+        lo, hi = self.spec.range
+        return min(hi, max(lo, float(found.group()))), None
+
+    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
+        with ThreadPoolExecutor(max_workers=max(1, self.env.judge_concurrency)) as pool:
+            results = list(pool.map(self._one, texts, rows))
+        return GraderResult([s for s, _ in results], [e for _, e in results])
+
+    def close(self) -> None:
+        self.client.close()
