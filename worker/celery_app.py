@@ -7,7 +7,10 @@ duplicate delivery finds nothing to claim and exits quietly.
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import Celery
+from celery.signals import worker_init
 
 from api.settings import get_settings
 
@@ -30,3 +33,11 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
 )
+
+
+@worker_init.connect
+def _sandbox_self_test(**_: Any) -> None:
+    """Report the python-grader sandbox's tier and run its canaries before the pool forks (children inherit)."""
+    from worker.sandbox_check import run_self_test
+
+    run_self_test(settings.reward_sandbox)

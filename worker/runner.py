@@ -27,6 +27,7 @@ from grpo_core.models import resolve_model
 from grpo_core.rewards.python_runner import GraderError
 from grpo_core.rewards.schemas import GraderSpec
 from worker.client import InternalClient, StaleLease
+from worker.sandbox_check import python_graders_allowed
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,12 @@ def pack_checkpoint(ckpt_dir: Path, dest: Path) -> Path:
             if f.is_file() and not f.name.startswith("."):
                 tar.add(f, arcname=f.name)
     return dest
+
+
+def _uses_python(spec: Any) -> bool:
+    """Whether a grader spec runs user Python (itself or as a multi's part)."""
+    parts = getattr(spec, "graders", None)
+    return spec.type == "python" or (isinstance(parts, dict) and any(p.type == "python" for p in parts.values()))
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -268,6 +275,11 @@ class JobRun:
             f"{cfg.batch_size} prompts × {cfg.group_size} samples"
         )
         callbacks.on_message(msg)
+        if _uses_python(spec):
+            allowed, why = python_graders_allowed(self.settings.reward_sandbox)
+            if not allowed:
+                raise UserError(why)
+            callbacks.on_message(why)
         try:
             graders = build_graders(spec, self.settings.grader_env())
         except (SandboxUnavailable, JudgeNotConfigured) as exc:

@@ -53,6 +53,7 @@ def check_succeeded_job(api: httpx.Client, job: dict[str, Any], tiny_model_dir: 
         assert set(e["data"]["timing"]["step"]) >= {"sampling", "scoring", "training"}
     messages = [e["message"] for e in events]
     assert any(m.startswith("Fine-tuning job started") for m in messages)
+    assert any(m.startswith("Python graders run in the bwrap sandbox") for m in messages)  # the boot self-test
     assert messages[-1] == "The job has successfully completed"
 
     ckpts = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"]
