@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     )
     judge_base_url: str | None = Field(None, description="OpenAI-compatible endpoint for score_model graders.")
     judge_api_key: str | None = Field(None, description="Bearer key for the judge endpoint.")
+    embedding_base_url: str | None = Field(None, description="OpenAI-compatible /embeddings for cosine similarity.")
+    embedding_model: str | None = Field(None, description="Embedding model name at that endpoint.")
+    embedding_api_key: str | None = None
     cap_max_completion_tokens: int | None = Field(None, description="Service limit on max_completion_tokens.")
     cap_max_prompt_tokens: int | None = Field(None, description="Service limit on max_prompt_tokens.")
     cap_group_size: int | None = Field(None, description="Service limit on group_size and gfpo_sample_size.")
@@ -57,7 +60,12 @@ class Settings(BaseSettings):
         from grpo_core.rewards.graders import GraderEnv
 
         return GraderEnv(
-            sandbox_tier=self.reward_sandbox, judge_url=self.judge_base_url, judge_api_key=self.judge_api_key
+            sandbox_tier=self.reward_sandbox,
+            judge_url=self.judge_base_url,
+            judge_api_key=self.judge_api_key,
+            embedding_url=self.embedding_base_url,
+            embedding_model=self.embedding_model,
+            embedding_api_key=self.embedding_api_key,
         )
 
     @property

@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from grpo_core.rewards.formula import evaluate_formula, parse_formula
@@ -44,6 +45,9 @@ class GraderEnv:
     judge_api_key: str | None = None
     judge_timeout: float = 60.0
     judge_concurrency: int = 8
+    embedding_url: str | None = None  # OpenAI-compatible /embeddings for text_similarity "cosine"
+    embedding_model: str | None = None
+    embedding_api_key: str | None = None
 
 
 @dataclass
@@ -59,9 +63,15 @@ class Grader(Protocol):
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult: ...
 
 
+MAX_ABS_SCORE = 1e6  # a score outside ±1e6 is a bug in the grader, not a reward: it would swamp the batch
+
+
 def _finite(value: Any) -> float:
+    """A grader's value as a float, or ValueError: it must be a finite number within ±MAX_ABS_SCORE."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"returned {value!r}, not a finite number")
+    if abs(value) > MAX_ABS_SCORE:
+        raise ValueError(f"returned {value!r}, outside the allowed range ±{MAX_ABS_SCORE:g}")
     return float(value)
 
 
@@ -100,11 +110,15 @@ def _string_check(spec: StringCheckGrader) -> Callable[[dict[str, Any], dict[str
     return lambda s, i: float(op(render(spec.input, s, i), render(spec.reference, s, i)))
 
 
-def _text_similarity(spec: TextSimilarityGrader) -> Callable[[dict[str, Any], dict[str, Any]], float]:
+def _text_similarity(spec: TextSimilarityGrader, env: GraderEnv) -> Callable[[dict[str, Any], dict[str, Any]], float]:
+    metric: Callable[[str, str], float] = partial(similarity, spec.evaluation_metric)
+    if spec.evaluation_metric == "cosine":
+        from grpo_core.rewards.judge import Embeddings
+
+        metric = Embeddings(env).cosine
+
     def fn(s: dict[str, Any], i: dict[str, Any]) -> float:
-        v = min(
-            1.0, max(0.0, similarity(spec.evaluation_metric, render(spec.input, s, i), render(spec.reference, s, i)))
-        )
+        v = min(1.0, max(0.0, metric(render(spec.input, s, i), render(spec.reference, s, i))))
         return v if spec.pass_threshold is None else float(v >= spec.pass_threshold)
 
     return fn
@@ -265,9 +279,10 @@ def build_grader(spec: Any, env: GraderEnv | None = None) -> Any:
         from grpo_core.rewards.judge import ScoreModel
 
         return ScoreModel(spec, env)
+    if isinstance(spec, TextSimilarityGrader):
+        return PerSample(spec.name, _text_similarity(spec, env))
     makers: dict[type, Callable[[Any], Callable[[dict[str, Any], dict[str, Any]], float | None]]] = {
         StringCheckGrader: _string_check,
-        TextSimilarityGrader: _text_similarity,
         RegexGrader: _regex,
         JsonSchemaGrader: _json_schema,
         LengthGrader: _length,

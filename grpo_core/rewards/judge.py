@@ -1,4 +1,5 @@
-"""``score_model`` graders: an LLM judge behind any OpenAI-compatible ``/chat/completions`` endpoint.
+"""Model-backed graders: ``score_model`` (an LLM judge behind any OpenAI-compatible ``/chat/completions``) and
+the embeddings of ``text_similarity``'s ``cosine`` (an OpenAI-compatible ``/embeddings``).
 
 The operator configures the endpoint (GraderEnv.judge_url / judge_api_key); users name the model and write the
 messages with templates. The score is the first number in the judge's reply, clipped to the grader's ``range``.
@@ -22,7 +23,33 @@ _PARAMS = {"temperature": "temperature", "top_p": "top_p", "seed": "seed", "max_
 
 
 class JudgeNotConfigured(ValueError):
-    """A score_model grader on a service with no judge endpoint."""
+    """A grader that needs a model endpoint (judge or embeddings) on a service that has none configured."""
+
+
+class Embeddings:
+    """Cosine similarity of two texts' embeddings from the operator's endpoint (one request per pair)."""
+
+    def __init__(self, env: GraderEnv) -> None:
+        if not env.embedding_url or not env.embedding_model:
+            raise JudgeNotConfigured(
+                "evaluation_metric 'cosine' needs an embedding model, and this service has none configured "
+                "(EMBEDDING_BASE_URL, EMBEDDING_MODEL); use fuzzy_match, bleu, gleu, meteor or rouge_*"
+            )
+        import httpx
+
+        headers = {"Authorization": f"Bearer {env.embedding_api_key}"} if env.embedding_api_key else {}
+        self.model = env.embedding_model
+        self.client = httpx.Client(base_url=env.embedding_url.rstrip("/"), headers=headers, timeout=env.judge_timeout)
+
+    def cosine(self, a: str, b: str) -> float:
+        resp = self.client.post("/embeddings", json={"model": self.model, "input": [a, b]})
+        resp.raise_for_status()
+        u, v = (d["embedding"] for d in sorted(resp.json()["data"], key=lambda d: d["index"]))
+        dot = sum(x * y for x, y in zip(u, v, strict=True))
+        norm = (sum(x * x for x in u) * sum(y * y for y in v)) ** 0.5
+        if norm == 0:
+            raise ValueError("an embedding is all zeros")
+        return dot / norm
 
 
 class ScoreModel:

@@ -7,7 +7,8 @@
   synonym stage is off because no corpus may be downloaded at run time (scores can be a little lower than
   METEOR with WordNet).
 - rouge_1 … rouge_5, rouge_l: Google's ``rouge-score`` F-measure, with its stemmer.
-- cosine: embeddings from an operator-configured endpoint; without one it is a clear error, never a guess.
+- cosine: embeddings from the operator's OpenAI-compatible /embeddings endpoint (grpo_core.rewards.judge); without
+  one the grader is refused with a clear error, never a guess.
 """
 
 from __future__ import annotations
@@ -72,10 +73,5 @@ METRICS: dict[str, Callable[[str, str], float]] = {
 
 
 def similarity(metric: str, output: str, reference: str) -> float:
-    """Score of ``output`` against ``reference``; ``cosine`` raises (it needs an embedding endpoint)."""
-    if metric == "cosine":
-        raise ValueError(
-            "evaluation_metric 'cosine' needs an embedding model, and this service has none configured; "
-            "use fuzzy_match, bleu, gleu, meteor or rouge_*"
-        )
+    """Score of ``output`` against ``reference`` (``cosine`` is grpo_core.rewards.judge.Embeddings)."""
     return METRICS[metric](output, reference)

@@ -76,8 +76,8 @@ def test_text_similarity_metrics(metric: str, out: str, ref: str, lo: float, hi:
 def test_text_similarity_pass_threshold_and_cosine_without_embeddings() -> None:
     spec = {"type": "text_similarity", "reference": "abc", "evaluation_metric": "fuzzy_match", "pass_threshold": 0.6}
     assert score(spec, ["abd", "xyz"], [{}, {}]).scores == [1.0, 0.0]
-    res = score({**spec, "evaluation_metric": "cosine"}, ["abc"], [{}])
-    assert res.scores == [0.0] and "embedding" in (res.errors[0] or "")
+    with pytest.raises(JudgeNotConfigured, match="EMBEDDING_BASE_URL"):
+        score({**spec, "evaluation_metric": "cosine"}, ["abc"], [{}])
 
 
 @pytest.mark.parametrize(
@@ -218,8 +218,20 @@ class _Judge(BaseHTTPRequestHandler):
 
     seen: list[dict[str, Any]] = []
 
+    def _reply(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path.endswith("/embeddings"):  # a 2-d embedding: (count of 'a', count of 'b')
+            vecs = [[float(t.count("a")), float(t.count("b"))] for t in body["input"]]
+            self._reply({"data": [{"index": i, "embedding": v} for i, v in reversed(list(enumerate(vecs)))]})
+            return
         _Judge.seen.append({"body": body, "auth": self.headers.get("Authorization")})
         content = body["messages"][-1]["content"]
         reply = "nonsense" if "refuse" in content else f"Score: {len(content) / 10}"
@@ -227,12 +239,7 @@ class _Judge(BaseHTTPRequestHandler):
             self.send_response(500)
             self.end_headers()
             return
-        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._reply({"choices": [{"message": {"role": "assistant", "content": reply}}]})
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -272,3 +279,15 @@ def test_score_model_without_a_judge_is_a_clear_error() -> None:
 def test_non_finite_values_never_leave_a_grader() -> None:
     res = score({"type": "length", "target": 0, "scale": 1e-310}, ["a" * 10], [{}])  # -10/1e-310 = -inf
     assert res.scores == [0.0] and math.isfinite(res.scores[0]) and res.errors[0]
+
+
+def test_cosine_similarity_uses_the_configured_embeddings(judge_url: str) -> None:
+    spec = {"type": "text_similarity", "reference": "{{item.r}}", "evaluation_metric": "cosine"}
+    env = GraderEnv(embedding_url=judge_url, embedding_model="emb-1")
+    res = score(spec, ["aa", "ab", "bbb"], [{"r": "a"}] * 3, env)
+    assert res.scores == pytest.approx([1.0, 2**-0.5, 0.0])  # (2,0)·(1,0); (1,1)·(1,0)/√2; (0,3)·(1,0)
+
+
+def test_scores_outside_the_allowed_range_are_errors() -> None:
+    res = score({"type": "length", "target": 0, "scale": 1e-3}, ["a" * 10_000], [{}])  # -1e7
+    assert res.scores == [0.0] and "outside the allowed range" in (res.errors[0] or "")

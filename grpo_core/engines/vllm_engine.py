@@ -1,0 +1,263 @@
+"""vLLM as the rollout engine: the base weights live in a vLLM engine, ``sync`` hands it the current policy.
+
+Two sync paths (``sync=`` option), both verified against the trainer's log-probs on vLLM's CPU build:
+
+- ``"lora"`` (default) — **LoRA hot swap**. vLLM's CPU build supports LoRA (``PunicaWrapperCPU``): ``sync``
+  saves the PEFT adapter to ``<tmp>/step-N`` and the next ``generate`` passes ``LoRARequest("step-N", N + 1,
+  path)``. Every step gets a new integer id — vLLM caches adapters by id and would otherwise keep sampling the
+  stale weights — and the previous id is removed from the engine (and its folder deleted), so memory does not grow
+  with the step count. Works for any ``target_modules`` vLLM supports, including the default ``"all-linear"``.
+  Cost: on CPU the LoRA kernels are the reference torch ops (a per-token gather of every A/B matrix), and an
+  engine started with LoRA enabled is several times slower per token even for base-model requests.
+- ``"merged"`` — **merged weights**. The engine starts without LoRA; ``sync`` writes the base model's state dict
+  with W + ΔW for every LoRA layer to one safetensors file, the vLLM worker reloads it in place (``_WeightSync``,
+  a worker extension calling vLLM's ``reload_weights``), and the prefix cache is reset (its KV blocks were
+  computed with the old weights). Base-model speed; costs one write + read of the model's weights per step.
+
+Log-probs: vLLM runs with ``logprobs_mode="processed_logprobs"``, i.e. the log-softmax of the logits *after*
+temperature scaling (and after top-k/top-p filtering), which is what the trainer's
+``grpo_core.logprobs.completion_logprobs(..., temperature=T)`` computes when ``top_p == 1``. With ``top_p < 1``
+vLLM reports the log-prob under the renormalised nucleus — the distribution that really drew the token — which
+is higher than the trainer's full-vocabulary value by −log(nucleus mass); the truncated importance weight then
+corrects for the nucleus as well as for the kernel mismatch.
+
+Tokens: prompts are tokenised with *our* tokenizer (``add_special_tokens=False``) and sent as token ids, so
+the trainer scores exactly the ids vLLM conditioned on. Generation stops on every EOS id (generation config +
+tokenizer) and vLLM keeps the stop token in ``token_ids``, so a completion's mask includes its EOS.
+
+Process model: vLLM's default multiprocessing engine (a spawned EngineCore + worker process). The training
+process's torch threads and CPU affinity stay untouched (vLLM in-process would pin them and replace
+``torch.set_num_threads``). Consequence of ``spawn``: a script that creates this engine needs an
+``if __name__ == "__main__":`` guard (pytest, Celery workers and ``python -m`` entry points are fine).
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Literal
+
+from grpo_core.rollout import Rollout, eos_ids, pack_rollout
+
+# Ranks vLLM accepts for ``max_lora_rank`` (vllm.config.lora.MaxLoRARanks).
+_VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def _cpu_env_defaults() -> None:
+    """Give vLLM's CPU worker every core this process may use, unless the caller already chose.
+
+    vLLM's "auto" binding reserves a core for the frontend; during a rollout the trainer is idle, so on a small
+    machine that would halve the sampling speed. Must run before the engine is created (the worker reads it).
+    """
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))
+    os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+
+
+class _WeightSync:
+    """Mixed into vLLM's worker process (``worker_extension_cls``): reload the model's weights from a file.
+
+    ``reload_weights`` is vLLM's in-place reload: it re-materialises each layer, loads the checkpoint-format
+    tensors and re-runs the layer's post-load processing. A plain ``model.load_weights`` fails on CPU because
+    the linear layers' weights were repacked for oneDNN and replaced by empty tensors after the first load.
+    """
+
+    def grpo_reload_weights(self, path: str) -> None:
+        from safetensors import safe_open
+
+        with safe_open(path, "pt") as f:  # a safe_open handle is not iterable: .keys() is needed
+            weights = ((k, f.get_tensor(k)) for k in f.keys())  # noqa: SIM118
+            self.reload_weights(weights_iterator=weights)  # type: ignore[attr-defined]
+
+
+def merged_state_dict(model: Any) -> dict[str, Any]:
+    """The base model's full state dict (HF names) with every LoRA layer merged: W + ΔW of the active adapters.
+
+    Full, not only the adapted layers: vLLM's reload restores layers that receive no weights but warns for each.
+    ΔW is PEFT's own ``get_delta_weight`` (scaling, rsLoRA, fan-in/fan-out handled by PEFT).
+    """
+    import torch
+    from peft.tuners.lora import LoraLayer
+
+    out: dict[str, Any] = {}
+    with torch.no_grad():
+        deltas: dict[str, Any] = {}
+        for name, module in model.named_modules():
+            if isinstance(module, LoraLayer):
+                key = name.removeprefix("base_model.model.") + ".weight"
+                for adapter in module.active_adapters:
+                    if adapter in module.lora_A or adapter in module.lora_embedding_A:
+                        deltas[key] = deltas.get(key, 0) + module.get_delta_weight(adapter)
+        seen: set[int] = set()
+        for name, tensor in model.get_base_model().state_dict().items():
+            if ".lora_" in name or tensor.data_ptr() in seen:  # adapter tensors; a tied copy (lm_head)
+                continue
+            seen.add(tensor.data_ptr())
+            name = name.replace(".base_layer.", ".")
+            out[name] = (tensor + deltas[name] if name in deltas else tensor).contiguous()
+    return out
+
+
+class VLLMEngine:
+    """Samples G completions per prompt with vLLM; ``sync`` swaps in the trainer's current LoRA adapter."""
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model_dir: Path,
+        tokenizer: Any,
+        *,
+        dtype: str = "float32",
+        max_model_len: int | None = None,
+        max_lora_rank: int = 16,
+        seed: int = 0,
+        sync: Literal["lora", "merged"] = "lora",
+        kv_cache_gib: float = 1.0,
+        enforce_eager: bool = True,
+        llm_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """Start a vLLM engine on the base model in ``model_dir`` (a plain HF folder, read offline).
+
+        ``sync`` is ``"lora"`` or ``"merged"`` (module doc). ``kv_cache_gib`` sizes the KV cache explicitly (on
+        CPU, vLLM would otherwise reserve a fraction of all RAM). ``enforce_eager`` skips torch.compile, whose
+        start-up cost on 2 cores outweighs a short rollout (vLLM's CPU build turns compilation off with LoRA
+        anyway). ``llm_kwargs`` go to ``vllm.LLM`` unchanged and win over these defaults.
+        """
+        if sync not in ("lora", "merged"):
+            raise ValueError(f"sync must be 'lora' or 'merged', not {sync!r}")
+        _cpu_env_defaults()
+        from transformers import GenerationConfig
+        from vllm import LLM
+
+        self._tokenizer = tokenizer
+        try:
+            gen = GenerationConfig.from_pretrained(model_dir)
+        except OSError:  # no generation_config.json: the tokenizer's EOS alone
+            gen = None
+        self._stop = eos_ids(SimpleNamespace(generation_config=gen), tokenizer)
+        pad = tokenizer.pad_token_id
+        self._pad_id = pad if pad is not None else self._stop[0]
+        rank = next((r for r in _VLLM_LORA_RANKS if r >= max_lora_rank), None)
+        if rank is None:
+            raise ValueError(f"LoRA rank {max_lora_rank} is above vLLM's maximum {_VLLM_LORA_RANKS[-1]}")
+        kwargs: dict[str, Any] = {
+            "model": str(model_dir),
+            "dtype": dtype,
+            "seed": seed,
+            "max_model_len": max_model_len,
+            "enforce_eager": enforce_eager,
+            "logprobs_mode": "processed_logprobs",  # after temperature: what the trainer computes (module doc)
+            "kv_cache_memory_bytes": int(kv_cache_gib * 2**30),
+            "generation_config": "vllm",  # sampling is fully specified here, not by the model's defaults
+        }
+        if sync == "lora":  # one policy at a time; the CPU cache holds the current adapter and the one replaced
+            kwargs |= {"enable_lora": True, "max_lora_rank": rank, "max_loras": 1, "max_cpu_loras": 2}
+        else:
+            kwargs["worker_extension_cls"] = f"{__name__}._WeightSync"
+        kwargs.update(llm_kwargs or {})
+        self._sync_mode = sync
+        self._llm: Any = LLM(**kwargs)
+        self._dir = Path(tempfile.mkdtemp(prefix="vllm-sync-"))
+        self._lora: Any = None  # the LoRARequest of the current policy; None = base weights
+
+    def generate(
+        self,
+        prompts: list[str],
+        *,
+        group_size: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int,
+    ) -> Rollout:
+        """``group_size`` completions per prompt (row i belongs to prompt i // G) with their sampling log-probs.
+
+        Prompt i gets seed ``seed + i·G`` (vLLM gives its j-th sample ``+ j``), so no two rows share a random
+        stream: with one seed for all prompts, sample j of every prompt would reuse the same noise.
+        """
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        prompt_ids = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        params = [
+            SamplingParams(
+                n=group_size,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=max_new_tokens,
+                seed=seed + i * group_size,
+                logprobs=0,  # only the sampled token's log-prob
+                stop_token_ids=self._stop,
+                detokenize=False,  # texts are decoded with our tokenizer below
+            )
+            for i in range(len(prompts))
+        ]
+        outputs = self._llm.generate(
+            [TokensPrompt(prompt_token_ids=ids) for ids in prompt_ids],
+            params,
+            lora_request=self._lora,
+            use_tqdm=False,
+        )
+        rows_prompt: list[list[int]] = []
+        completions: list[list[int]] = []
+        logps: list[list[float]] = []
+        for ids, out in zip(prompt_ids, outputs, strict=True):
+            for c in sorted(out.outputs, key=lambda c: c.index):
+                tokens = list(c.token_ids)
+                rows_prompt.append(ids)
+                completions.append(tokens)
+                logps.append([step[tok].logprob for step, tok in zip(c.logprobs, tokens, strict=True)])
+        return pack_rollout(
+            rows_prompt,
+            completions,
+            self._stop,
+            self._pad_id,
+            lambda ids: self._tokenizer.decode(ids, skip_special_tokens=True),
+            sampling_logp=logps,
+        )
+
+    def sync(self, model: Any, step: int) -> None:
+        """Make the next ``generate`` sample from ``model``'s current LoRA weights (see module doc)."""
+        if not hasattr(model, "peft_config"):
+            raise TypeError("the vLLM engine syncs LoRA adapters: the policy must be a PEFT model")
+        if self._sync_mode == "merged":
+            from safetensors.torch import save_file
+
+            path = self._dir / f"merged-step-{step}.safetensors"
+            save_file(merged_state_dict(model), str(path))
+            self._llm.collective_rpc("grpo_reload_weights", args=(str(path),))
+            self._llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
+            path.unlink()
+            return
+        from vllm.lora.request import LoRARequest
+
+        path = self._dir / f"step-{step}"
+        if path.exists():  # a re-sync of the same step (e.g. after a resume): never reuse stale files
+            shutil.rmtree(path)
+        model.save_pretrained(path)
+        old = self._lora
+        self._lora = LoRARequest(f"step-{step}", step + 1, str(path))
+        if old is not None:  # evict the previous adapter (same id: so the next generate reloads it)
+            self._llm.llm_engine.remove_lora(old.lora_int_id)
+            if old.lora_path != self._lora.lora_path:
+                shutil.rmtree(old.lora_path, ignore_errors=True)
+
+    def close(self) -> None:
+        """Stop vLLM's engine processes and free its memory, so another engine can start in this process.
+
+        vLLM's shutdown SIGTERMs the EngineCore process and force-kills it after a grace period (~5 s here) but
+        does not reap it; ``active_children()`` joins it so no zombie is left per engine.
+        """
+        llm, self._llm = getattr(self, "_llm", None), None
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()
+            del llm
+        gc.collect()
+        multiprocessing.active_children()
+        shutil.rmtree(getattr(self, "_dir", ""), ignore_errors=True)
