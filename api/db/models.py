@@ -54,6 +54,8 @@ class JobStatus(enum.StrEnum):
     queued = "queued"
     running = "running"
     cancelling = "cancelling"
+    pausing = "pausing"  # the worker checkpoints at the next step boundary and frees itself
+    paused = "paused"  # holds a checkpoint; POST /resume queues it again
     succeeded = "succeeded"
     failed = "failed"
     cancelled = "cancelled"
@@ -100,6 +102,12 @@ class Job(Base):
     worker_id: Mapped[str | None] = mapped_column(String(256))
     # Which claim holds the lease: a worker retrying its own claim request gets the same lease back.
     claim_id: Mapped[str | None] = mapped_column(String(64))
+    # Claims so far, and how many the job may use: infrastructure failures retry, user errors never do.
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3, server_default="3")
+    # When the doorbell was last rung, and when the next retry may run (backoff); the reaper reads both.
+    enqueued_at: Mapped[int | None] = mapped_column(BigInteger)
+    not_before: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     started_at: Mapped[int | None] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)
@@ -141,3 +149,51 @@ class Checkpoint(Base):
     state_key: Mapped[str | None] = mapped_column(String(1024))  # optimizer/RNG state for an exact resume
     metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+
+
+class IdempotencyKey(Base):
+    """Stripe-style idempotency: the first response to (project, key) is replayed for the same request."""
+
+    __tablename__ = "idempotency_keys"
+
+    project_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    method_path: Mapped[str] = mapped_column(String(300))
+    request_hash: Mapped[str] = mapped_column(String(64))  # sha256 of the body (and file bytes for uploads)
+    status_code: Mapped[int | None] = mapped_column(Integer)  # None while the first request is in flight
+    response: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now, index=True)
+
+
+class WebhookEndpoint(Base):
+    """Where a project's job events are delivered (Standard Webhooks: signed with this endpoint's secret)."""
+
+    __tablename__ = "webhook_endpoints"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(64), index=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    secret: Mapped[str] = mapped_column(String(128))  # "whsec_" + base64, shown once at creation
+    event_types: Mapped[list[Any]] = mapped_column(JSON)
+    disabled: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+
+
+class WebhookDelivery(Base):
+    """One event for one endpoint, retried with backoff until delivered or given up; attempts are listed."""
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # also the webhook-id header (dedupe key)
+    endpoint_id: Mapped[str] = mapped_column(ForeignKey("webhook_endpoints.id", ondelete="CASCADE"), index=True)
+    job_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)  # pending|delivered|failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    last_status_code: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    history: Mapped[list[Any]] = mapped_column(JSON, default=list)  # [{"at", "status_code", "error"}]
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    delivered_at: Mapped[int | None] = mapped_column(BigInteger)

@@ -59,7 +59,9 @@ class Job(BaseModel):
     finished_at: int | None
     fine_tuned_model: str | None
     organization_id: str
-    status: Literal["validating_files", "queued", "running", "cancelling", "succeeded", "failed", "cancelled"]
+    status: Literal[
+        "validating_files", "queued", "running", "cancelling", "pausing", "paused", "succeeded", "failed", "cancelled"
+    ]
     training_file: str
     validation_file: str | None
     result_files: list[str] = Field(default_factory=list)
