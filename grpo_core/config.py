@@ -154,6 +154,11 @@ class GRPOConfig(BaseModel):
         "transformers",
         description="Who samples: the trainer's own model (exact log-probs) or vLLM (faster; optional extra).",
     )
+    vllm_weight_sync: Literal["auto", "lora", "merged"] = Field(
+        "auto",
+        description="How the vLLM engine gets each step's policy: LoRA hot swap (fast on GPU), merged weights "
+        "(fast on vLLM's CPU build, whose LoRA kernels are slow), or auto (merged on CPU, LoRA elsewhere).",
+    )
     tis_cap: float | None = Field(
         2.0,
         ge=1,

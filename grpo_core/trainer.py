@@ -48,7 +48,10 @@ class Callbacks(Protocol):
 
     def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None: ...
 
-    def should_stop(self) -> bool: ...
+    def should_stop(self) -> bool:
+        """Checked before every step. When it returns True the loop checkpoints the current state (unless the
+        last step was just saved) and returns, so a pause or a cancel never loses finished steps."""
+        ...
 
 
 @dataclass
@@ -120,9 +123,15 @@ def train(
     cursor = PromptCursor(len(rows), cfg.batch_size, seed, position=state.cursor)
     last: dict[str, Any] = {}
     final_ckpt: Path | None = None
+    saved_step = state.step  # the newest step whose state is in a checkpoint
     try:
         while state.step < total:
             if callbacks.should_stop():
+                if state.step > saved_step:  # keep every finished step: a paused job resumes from here
+                    final_ckpt = save_checkpoint(
+                        model, optimizer, state, work_dir / f"step-{state.step:06d}", scheduler
+                    )
+                    callbacks.on_checkpoint(state.step, final_ckpt, last, False)
                 return TrainResult(state.step, total, True, final_ckpt, last)
             t0 = time.perf_counter()
             batch = collect_batch(cfg, engine, prompts_all, rows, graders, cursor, seed=seed, step=state.step + 1)
@@ -167,7 +176,7 @@ def train(
             if is_last or best or (cfg.checkpoint_interval and state.step % cfg.checkpoint_interval == 0):
                 path = save_checkpoint(model, optimizer, state, work_dir / f"step-{state.step:06d}", scheduler)
                 callbacks.on_checkpoint(state.step, path, {**last, "best": best}, is_last)
-                final_ckpt = path
+                final_ckpt, saved_step = path, state.step
     finally:
         engine.close()
     return TrainResult(state.step, total, False, final_ckpt, last)
@@ -187,6 +196,7 @@ def _engine(cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: 
         dtype=dtype,
         max_lora_rank=cfg.lora.rank,
         max_model_len=cfg.max_prompt_tokens + cfg.max_completion_tokens,
+        sync=cfg.vllm_weight_sync,
     )
 
 

@@ -120,7 +120,11 @@ def test_should_stop_ends_between_steps(tiny_model_dir: Path, tmp_path: Path) ->
     cfg = GRPOConfig(group_size=2, batch_size=1, max_steps=5, max_completion_tokens=4, beta=0.0)
     rec = Recorder(stop_after=2)
     result = train(cfg, tiny_model_dir, ROWS, [GRADER], callbacks=rec, work_dir=tmp_path)
-    assert result.stopped and result.steps_done == 2 and rec.ckpts == []
+    assert result.stopped and result.steps_done == 2
+    # the stop checkpoints the finished steps (a paused job resumes from there); nothing else was saved
+    assert [(step, final) for step, _, final in rec.ckpts] == [(2, False)] and result.final_checkpoint == rec.ckpts[0][
+        1
+    ]
 
 
 def test_prompt_over_limit_is_a_user_error(tiny_model_dir: Path, tmp_path: Path) -> None:
