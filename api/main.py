@@ -10,8 +10,10 @@ from fastapi.routing import APIRoute
 
 from api.db.session import make_engine, make_sessionmaker
 from api.errors import install_handlers
-from api.queue import make_producer
-from api.routes import files, graders, internal, jobs, models
+from api.queue import enqueue_run_job, make_producer
+from api.routes import files, graders, internal, jobs, models, webhooks
+from api.services.reaper import Reaper
+from api.services.webhook_dispatch import start_dispatcher
 from api.settings import Settings, get_settings
 from api.storage import make_store
 
@@ -32,7 +34,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.store = make_store(settings)
         app.state.producer = make_producer(settings)
         settings.internal_token  # noqa: B018 - create the embedded worker token before any worker asks
+        dispatcher = start_dispatcher(settings, app.state.sessionmaker)  # webhook deliveries, off the request path
+        reaper = None
+        if settings.reaper:  # lost workers and lost doorbells (api.services.reaper)
+            producer = app.state.producer
+            reaper = Reaper(settings, app.state.sessionmaker, lambda job_id: enqueue_run_job(producer, job_id)).start()
         yield
+        if reaper is not None:
+            reaper.stop()
+        if dispatcher is not None:
+            dispatcher.stop()
         engine.dispose()
 
     app = FastAPI(
@@ -43,7 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=_operation_id,
     )
     install_handlers(app)
-    for router in (files.router, jobs.router, graders.router, models.router, internal.router):
+    for router in (files.router, jobs.router, graders.router, models.router, webhooks.router, internal.router):
         app.include_router(router)
 
     @app.get("/healthz", include_in_schema=False)

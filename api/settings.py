@@ -39,6 +39,16 @@ class Settings(BaseSettings):
     api_url: str = Field("http://127.0.0.1:8000", description="Where workers reach the API.")
     max_upload_bytes: int = Field(512 * 1024 * 1024, description="Largest accepted upload.")
     lease_seconds: int = Field(600, description="A running job's lease; the worker renews it between steps.")
+    max_attempts: int = Field(3, ge=1, description="Claims a job may use (worker losses and retryable failures).")
+    retry_backoff_seconds: int = Field(30, ge=0, description="First retry delay; doubles per attempt, capped at 1 h.")
+    reaper_interval_seconds: float = Field(30.0, gt=0, description="How often the API's reaper looks at leases.")
+    requeue_after_seconds: int = Field(
+        300, ge=1, description="A queued job not claimed this long after its doorbell gets it rung again."
+    )
+    stop_grace_seconds: int = Field(
+        300, ge=1, description="After a cancel/pause, how long a stuck step may run before the worker kills itself."
+    )
+    reaper: bool = Field(True, description="Run the reaper thread in this API process.")
     reward_sandbox: str = Field(
         "auto",
         description="Sandbox for python graders: auto|bwrap (namespaces + seccomp), weak (explicit opt-in, no "
@@ -54,6 +64,14 @@ class Settings(BaseSettings):
     cap_group_size: int | None = Field(None, description="Service limit on group_size and gfpo_sample_size.")
     cap_batch_size: int | None = Field(None, description="Service limit on batch_size (prompts per step).")
     work_dir: Path | None = Field(None, description="Worker scratch space; default <state_dir>/work")
+    idempotency_ttl_seconds: int = Field(86400, description="How long an Idempotency-Key is remembered (Stripe: 24h).")
+    webhook_dispatcher: bool = Field(True, description="Run the webhook dispatcher thread in this API process.")
+    webhook_poll_seconds: float = Field(1.0, description="How often the dispatcher looks for due deliveries.")
+    webhook_timeout_seconds: float = Field(10.0, description="Per-attempt HTTP timeout of a webhook delivery.")
+    webhook_retry_schedule: list[int] = Field(
+        [5, 300, 1800, 7200, 18000, 36000, 36000],
+        description="Seconds before each retry after a failed attempt (Standard Webhooks); failed after the last.",
+    )
 
     def grader_env(self):  # type: ignore[no-untyped-def]
         """grpo_core.rewards.graders.GraderEnv from these settings (imported lazily: graders are optional)."""

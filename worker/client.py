@@ -69,9 +69,9 @@ class InternalClient:
     def heartbeat(self, job_id: str, epoch: int) -> dict[str, Any]:
         return self._post(f"/internal/jobs/{job_id}/heartbeat", {"epoch": epoch})
 
-    def events(self, job_id: str, epoch: int, events: list[dict[str, Any]]) -> bool:
-        """Post events; returns whether the user asked to cancel the job."""
-        return self._post(f"/internal/jobs/{job_id}/events", {"epoch": epoch, "events": events})["cancel_requested"]
+    def events(self, job_id: str, epoch: int, events: list[dict[str, Any]]) -> str | None:
+        """Post events; returns what the user asked the job to do at the next step boundary: cancel, pause, None."""
+        return self._post(f"/internal/jobs/{job_id}/events", {"epoch": epoch, "events": events}).get("stop")
 
     def checkpoint(self, job_id: str, epoch: int, step: int, key: str, state_key: str, metrics: dict[str, Any]) -> None:
         body = {"epoch": epoch, "step_number": step, "object_key": key, "state_key": state_key, "metrics": metrics}

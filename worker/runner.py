@@ -13,6 +13,7 @@ import shutil
 import socket
 import tarfile
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,15 @@ def _uses_python(spec: Any) -> bool:
     return spec.type == "python" or (isinstance(parts, dict) and any(p.type == "python" for p in parts.values()))
 
 
+def _is_infrastructure(exc: BaseException) -> bool:
+    """Failures of what the job runs on (object store, network, disk, the API), which another attempt may not
+    meet; the job's own mistakes (UserError, grader errors) and bugs are not retried."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"BotoCoreError", "ClientError", "TransportError", "InternalApiError", "ConnectionError"}) or (
+        isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError | PermissionError)
+    )
+
+
 def _is_oom(exc: BaseException) -> bool:
     """torch reports memory exhaustion as torch.OutOfMemoryError (GPU) or a RuntimeError from the CPU allocator."""
     return (
@@ -161,7 +171,7 @@ class _Callbacks:
         )
 
     def should_stop(self) -> bool:
-        return self.run.cancel_requested.is_set()
+        return self.run.stop_requested.is_set()
 
 
 class JobRun:
@@ -173,25 +183,53 @@ class JobRun:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self.claim_id = uuid.uuid4().hex  # one per run: a retried claim request gets the same lease
         self.epoch = 0
-        self.cancel_requested = threading.Event()
+        self.stop_requested = threading.Event()  # cancel or pause: the loop stops at the next step boundary
+        self.stop_reason: str | None = None
+        self._stop_seen_at = 0.0
         self._done = threading.Event()
 
+    def _request_stop(self, reason: str | None) -> None:
+        if reason and not self.stop_requested.is_set():
+            self.stop_reason, self._stop_seen_at = reason, time.monotonic()
+            self.stop_requested.set()
+
     def post_events(self, events: list[dict[str, Any]]) -> None:
-        if self.client.events(self.job_id, self.epoch, events):
-            self.cancel_requested.set()
+        self._request_stop(self.client.events(self.job_id, self.epoch, events))
 
     def _heartbeat_loop(self) -> None:
         interval = min(30.0, max(1.0, self.settings.lease_seconds / 4))
         while not self._done.wait(interval):
             try:
-                if self.client.heartbeat(self.job_id, self.epoch)["cancel_requested"]:
-                    self.cancel_requested.set()
+                self._request_stop(self.client.heartbeat(self.job_id, self.epoch).get("stop"))
             except StaleLease:
                 log.warning("job %s: lease lost; stopping", self.job_id)
-                self.cancel_requested.set()
+                self._request_stop("lease_lost")
                 return
             except Exception:  # a missed beat is not fatal; the lease outlives several intervals
                 log.exception("heartbeat failed for %s", self.job_id)
+            self._enforce_grace()
+
+    def _enforce_grace(self) -> None:
+        """A cancel or pause the loop has not honoured within the grace period (a stuck step): record the
+        outcome and end this process; Celery's parent replaces it and the redelivered message finds nothing to
+        claim. The last checkpoint is kept, so a paused job loses only the unfinished step."""
+        grace = self.settings.stop_grace_seconds
+        if self.stop_reason not in ("cancel", "pause") or time.monotonic() - self._stop_seen_at < grace:
+            return
+        status = "cancelled" if self.stop_reason == "cancel" else "paused"
+        log.error(
+            "job %s: step did not end within %s s of the %s request; killing the process",
+            self.job_id,
+            grace,
+            self.stop_reason,
+        )
+        try:
+            self.post_events(
+                [{"message": f"The current step did not end within {grace} s; stopped by force", "level": "warn"}]
+            )
+            self.client.finish(self.job_id, self.epoch, status)
+        finally:
+            os._exit(70)
 
     def run(self) -> None:
         try:
@@ -228,6 +266,13 @@ class JobRun:
         except GraderError as exc:
             return "failed", {"error_code": "grader_error", "error_message": str(exc)}
         except Exception as exc:
+            if _is_infrastructure(exc):  # not the job's fault: the API re-queues it while attempts remain
+                log.exception("job %s: infrastructure error", self.job_id)
+                return "failed", {
+                    "error_code": "infrastructure_error",
+                    "error_message": f"{type(exc).__name__}: {exc}",
+                    "retryable": True,
+                }
             if not _is_oom(exc):
                 log.exception("job %s crashed", self.job_id)
                 return "failed", {"error_code": "internal_error", "error_message": f"{type(exc).__name__}: {exc}"}
@@ -236,6 +281,13 @@ class JobRun:
                 "error_message": "out of memory: lower group_size, batch_size, micro_batch_size or "
                 "max_completion_tokens",
             }
+        if result.stopped and self.stop_reason == "pause":
+            msg = (
+                f"Paused after step {result.steps_done}/{result.total_steps} (checkpoint saved); "
+                "POST /v1/fine_tuning/jobs/{id}/resume continues from it"
+            )
+            self.post_events([{"message": msg}])
+            return "paused", {"trained_tokens": callbacks.tokens}
         if result.stopped:
             msg = f"Stopped after step {result.steps_done}/{result.total_steps} on cancel request"
             self.post_events([{"message": msg}])

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Form, UploadFile
 
 from api.deps import CurrentProject, SessionDep, SettingsDep, StoreDep
 from api.errors import ERROR_RESPONSES
+from api.idempotency import IdempotencyDep, upload_meaning
 from api.schemas.files import FileObject
 from api.services import files as svc
 
@@ -32,21 +33,28 @@ def create_file(
     store: StoreDep,
     settings: SettingsDep,
     project: CurrentProject,
+    idem: IdempotencyDep,
 ) -> FileObject:
     """Upload a JSONL dataset: one JSON object per line with ``prompt`` (string) or ``messages`` (list).
 
-    Every line is checked before anything is stored; the first bad line is named in a 400.
+    Every line is checked before anything is stored; the first bad line is named in a 400. With an
+    ``Idempotency-Key`` a retry (same purpose, filename and bytes) replays the first response.
     """
-    row = svc.create_file(
-        session,
-        store,
-        project_id=project,
-        filename=file.filename or "upload.jsonl",
-        purpose=purpose,
-        src=file.file,
-        max_bytes=settings.max_upload_bytes,
+    return idem.run(
+        lambda: to_schema(
+            svc.create_file(
+                session,
+                store,
+                project_id=project,
+                filename=file.filename or "upload.jsonl",
+                purpose=purpose,
+                src=file.file,
+                max_bytes=settings.max_upload_bytes,
+            )
+        ),
+        status_code=201,
+        meaning=upload_meaning(purpose, file.filename, file.file),
     )
-    return to_schema(row)
 
 
 @router.get("/{file_id}")

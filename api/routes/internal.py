@@ -18,7 +18,7 @@ from api.schemas.internal import (
     ResumePoint,
 )
 from api.services import files as files_svc
-from api.services import jobs as svc
+from api.services import leases as svc
 
 router = APIRouter(
     prefix="/internal/jobs",
@@ -56,17 +56,16 @@ def claim(job_id: str, body: ClaimRequest, session: SessionDep, settings: Settin
 @router.post("/{job_id}/heartbeat")
 def heartbeat(job_id: str, body: Fenced, session: SessionDep, settings: SettingsDep) -> HeartbeatResponse:
     job = svc.heartbeat(session, job_id, body.epoch, settings.lease_seconds)
+    stop = svc.stop_request(job)
     return HeartbeatResponse(
-        status=job.status,
-        cancel_requested=job.status == "cancelling",
-        lease_expires_at=job.lease_expires_at or 0,
+        status=job.status, cancel_requested=stop == "cancel", stop=stop, lease_expires_at=job.lease_expires_at or 0
     )
 
 
 @router.post("/{job_id}/events")
 def events(job_id: str, body: EventsRequest, session: SessionDep, settings: SettingsDep) -> EventsResponse:
-    added, cancel = svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)
-    return EventsResponse(added=added, cancel_requested=cancel)
+    added, stop = svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)
+    return EventsResponse(added=added, cancel_requested=stop == "cancel", stop=stop)
 
 
 @router.post("/{job_id}/checkpoints")
@@ -86,7 +85,7 @@ def checkpoint(job_id: str, body: CheckpointRequest, session: SessionDep, settin
 
 @router.post("/{job_id}/finish")
 def finish(job_id: str, body: FinishRequest, session: SessionDep, settings: SettingsDep) -> dict[str, str]:
-    job = svc.finish_job(
+    job, _ = svc.finish_job(
         session,
         job_id,
         body.epoch,
@@ -95,5 +94,7 @@ def finish(job_id: str, body: FinishRequest, session: SessionDep, settings: Sett
         error_message=body.error_message,
         trained_tokens=body.trained_tokens,
         lease_seconds=settings.lease_seconds,
+        retryable=body.retryable,
+        retry_base_seconds=settings.retry_backoff_seconds,
     )
     return {"status": job.status}

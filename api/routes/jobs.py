@@ -11,6 +11,7 @@ from api.db.models import Job as JobRow
 from api.db.models import JobEvent as EventRow
 from api.deps import CurrentProject, SessionDep, StoreDep
 from api.errors import ERROR_RESPONSES
+from api.idempotency import JsonIdempotencyDep
 from api.queue import enqueue_run_job
 from api.schemas.common import ListResponse
 from api.schemas.jobs import Checkpoint, Job, JobCreate, JobError, JobEvent
@@ -85,21 +86,31 @@ def checkpoint_schema(row: CheckpointRow, job: JobRow, best_id: str | None = Non
 
 
 @router.post("", status_code=201)
-def create_job(body: JobCreate, request: Request, session: SessionDep, project: CurrentProject) -> Job:
-    """Validate and queue a GRPO job. Unknown model: 400; unknown file: 404; bad hyperparameter: 422."""
+def create_job(
+    body: JobCreate, request: Request, session: SessionDep, project: CurrentProject, idem: JsonIdempotencyDep
+) -> Job:
+    """Validate and queue a GRPO job. Unknown model: 400; unknown file: 404; bad hyperparameter: 422.
+
+    With an ``Idempotency-Key`` a retry replays the first response (header ``Idempotent-Replayed: true``).
+    """
     producer = request.app.state.producer
     settings = request.app.state.settings
-    job = svc.create_job(
-        session,
-        project_id=project,
-        body=body,
-        models_dir=request.app.state.settings.models_dir,
-        enqueue=lambda job_id: enqueue_run_job(producer, job_id),
-        caps=request.app.state.settings.caps,
-        preflight=lambda spec, rows: graders_svc.dry_run(spec, rows, settings.grader_env(), GRADER_PARAM),
-        head_rows=lambda key, n: head_rows(request.app.state.store, key, n),
+    return idem.run(
+        lambda: job_schema(
+            svc.create_job(
+                session,
+                project_id=project,
+                body=body,
+                models_dir=request.app.state.settings.models_dir,
+                enqueue=lambda job_id: enqueue_run_job(producer, job_id),
+                caps=request.app.state.settings.caps,
+                preflight=lambda spec, rows: graders_svc.dry_run(spec, rows, settings.grader_env(), GRADER_PARAM),
+                head_rows=lambda key, n: head_rows(request.app.state.store, key, n),
+                max_attempts=settings.max_attempts,
+            )
+        ),
+        status_code=201,
     )
-    return job_schema(job)
 
 
 @router.get("")
@@ -119,6 +130,21 @@ def retrieve_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentP
 def cancel_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> Job:
     """Queued: cancelled at once. Running: ``cancelling`` until the worker stops after its current step."""
     return job_schema(svc.cancel_job(session, project, fine_tuning_job_id))
+
+
+@router.post("/{fine_tuning_job_id}/pause")
+def pause_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> Job:
+    """Queued: paused at once. Running: ``pausing`` until the worker checkpoints after its current step and
+    frees itself; then ``paused``. Resume continues from that checkpoint. 409 for a finished job."""
+    return job_schema(svc.pause_job(session, project, fine_tuning_job_id))
+
+
+@router.post("/{fine_tuning_job_id}/resume")
+def resume_job(fine_tuning_job_id: str, request: Request, session: SessionDep, project: CurrentProject) -> Job:
+    """A paused job is queued again and continues from its last checkpoint (exact resume). 409 otherwise."""
+    producer = request.app.state.producer
+    job = svc.resume_job(session, project, fine_tuning_job_id, lambda job_id: enqueue_run_job(producer, job_id))
+    return job_schema(job)
 
 
 @router.get("/{fine_tuning_job_id}/events")

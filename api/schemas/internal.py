@@ -39,6 +39,7 @@ class Fenced(BaseModel):
 class HeartbeatResponse(BaseModel):
     status: str
     cancel_requested: bool
+    stop: Literal["cancel", "pause"] | None = Field(None, description="Stop at the next step boundary, and why.")
     lease_expires_at: int
 
 
@@ -57,6 +58,7 @@ class EventsRequest(Fenced):
 class EventsResponse(BaseModel):
     added: int
     cancel_requested: bool
+    stop: Literal["cancel", "pause"] | None = Field(None, description="Stop at the next step boundary, and why.")
 
 
 class CheckpointRequest(Fenced):
@@ -67,7 +69,8 @@ class CheckpointRequest(Fenced):
 
 
 class FinishRequest(Fenced):
-    status: Literal["succeeded", "failed", "cancelled"]
+    status: Literal["succeeded", "failed", "cancelled", "paused"]
+    retryable: bool = Field(False, description="An infrastructure failure: re-queue while attempts remain.")
     error_code: str | None = None
     error_message: str | None = None
     trained_tokens: int | None = None

@@ -13,22 +13,20 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import and_, func, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from api.db.models import TERMINAL, Checkpoint, Job, JobEvent, JobStatus, new_id, now
+from api.db.models import Checkpoint, Job, JobEvent, JobStatus, new_id, now
 from api.errors import Conflict, InvalidRequest, NotFound, Unprocessable
-from api.schemas.internal import EventIn
 from api.schemas.jobs import JobCreate
 from api.services.files import get_file
+from api.services.webhooks import record_job_event
 from grpo_core.config import apply_caps
 from grpo_core.models import list_models
 from grpo_core.rewards.schemas import reward_columns
 
 log = logging.getLogger(__name__)
 HP = "method.reinforcement.hyperparameters"
-ACTIVE = (JobStatus.running, JobStatus.cancelling)
 
 
 def add_event(
@@ -64,6 +62,7 @@ def create_job(
     caps: dict[str, int | None] | None = None,
     preflight: Callable[[Any, list[dict[str, Any]]], None] | None = None,
     head_rows: Callable[[str, int], list[dict[str, Any]]] | None = None,
+    max_attempts: int = 3,
 ) -> Job:
     """Validate everything a worker would trip over, store the job ``queued``, then enqueue it (after commit)."""
     if body.model not in list_models(models_dir):
@@ -105,6 +104,7 @@ def create_job(
         method=method,
         status=JobStatus.queued,
         total_steps=cfg.total_steps(train.row_count),
+        max_attempts=max_attempts,
     )
     session.add(job)
     session.flush()
@@ -114,9 +114,10 @@ def create_job(
         add_event(session, job.id, message, level="warn")
     session.commit()
     # Queue after commit: a worker can never receive an id whose row it cannot see yet. If the broker is
-    # down the job stays queued (and says so); re-enqueueing it is the reconciler's job.
+    # down the job stays queued (and says so); the reaper rings again (api.services.reaper).
     try:
         enqueue(job.id)
+        job.enqueued_at = now()
         add_event(session, job.id, "Job queued")
     except Exception as exc:  # broker down: never lose the job, never fail the request
         log.exception("enqueue failed for %s", job.id)
@@ -154,11 +155,19 @@ def _set_status(session: Session, job_id: str, allowed: Iterable[str], **values:
 
 
 def cancel_job(session: Session, project_id: str, job_id: str) -> Job:
-    """queued -> cancelled at once; running -> cancelling (the worker stops at the next step boundary)."""
+    """Idempotent. queued or paused -> cancelled at once; running or pausing -> cancelling (the worker
+    checkpoints and stops at the next step boundary; the reaper finishes it if the worker is gone)."""
     job = get_job(session, project_id, job_id)
-    if _set_status(session, job_id, [JobStatus.queued], status=JobStatus.cancelled, finished_at=now()):
-        add_event(session, job_id, "Job cancelled before it started")
-    elif _set_status(session, job_id, [JobStatus.running], status=JobStatus.cancelling):
+    if _set_status(
+        session, job_id, [JobStatus.queued, JobStatus.paused], status=JobStatus.cancelled, finished_at=now()
+    ):
+        add_event(
+            session,
+            job_id,
+            "Job cancelled before it ran again" if job.started_at else "Job cancelled before it started",
+        )
+        record_job_event(session, job, "fine_tuning.job.cancelled")
+    elif _set_status(session, job_id, [JobStatus.running, JobStatus.pausing], status=JobStatus.cancelling):
         add_event(session, job_id, "Cancellation requested; the job stops after the current step")
     else:
         session.refresh(job)
@@ -169,6 +178,48 @@ def cancel_job(session: Session, project_id: str, job_id: str) -> Job:
                 code="job_not_cancellable",
             )
     session.commit()
+    session.refresh(job)
+    return job
+
+
+def pause_job(session: Session, project_id: str, job_id: str) -> Job:
+    """Idempotent (OpenAI's pause). queued -> paused at once; running -> pausing: the worker checkpoints at the
+    next step boundary, frees itself and the job becomes paused, holding that checkpoint."""
+    job = get_job(session, project_id, job_id)
+    if _set_status(session, job_id, [JobStatus.queued], status=JobStatus.paused):
+        add_event(session, job_id, "Job paused before it ran")
+    elif _set_status(session, job_id, [JobStatus.running], status=JobStatus.pausing):
+        add_event(session, job_id, "Pause requested; the job checkpoints and stops after the current step")
+    else:
+        session.refresh(job)
+        if job.status not in (JobStatus.pausing, JobStatus.paused):
+            raise Conflict(
+                f"job {job_id} is {job.status}; only a queued or running job can be paused",
+                param="fine_tuning_job_id",
+                code="job_not_pausable",
+            )
+    session.commit()
+    session.refresh(job)
+    return job
+
+
+def resume_job(session: Session, project_id: str, job_id: str, enqueue: Callable[[str], None]) -> Job:
+    """paused -> queued with a fresh attempt budget; the claim resumes from the checkpoint taken at the pause."""
+    job = get_job(session, project_id, job_id)
+    values = {"status": JobStatus.queued, "attempts": 0, "not_before": None, "enqueued_at": now()}
+    if not _set_status(session, job_id, [JobStatus.paused], **values):
+        session.refresh(job)
+        raise Conflict(
+            f"job {job_id} is {job.status}; only a paused job can be resumed",
+            param="fine_tuning_job_id",
+            code="job_not_paused",
+        )
+    add_event(session, job_id, f"Resume requested; the job continues from step {job.steps_done}")
+    session.commit()
+    try:
+        enqueue(job_id)
+    except Exception:  # the reaper rings again after requeue_after_seconds
+        log.exception("enqueue failed for %s", job_id)
     session.refresh(job)
     return job
 
@@ -220,196 +271,3 @@ def get_checkpoint(session: Session, project_id: str, job_id: str, ckpt_id: str)
     if ckpt is None:
         raise NotFound(f"no checkpoint {ckpt_id!r} in job {job_id}", param="checkpoint_id")
     return ckpt
-
-
-# ---- worker side (internal API) -------------------------------------------------------------------------
-
-
-def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, lease_seconds: int) -> Job:
-    """Take the job: queued, or running with an expired lease. Bumps the epoch (the fencing token).
-
-    The same ``claim_id`` retrying (its first answer was lost) gets the same lease back. A running job whose
-    lease is alive answers 409 ``lease_held`` with Retry-After, so a redelivered message waits for the lease to
-    run out instead of dropping the job; a ``cancelling`` job whose worker is gone is finished as cancelled.
-    """
-    t = now()
-    job = session.get(Job, job_id)
-    if job is None:
-        raise NotFound(f"no job {job_id!r}", param="job_id")
-    if job.status == JobStatus.running and job.claim_id == claim_id:
-        return heartbeat(session, job_id, job.lease_epoch, lease_seconds)
-    lease_gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
-    res = session.execute(
-        update(Job)
-        .where(Job.id == job_id, or_(Job.status == JobStatus.queued, and_(Job.status == JobStatus.running, lease_gone)))
-        .values(
-            status=JobStatus.running,
-            lease_epoch=Job.lease_epoch + 1,
-            lease_expires_at=t + lease_seconds,
-            worker_id=worker_id,
-            claim_id=claim_id,
-            started_at=func.coalesce(Job.started_at, t),
-        )
-    )
-    if res.rowcount != 1:
-        session.rollback()
-        session.refresh(job)
-        if job.status == JobStatus.cancelling and (job.lease_expires_at or 0) < t:
-            gone = (Job.lease_expires_at.is_(None)) | (Job.lease_expires_at < t)
-            done = session.execute(
-                update(Job)
-                .where(Job.id == job_id, Job.status == JobStatus.cancelling, gone)
-                .values(status=JobStatus.cancelled, finished_at=t, lease_expires_at=None)
-            )
-            if done.rowcount == 1:
-                add_event(session, job_id, "Job cancelled (its worker stopped before acknowledging the cancel)")
-            session.commit()
-            session.refresh(job)
-        if job.status == JobStatus.running:
-            wait = max(1, (job.lease_expires_at or t) - t)
-            raise Conflict(
-                f"job {job_id} is held by another worker's lease for {wait} more s",
-                code="lease_held",
-                headers={"Retry-After": str(wait)},
-            )
-        raise Conflict(f"job {job_id} is {job.status} and not claimable", code="not_claimable")
-    session.refresh(job)
-    if job.steps_done:
-        add_event(
-            session,
-            job_id,
-            f"Worker lost at step {job.steps_done}; restarting on {worker_id} "
-            f"(attempt {job.lease_epoch}) from the last checkpoint",
-            level="warn",
-        )
-    else:
-        add_event(session, job_id, f"Fine-tuning job started (attempt {job.lease_epoch}, worker {worker_id})")
-    session.commit()
-    session.refresh(job)
-    return job
-
-
-def last_checkpoint(session: Session, job_id: str) -> Checkpoint | None:
-    """The newest checkpoint that can be resumed from (it has a training state)."""
-    return session.scalar(
-        select(Checkpoint)
-        .where(Checkpoint.job_id == job_id, Checkpoint.state_key.is_not(None))
-        .order_by(Checkpoint.step_number.desc())
-        .limit(1)
-    )
-
-
-def _fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
-    """Renew the lease iff ``epoch`` is current and the job active; otherwise 409 (a stale worker)."""
-    res = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.lease_epoch == epoch, Job.status.in_(list(ACTIVE)))
-        .values(lease_expires_at=now() + lease_seconds)
-    )
-    if res.rowcount != 1:
-        session.rollback()
-        raise Conflict(f"lease epoch {epoch} of job {job_id} is stale or the job is not running", code="stale_lease")
-    job = session.get(Job, job_id)
-    assert job is not None
-    session.refresh(job)
-    return job
-
-
-def heartbeat(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
-    job = _fence(session, job_id, epoch, lease_seconds)
-    session.commit()
-    return job
-
-
-def record_events(
-    session: Session, job_id: str, epoch: int, events: list[EventIn], lease_seconds: int
-) -> tuple[int, bool]:
-    """Append events; a metrics event for a step already recorded is skipped (retries never duplicate).
-
-    Returns (events added, cancel requested): the worker posts after every step, so it learns of a cancel at
-    the next step boundary without waiting for a heartbeat.
-    """
-    job = _fence(session, job_id, epoch, lease_seconds)
-    added = 0
-    for ev in events:
-        if ev.type == "metrics" and ev.step is None:
-            raise InvalidRequest("a metrics event needs a step", param="events.step")
-        try:
-            with session.begin_nested():
-                add_event(session, job_id, ev.message, level=ev.level, type_=ev.type, step=ev.step, data=ev.data)
-            added += 1
-        except IntegrityError:
-            continue
-        if ev.type == "metrics":
-            session.execute(update(Job).where(Job.id == job_id, Job.steps_done < ev.step).values(steps_done=ev.step))
-    session.commit()
-    return added, job.status == JobStatus.cancelling
-
-
-def register_checkpoint(
-    session: Session,
-    job_id: str,
-    epoch: int,
-    step: int,
-    object_key: str,
-    state_key: str | None,
-    metrics: dict[str, Any],
-    lease_seconds: int,
-) -> Checkpoint:
-    job = _fence(session, job_id, epoch, lease_seconds)
-    existing = session.scalar(select(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step_number == step))
-    # A retried registration, or a resumed attempt re-reaching a step: resume is exact (same data, RNG and
-    # optimizer state), so the first registration stands and the step is not counted twice.
-    if existing is not None:
-        session.commit()
-        return existing
-    ckpt = Checkpoint(
-        id=new_id("ftckpt"),
-        job_id=job_id,
-        step_number=step,
-        object_key=object_key,
-        state_key=state_key,
-        metrics=metrics,
-    )
-    session.add(ckpt)
-    add_event(session, job_id, f"Checkpoint saved at step {step}/{job.total_steps}: {ckpt.id}", step=step)
-    session.commit()
-    return ckpt
-
-
-def finish_job(
-    session: Session,
-    job_id: str,
-    epoch: int,
-    status: str,
-    *,
-    error_code: str | None,
-    error_message: str | None,
-    trained_tokens: int | None,
-    lease_seconds: int,
-) -> Job:
-    job = _fence(session, job_id, epoch, lease_seconds)
-    values: dict[str, Any] = {"status": status, "finished_at": now(), "lease_expires_at": None}
-    if status == JobStatus.succeeded:
-        has_ckpt = session.scalar(select(func.count()).select_from(Checkpoint).where(Checkpoint.job_id == job_id))
-        if not has_ckpt:
-            raise Conflict("a job cannot succeed without a registered checkpoint", code="no_checkpoint")
-        values["fine_tuned_model"] = f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}"
-        message = "The job has successfully completed"
-    elif status == JobStatus.failed:
-        values["error"] = {
-            "code": error_code or "training_error",
-            "message": error_message or "unknown error",
-        }
-        message = f"Job failed: {values['error']['message']}"
-    else:
-        message = "Job cancelled"
-    if trained_tokens is not None:
-        values["trained_tokens"] = trained_tokens
-    if not _set_status(session, job_id, ACTIVE, **values):
-        raise Conflict(f"job {job_id} is already {job.status}", code="already_finished")
-    add_event(session, job_id, message, level="error" if status == JobStatus.failed else "info")
-    session.commit()
-    session.refresh(job)
-    assert job.status in TERMINAL
-    return job

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,19 +12,6 @@ from api.main import create_app
 from api.settings import Settings
 from tests.helpers import ARITH_ROWS, job_body, jsonl, migrate
 from tests.tiny_model import TINY_ID
-
-
-@pytest.fixture
-def settings(tmp_path: Path, catalog_dir: Path) -> Settings:
-    s = Settings(state_dir=tmp_path / "state", model_catalog_dir=catalog_dir, worker_token="t0k")
-    migrate(s.db_url)
-    return s
-
-
-@pytest.fixture
-def client(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as c:
-        yield c
 
 
 def upload(client: TestClient, body: bytes, name: str = "d.jsonl") -> dict:
@@ -207,7 +193,8 @@ def test_expired_lease_is_reclaimed_with_a_new_epoch_and_the_last_checkpoint(
     old = client.post(f"{url}/events", json={"epoch": 1, "events": [{"message": "late"}]}, headers=auth)
     assert old.status_code == 409
     events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events").json()["data"]
-    assert events[0]["message"].startswith("Worker lost at step 2") and events[0]["level"] == "warn"
+    assert events[0]["message"].startswith("Resumed from step 2 after worker loss at step 2 (attempt 2 of 3")
+    assert events[0]["level"] == "warn"
 
 
 def test_malformed_json_body_is_a_400(client: TestClient) -> None:

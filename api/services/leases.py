@@ -1,0 +1,282 @@
+"""The worker side of a job (the internal API): claim, heartbeat, events, checkpoints, finish — all fenced.
+
+A claim is one guarded UPDATE that takes a queued job, or a running one whose lease expired, while attempts
+remain and past any retry backoff; it bumps the lease epoch (the fencing token) and counts the attempt. Every
+later write carries the epoch and is refused with 409 ``stale_lease`` unless it is the job's current one and the
+job is active, so a paused, partitioned or duplicated worker can never write. A retried request of the same
+claim (``claim_id``) gets the same lease back.
+
+The worker learns of a cancel or a pause from the answer to its per-step event post (or its heartbeat): ``stop``
+is ``cancel`` or ``pause``. It then checkpoints and finishes as ``cancelled`` or ``paused``. A failure the worker
+marks retryable (the object store, the network — not the job's own mistakes) re-queues the job with exponential
+backoff while attempts remain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, new_id, now
+from api.errors import Conflict, InvalidRequest, NotFound
+from api.schemas.internal import EventIn
+from api.services.jobs import _set_status, add_event
+from api.services.webhooks import record_job_event
+
+ACTIVE = (JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
+STOP = {JobStatus.cancelling: "cancel", JobStatus.pausing: "pause"}
+
+
+def stop_request(job: Job) -> str | None:
+    """What the worker must do at the next step boundary: "cancel", "pause" or nothing."""
+    return STOP.get(job.status)  # type: ignore[call-overload]
+
+
+def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, lease_seconds: int) -> Job:
+    """Take the job (see the module doc); 409 ``lease_held`` + Retry-After while another worker's lease lives
+    or the retry backoff runs, 409 ``not_claimable`` when it is finished, paused or out of attempts."""
+    t = now()
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id!r}", param="job_id")
+    if job.status in ACTIVE and job.claim_id == claim_id:
+        return heartbeat(session, job_id, job.lease_epoch, lease_seconds)
+    if job.status == JobStatus.running:
+        why = f"after worker loss at step {job.steps_done}"
+    elif job.attempts:
+        why = "after a failed attempt"
+    else:
+        why = "after a pause" if job.started_at else ""
+    lease_gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
+    res = session.execute(
+        update(Job)
+        .where(
+            Job.id == job_id,
+            or_(Job.status == JobStatus.queued, and_(Job.status == JobStatus.running, lease_gone)),
+            Job.attempts < Job.max_attempts,
+            or_(Job.not_before.is_(None), Job.not_before <= t),
+        )
+        .values(
+            status=JobStatus.running,
+            lease_epoch=Job.lease_epoch + 1,
+            lease_expires_at=t + lease_seconds,
+            worker_id=worker_id,
+            claim_id=claim_id,
+            attempts=Job.attempts + 1,
+            not_before=None,
+            started_at=func.coalesce(Job.started_at, t),
+        )
+    )
+    if res.rowcount != 1:
+        session.rollback()
+        session.refresh(job)
+        _finish_abandoned_stop(session, job, t)
+        if job.status == JobStatus.running and (job.lease_expires_at or 0) >= t:
+            wait = max(1, (job.lease_expires_at or t) - t)
+            raise Conflict(
+                f"job {job_id} is held by another worker's lease for {wait} more s",
+                code="lease_held",
+                headers={"Retry-After": str(wait)},
+            )
+        if job.status == JobStatus.queued and job.not_before and job.not_before > t:
+            wait = job.not_before - t
+            raise Conflict(f"job {job_id} retries in {wait} s", code="lease_held", headers={"Retry-After": str(wait)})
+        reason = "out of attempts" if job.attempts >= job.max_attempts else job.status
+        raise Conflict(f"job {job_id} is {reason} and not claimable", code="not_claimable")
+    session.refresh(job)
+    ckpt = last_checkpoint(session, job_id)
+    attempt = f"attempt {job.attempts} of {job.max_attempts}, worker {worker_id}"
+    if ckpt is not None:
+        level = "warn" if why.startswith("after worker") else "info"
+        add_event(
+            session, job_id, f"Resumed from step {ckpt.step_number} {why} ({attempt})".replace("  ", " "), level=level
+        )
+    elif why:
+        add_event(session, job_id, f"Restarted from the beginning {why}: no checkpoint yet ({attempt})", level="warn")
+    else:
+        add_event(session, job_id, f"Fine-tuning job started ({attempt})")
+    session.commit()
+    session.refresh(job)
+    return job
+
+
+def _finish_abandoned_stop(session: Session, job: Job, t: int) -> None:
+    """A cancelling/pausing job whose worker is gone (lease expired) becomes cancelled/paused."""
+    if job.status not in (JobStatus.cancelling, JobStatus.pausing) or (job.lease_expires_at or 0) >= t:
+        return
+    final = JobStatus.cancelled if job.status == JobStatus.cancelling else JobStatus.paused
+    gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
+    values: dict[str, Any] = {"status": final, "lease_expires_at": None}
+    if final == JobStatus.cancelled:
+        values["finished_at"] = t
+    done = session.execute(update(Job).where(Job.id == job.id, Job.status == job.status, gone).values(**values))
+    if done.rowcount == 1:
+        add_event(session, job.id, f"Job {final} (its worker stopped before acknowledging the request)")
+        if final == JobStatus.cancelled:
+            record_job_event(session, job, "fine_tuning.job.cancelled")
+    session.commit()
+    session.refresh(job)
+
+
+def last_checkpoint(session: Session, job_id: str) -> Checkpoint | None:
+    """The newest checkpoint that can be resumed from (it has a training state)."""
+    return session.scalar(
+        select(Checkpoint)
+        .where(Checkpoint.job_id == job_id, Checkpoint.state_key.is_not(None))
+        .order_by(Checkpoint.step_number.desc())
+        .limit(1)
+    )
+
+
+def _fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
+    """Renew the lease iff ``epoch`` is current and the job active; otherwise 409 (a stale worker)."""
+    res = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.lease_epoch == epoch, Job.status.in_(list(ACTIVE)))
+        .values(lease_expires_at=now() + lease_seconds)
+    )
+    if res.rowcount != 1:
+        session.rollback()
+        raise Conflict(f"lease epoch {epoch} of job {job_id} is stale or the job is not running", code="stale_lease")
+    job = session.get(Job, job_id)
+    assert job is not None
+    session.refresh(job)
+    return job
+
+
+def heartbeat(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
+    job = _fence(session, job_id, epoch, lease_seconds)
+    session.commit()
+    return job
+
+
+def record_events(
+    session: Session, job_id: str, epoch: int, events: list[EventIn], lease_seconds: int
+) -> tuple[int, str | None]:
+    """Append events; a metrics event for a step already recorded is skipped (retries never duplicate).
+
+    Returns (events added, stop request): the worker posts after every step, so it learns of a cancel or a
+    pause at the next step boundary without waiting for a heartbeat.
+    """
+    job = _fence(session, job_id, epoch, lease_seconds)
+    added = 0
+    for ev in events:
+        if ev.type == "metrics" and ev.step is None:
+            raise InvalidRequest("a metrics event needs a step", param="events.step")
+        try:
+            with session.begin_nested():
+                add_event(session, job_id, ev.message, level=ev.level, type_=ev.type, step=ev.step, data=ev.data)
+            added += 1
+        except IntegrityError:
+            continue
+        if ev.type == "metrics":
+            session.execute(update(Job).where(Job.id == job_id, Job.steps_done < ev.step).values(steps_done=ev.step))
+    session.commit()
+    return added, stop_request(job)
+
+
+def register_checkpoint(
+    session: Session,
+    job_id: str,
+    epoch: int,
+    step: int,
+    object_key: str,
+    state_key: str | None,
+    metrics: dict[str, Any],
+    lease_seconds: int,
+) -> Checkpoint:
+    job = _fence(session, job_id, epoch, lease_seconds)
+    existing = session.scalar(select(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step_number == step))
+    # A retried registration, or a resumed attempt re-reaching a step: resume is exact (same data, RNG and
+    # optimizer state), so the first registration stands and the step is not counted twice.
+    if existing is not None:
+        session.commit()
+        return existing
+    ckpt = Checkpoint(
+        id=new_id("ftckpt"),
+        job_id=job_id,
+        step_number=step,
+        object_key=object_key,
+        state_key=state_key,
+        metrics=metrics,
+    )
+    session.add(ckpt)
+    add_event(session, job_id, f"Checkpoint saved at step {step}/{job.total_steps}: {ckpt.id}", step=step)
+    session.commit()
+    return ckpt
+
+
+def retry_delay(attempts: int, base_seconds: int) -> int:
+    """Exponential backoff before attempt ``attempts + 1``: base, 2×base, 4×base, … capped at one hour."""
+    return min(3600, base_seconds * 2 ** max(0, attempts - 1))
+
+
+def finish_job(
+    session: Session,
+    job_id: str,
+    epoch: int,
+    status: str,
+    *,
+    error_code: str | None,
+    error_message: str | None,
+    trained_tokens: int | None,
+    lease_seconds: int,
+    retryable: bool = False,
+    retry_base_seconds: int = 30,
+) -> tuple[Job, int | None]:
+    """Record how the worker's run ended; returns (job, seconds until a retry). A retryable failure with
+    attempts left goes back to queued with a backoff; the reaper rings the doorbell once it has passed."""
+    job = _fence(session, job_id, epoch, lease_seconds)
+    if status == JobStatus.failed and retryable and job.attempts < job.max_attempts:
+        delay = retry_delay(job.attempts, retry_base_seconds)
+        # enqueued_at None: the reaper rings the doorbell as soon as not_before has passed
+        values: dict[str, Any] = {
+            "status": JobStatus.queued,
+            "lease_expires_at": None,
+            "not_before": now() + delay,
+            "enqueued_at": None,
+        }
+        if not _set_status(session, job_id, ACTIVE, **values):
+            raise Conflict(f"job {job_id} is already {job.status}", code="already_finished")
+        add_event(
+            session,
+            job_id,
+            f"Attempt {job.attempts} of {job.max_attempts} failed ({error_message}); retrying in {delay} s "
+            "from the last checkpoint",
+            level="warn",
+        )
+        session.commit()
+        session.refresh(job)
+        return job, delay
+    values = {"lease_expires_at": None}
+    if status == JobStatus.paused:
+        values["status"] = JobStatus.paused
+        message = f"Job paused at step {job.steps_done}/{job.total_steps}"
+    else:
+        values |= {"status": status, "finished_at": now()}
+        if status == JobStatus.succeeded:
+            has_ckpt = session.scalar(select(func.count()).select_from(Checkpoint).where(Checkpoint.job_id == job_id))
+            if not has_ckpt:
+                raise Conflict("a job cannot succeed without a registered checkpoint", code="no_checkpoint")
+            values["fine_tuned_model"] = f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}"
+            message = "The job has successfully completed"
+        elif status == JobStatus.failed:
+            values["error"] = {"code": error_code or "training_error", "message": error_message or "unknown error"}
+            if retryable:
+                values["error"]["message"] += f" (after {job.attempts} attempts)"
+            message = f"Job failed: {values['error']['message']}"
+        else:
+            message = "Job cancelled"
+    if trained_tokens is not None:
+        values["trained_tokens"] = trained_tokens
+    if not _set_status(session, job_id, ACTIVE, **values):
+        raise Conflict(f"job {job_id} is already {job.status}", code="already_finished")
+    if status in TERMINAL:
+        record_job_event(session, job, f"fine_tuning.job.{status}")
+    add_event(session, job_id, message, level="error" if status == JobStatus.failed else "info")
+    session.commit()
+    session.refresh(job)
+    return job, None

@@ -1,0 +1,204 @@
+"""Every job state transition and every worker write, with the stale fencing token refused at each one.
+
+The API (SQLite schema built by Alembic) with its internal worker endpoints; the reaper's pass is called directly
+with a recording doorbell. Real processes being killed is tests/integration's business.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from api.services.reaper import reap
+from api.settings import Settings
+from tests.helpers import ARITH_ROWS, job_body, jsonl
+from tests.tiny_model import TINY_ID
+
+AUTH = {"Authorization": "Bearer t0k"}
+CKPT = {"step_number": 1, "object_key": "a.tar", "state_key": "a.ckpt.tar", "metrics": {}}
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, Any]:
+    return {"reaper": False, "webhook_dispatcher": False, "retry_backoff_seconds": 30, "requeue_after_seconds": 60}
+
+
+class Job:
+    """One job seen from the user's API and from a worker's internal API."""
+
+    def __init__(self, client: TestClient, settings: Settings) -> None:
+        self.c, self.settings = client, settings
+        fid = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("d.jsonl", jsonl(ARITH_ROWS))})
+        self.id = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid.json()["id"])).json()["id"]
+        self.url = f"/internal/jobs/{self.id}"
+
+    def claim(self, claim_id: str = "claim-0001") -> Any:
+        return self.c.post(f"{self.url}/claim", json={"worker_id": "w", "claim_id": claim_id}, headers=AUTH)
+
+    def write(self, kind: str, epoch: int, **body: Any) -> Any:
+        return self.c.post(f"{self.url}/{kind}", json={"epoch": epoch, **body}, headers=AUTH)
+
+    def user(self, action: str) -> Any:
+        return self.c.post(f"/v1/fine_tuning/jobs/{self.id}/{action}")
+
+    def status(self) -> str:
+        return self.c.get(f"/v1/fine_tuning/jobs/{self.id}").json()["status"]
+
+    def sql(self, statement: str) -> None:
+        with create_engine(self.settings.db_url).begin() as conn:
+            conn.execute(text(statement), {"id": self.id})
+
+    def messages(self) -> list[str]:
+        return [e["message"] for e in self.c.get(f"/v1/fine_tuning/jobs/{self.id}/events?limit=100").json()["data"]]
+
+
+WRITES = {
+    "heartbeat": {},
+    "events": {"events": [{"message": "late"}]},
+    "checkpoints": CKPT,
+    "finish": {"status": "succeeded"},
+}
+
+
+def assert_fenced(job: Job, epoch: int) -> None:
+    """Every worker write with ``epoch`` is refused as stale."""
+    for kind, body in WRITES.items():
+        r = job.write(kind, epoch, **body)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "stale_lease", (kind, r.text)
+
+
+def test_a_new_claim_fences_out_the_old_worker_on_every_write(client: TestClient, settings: Settings) -> None:
+    job = Job(client, settings)
+    assert job.claim().json()["epoch"] == 1 and job.status() == "running"
+    assert job.write("checkpoints", 1, **CKPT).status_code == 200
+    job.sql("update jobs set lease_expires_at = 0 where id = :id")  # the worker is presumed dead
+    second = job.claim("claim-0002").json()
+    assert second["epoch"] == 2 and second["resume"]["step"] == 1
+    assert_fenced(job, 1)
+    assert job.write("heartbeat", 2).status_code == 200  # the current one still writes
+    assert job.claim("claim-0002").json()["epoch"] == 2  # its retried claim gets the same lease
+
+
+@pytest.mark.parametrize(
+    ("action", "final", "request_state"),
+    [("cancel", "cancelled", "cancelling"), ("pause", "paused", "pausing")],
+)
+def test_stop_requests_reach_the_worker_and_only_the_current_epoch_finishes(
+    client: TestClient, settings: Settings, action: str, final: str, request_state: str
+) -> None:
+    job = Job(client, settings)
+    job.claim()
+    assert job.user(action).json()["status"] == request_state
+    assert job.user(action).json()["status"] == request_state  # idempotent
+    stop = job.write("events", 1, events=[{"message": "step"}]).json()
+    assert stop["stop"] == action and stop["cancel_requested"] == (action == "cancel")
+    assert job.write("heartbeat", 1).json()["stop"] == action
+    assert job.write("finish", 0, status=final).status_code == 409  # a stale epoch cannot finish it
+    assert job.write("finish", 1, status=final).json()["status"] == final
+    assert job.status() == final
+    assert_fenced(job, 1)  # nothing writes after the end
+
+
+def test_pause_resume_continues_from_the_checkpoint_with_fresh_attempts(client: TestClient, settings: Settings) -> None:
+    job = Job(client, settings)
+    assert job.user("pause").json()["status"] == "paused"  # queued -> paused at once
+    assert job.claim().status_code == 409  # a paused job is not claimable
+    assert job.user("resume").json()["status"] == "queued"
+    job.claim()
+    job.write("checkpoints", 1, **CKPT)
+    job.user("pause")
+    job.write("finish", 1, status="paused")
+    job.sql("update jobs set attempts = 3 where id = :id")  # resume gives a fresh attempt budget
+    assert job.user("resume").json()["status"] == "queued"
+    claim = job.claim("claim-0002").json()
+    assert claim["epoch"] == 2 and claim["resume"]["step"] == 1
+    assert "Resumed from step 1 after a pause (attempt 1 of 3, worker w)" in job.messages()
+    assert_fenced(job, 1)
+    assert job.user("resume").status_code == 409  # only a paused job resumes
+    assert job.user("cancel").json()["status"] == "cancelling"
+
+
+def test_cancel_of_a_paused_job_is_immediate(client: TestClient, settings: Settings) -> None:
+    job = Job(client, settings)
+    job.user("pause")
+    assert job.user("cancel").json()["status"] == "cancelled"
+    assert job.user("pause").status_code == 409
+
+
+def test_retryable_failure_requeues_with_backoff_until_attempts_run_out(client: TestClient, settings: Settings) -> None:
+    job = Job(client, settings)
+    for attempt in (1, 2):
+        job.sql("update jobs set not_before = null where id = :id")  # skip the backoff wait
+        assert job.claim(f"claim-000{attempt}").json()["epoch"] == attempt
+        body = {"status": "failed", "error_code": "infrastructure_error", "error_message": "S3 down", "retryable": True}
+        assert job.write("finish", attempt, **body).json()["status"] == "queued"
+        held = job.claim("claim-early")
+        assert held.status_code == 409 and int(held.headers["Retry-After"]) > 0  # backoff 30 s, then 60 s
+        assert_fenced(job, attempt)
+    assert any("Attempt 2 of 3 failed (S3 down); retrying in 60 s" in m for m in job.messages())
+    job.sql("update jobs set not_before = null where id = :id")
+    job.claim("claim-0003")
+    body = {"status": "failed", "error_code": "infrastructure_error", "error_message": "S3 down", "retryable": True}
+    done = job.write("finish", 3, **body).json()
+    assert done["status"] == "failed"
+    err = client.get(f"/v1/fine_tuning/jobs/{job.id}").json()["error"]
+    assert err["code"] == "infrastructure_error" and err["message"] == "S3 down (after 3 attempts)"
+
+
+def test_a_user_error_is_never_retried(client: TestClient, settings: Settings) -> None:
+    job = Job(client, settings)
+    job.claim()
+    body = {"status": "failed", "error_code": "invalid_job", "error_message": "bad row"}
+    assert job.write("finish", 1, **body).json()["status"] == "failed"
+    assert job.claim("claim-0002").json()["error"]["code"] == "not_claimable"
+
+
+def _reap(settings: Settings) -> tuple[dict[str, int], list[str]]:
+    rung: list[str] = []
+    with Session(create_engine(settings.db_url)) as session:
+        return reap(session, rung.append, settings), rung
+
+
+def test_reaper_requeues_a_lost_worker_once_per_expiry_then_gives_up(client: TestClient, settings: Settings) -> None:
+    job = Job(client, settings)
+    job.claim()
+    t = int(time.time())  # enqueued 10 min ago, claimed, and its lease ran out a second ago
+    job.sql(f"update jobs set enqueued_at = {t - 600}, lease_expires_at = {t - 1}, steps_done = 4 where id = :id")
+    counts, rung = _reap(settings)
+    assert counts["requeued_lost_worker"] == 1 and rung == [job.id]
+    assert _reap(settings)[1] == []  # once per expiry, not every pass
+    assert "Worker lost at step 4 (lease expired); re-queued for attempt 2 of 3" in job.messages()
+    assert job.claim("claim-0002").json()["epoch"] == 2
+    assert_fenced(job, 1)
+    job.sql("update jobs set lease_expires_at = 1, attempts = 3 where id = :id")
+    counts, rung = _reap(settings)
+    assert counts["failed_exhausted"] == 1 and rung == []
+    body = client.get(f"/v1/fine_tuning/jobs/{job.id}").json()
+    assert body["status"] == "failed" and body["error"]["code"] == "attempts_exhausted"
+    assert_fenced(job, 2)
+
+
+@pytest.mark.parametrize(("action", "final"), [("cancel", "cancelled"), ("pause", "paused")])
+def test_reaper_finishes_a_stop_whose_worker_is_gone(
+    client: TestClient, settings: Settings, action: str, final: str
+) -> None:
+    job = Job(client, settings)
+    job.claim()
+    job.user(action)
+    job.sql("update jobs set lease_expires_at = 1 where id = :id")
+    assert _reap(settings)[0]["finished_stopping"] == 1 and job.status() == final
+    assert_fenced(job, 1)
+
+
+def test_reaper_rings_again_for_a_queued_job_whose_doorbell_was_lost(client: TestClient, settings: Settings) -> None:
+    job = Job(client, settings)
+    assert _reap(settings)[1] == []  # just enqueued: leave it
+    job.sql("update jobs set enqueued_at = 1 where id = :id")  # e.g. Redis was flushed
+    assert _reap(settings)[1] == [job.id]
+    job.sql("update jobs set enqueued_at = null, not_before = 9999999999 where id = :id")  # backoff pending
+    assert _reap(settings)[1] == []
