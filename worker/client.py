@@ -30,7 +30,8 @@ class InternalApiError(RuntimeError):
 
 
 class InternalClient:
-    def __init__(self, base_url: str, token: str, *, retries: int = 5) -> None:
+    def __init__(self, base_url: str, token: str, *, retries: int = 8) -> None:
+        """``retries`` with backoff 0.5 s doubling to 30 s: about a minute, enough for an API or database restart."""
         self.http = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
         self.retries = retries
 

@@ -1,21 +1,24 @@
 from __future__ import annotations
 
-from celery import Task
+import logging
 
 from api.settings import get_settings
 from worker.celery_app import app
 from worker.client import LeaseHeld
 from worker.runner import JobRun
 
+log = logging.getLogger(__name__)
 
-@app.task(name="worker.tasks.run_job", bind=True, max_retries=None)
-def run_job(self: Task, job_id: str) -> None:
+
+@app.task(name="worker.tasks.run_job")
+def run_job(job_id: str) -> None:
     """Claim ``job_id`` through the internal API and train it; every outcome is reported to the API.
 
-    A redelivered message (its worker died) may arrive while the dead worker's lease still runs: it comes back
-    when the lease has expired instead of dropping the job.
+    The message is only a doorbell. One that finds the job held by a live lease (a duplicate delivery, or a
+    redelivery racing a dead worker's lease) or inside its retry backoff is dropped: when that lease expires
+    or the backoff passes, the API's reaper rings again (api.services.reaper). Nothing waits in the queue.
     """
     try:
         JobRun(job_id, get_settings()).run()
     except LeaseHeld as exc:
-        raise self.retry(countdown=exc.retry_after + 1) from None
+        log.info("job %s: %s; the reaper rings again when it is claimable", job_id, exc)

@@ -87,6 +87,7 @@ def reap(session: Session, enqueue: Callable[[str], None], settings: Settings) -
             .values(enqueued_at=t)
         )
         if res.rowcount == 1:
+            add_event(session, job_id, "Not claimed yet; ringing the queue again (its message may have been lost)")
             ring.append(job_id)
             counts["requeued_queued"] += 1
     session.commit()  # the doorbells ring after the commit: a worker never sees a job state older than its message

@@ -81,6 +81,10 @@ def services_stack(
         "STATE_DIR": str(tmp_path_factory.mktemp("state")),
         "WORKER_TOKEN": secrets.token_hex(16),
         "LEASE_SECONDS": "15",
+        # the reaper looks every second; a doorbell unanswered for 5 s is rung again (production: 30 s / 300 s)
+        "REAPER_INTERVAL_SECONDS": "1",
+        "REQUEUE_AFTER_SECONDS": "5",
+        "RETRY_BACKOFF_SECONDS": "2",
         **s3,
     }
     stack = Stack(env, logs_dir)

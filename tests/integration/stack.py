@@ -55,6 +55,23 @@ class Stack:
     def start_worker(self) -> None:
         self.worker = Proc("worker", worker_command(f"w{self.port}@%h"), self.env, self.log_dir)
 
+    def extra_worker(self, n: int) -> Proc:
+        """Another worker process on the same queue (the caller stops it)."""
+        return Proc(f"worker{n}", worker_command(f"w{self.port}-{n}@%h"), self.env, self.log_dir)
+
+    def stop_api(self) -> None:
+        if self.api:
+            self.api.stop()
+            self.api = None
+
+    def training_pids(self) -> list[int]:
+        """The Celery pool children of the worker: the processes that train."""
+        import subprocess
+
+        assert self.worker is not None
+        out = subprocess.run(["pgrep", "-P", str(self.worker.popen.pid)], capture_output=True, text=True).stdout
+        return [int(pid) for pid in out.split()]
+
     def stop_worker(self) -> None:
         if self.worker:
             self.worker.stop()
