@@ -49,6 +49,9 @@ class Settings(BaseSettings):
         300, ge=1, description="After a cancel/pause, how long a stuck step may run before the worker kills itself."
     )
     reaper: bool = Field(True, description="Run the reaper thread in this API process.")
+    job_time_limit_seconds: int | None = Field(
+        None, ge=60, description="Worker: wall-clock budget of one attempt (Celery soft limit; hard = +10 min)."
+    )
     reward_sandbox: str = Field(
         "auto",
         description="Sandbox for python graders: auto|bwrap (namespaces + seccomp), weak (explicit opt-in, no "

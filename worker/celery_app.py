@@ -32,6 +32,11 @@ app.conf.update(
     task_default_queue="gpu",
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
+    # The operator's budget per attempt: the soft limit ends the run with a clear error (time_limit); the hard
+    # one, 10 min later, replaces a process stuck past it (the lease then expires and the reaper takes over).
+    task_soft_time_limit=settings.job_time_limit_seconds,
+    task_time_limit=settings.job_time_limit_seconds + 600 if settings.job_time_limit_seconds else None,
+    worker_cancel_long_running_tasks_on_connection_loss=True,
 )
 
 

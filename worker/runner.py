@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from pydantic import TypeAdapter, ValidationError
 
 from api.settings import Settings
@@ -261,6 +262,12 @@ class JobRun:
             raise
         except GraderFailed as exc:
             return "failed", {"error_code": "grader_error", "error_message": str(exc)}
+        except SoftTimeLimitExceeded:  # the operator's per-attempt budget (JOB_TIME_LIMIT_SECONDS)
+            limit = self.settings.job_time_limit_seconds
+            return "failed", {
+                "error_code": "time_limit",
+                "error_message": f"the attempt exceeded this service's {limit} s time limit",
+            }
         except UserError as exc:
             return "failed", {"error_code": "invalid_job", "error_message": str(exc)}
         except GraderError as exc:
