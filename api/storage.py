@@ -31,6 +31,8 @@ class ObjectStore(Protocol):
 
     def delete(self, key: str) -> None: ...
 
+    def list_keys(self, prefix: str) -> list[str]: ...
+
 
 class LocalStore:
     def __init__(self, root: Path) -> None:
@@ -65,6 +67,10 @@ class LocalStore:
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self._path(key).unlink()
+
+    def list_keys(self, prefix: str) -> list[str]:
+        keys = (p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
+        return sorted(k for k in keys if k.startswith(prefix) and not Path(k).name.startswith(".part-"))
 
 
 class S3Store:
@@ -106,6 +112,10 @@ class S3Store:
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    def list_keys(self, prefix: str) -> list[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        return sorted(obj["Key"] for page in pages for obj in page.get("Contents", []))
 
 
 def make_store(settings: Settings) -> ObjectStore:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from api.deps import SessionDep, SettingsDep, require_worker
+from api.deps import SessionDep, SettingsDep, StoreDep, require_worker
 from api.errors import ERROR_RESPONSES
 from api.schemas.internal import (
     CheckpointRequest,
@@ -30,8 +30,14 @@ router = APIRouter(
 
 
 @router.post("/{job_id}/claim")
-def claim(job_id: str, body: ClaimRequest, session: SessionDep, settings: SettingsDep) -> ClaimResponse:
+def claim(
+    job_id: str, body: ClaimRequest, session: SessionDep, settings: SettingsDep, store: StoreDep
+) -> ClaimResponse:
     job = svc.claim_job(session, job_id, body.worker_id, body.claim_id, settings.lease_seconds)
+    if job.lease_epoch > 1:  # a new attempt: what the dead ones uploaded but never registered is garbage
+        keys = store.list_keys(f"jobs/{job_id}/checkpoints/")
+        for key in svc.orphaned_checkpoint_keys(session, job_id, keys, job.lease_epoch):
+            store.delete(key)
     ckpt = svc.last_checkpoint(session, job_id)
     train = files_svc.get_file(session, job.project_id, job.training_file)
     val = files_svc.get_file(session, job.project_id, job.validation_file) if job.validation_file else None

@@ -14,6 +14,7 @@ backoff while attempts remain.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
@@ -280,3 +281,22 @@ def finish_job(
     session.commit()
     session.refresh(job)
     return job, None
+
+
+_EPOCH = re.compile(r"-e(\d+)\.")
+
+
+def orphaned_checkpoint_keys(session: Session, job_id: str, keys: list[str], current_epoch: int) -> list[str]:
+    """Checkpoint objects written under an older epoch's prefix and never registered: a worker died between its
+    upload and the fenced registration (the commit point). They can never become part of the job: delete them."""
+    registered = set()
+    for obj, state in session.execute(
+        select(Checkpoint.object_key, Checkpoint.state_key).where(Checkpoint.job_id == job_id)
+    ):
+        registered |= {obj, state}
+    out = []
+    for key in keys:
+        m = _EPOCH.search(key.rsplit("/", 1)[-1])
+        if m and int(m.group(1)) < current_epoch and key not in registered:
+            out.append(key)
+    return out

@@ -202,3 +202,25 @@ def test_reaper_rings_again_for_a_queued_job_whose_doorbell_was_lost(client: Tes
     assert _reap(settings)[1] == [job.id]
     job.sql("update jobs set enqueued_at = null, not_before = 9999999999 where id = :id")  # backoff pending
     assert _reap(settings)[1] == []
+
+
+def test_a_new_attempt_deletes_the_dead_attempts_unregistered_uploads(client: TestClient, settings: Settings) -> None:
+    from api.storage import LocalStore
+
+    store = LocalStore(settings.objects_dir)
+    job = Job(client, settings)
+    job.claim()
+    prefix = f"jobs/{job.id}/checkpoints"
+    src = settings.state_dir / "blob"
+    src.write_bytes(b"x")
+    for name in ("step-000002-e1.tar", "step-000002-e1.ckpt.tar", "step-000004-e1.tar", "step-000004-e1.ckpt.tar"):
+        store.put_file(f"{prefix}/{name}", src)  # step 4 was uploaded, then the worker died before registering it
+    reg = {
+        "step_number": 2,
+        "object_key": f"{prefix}/step-000002-e1.tar",
+        "state_key": f"{prefix}/step-000002-e1.ckpt.tar",
+    }
+    assert job.write("checkpoints", 1, **reg, metrics={}).status_code == 200
+    job.sql("update jobs set lease_expires_at = 0 where id = :id")
+    assert job.claim("claim-0002").json()["resume"]["step"] == 2
+    assert store.list_keys(prefix) == [f"{prefix}/step-000002-e1.ckpt.tar", f"{prefix}/step-000002-e1.tar"]
