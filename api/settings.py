@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     s3_region: str = "us-east-1"
     aws_access_key_id: str | None = None
     aws_secret_access_key: str | None = None
+    s3_public_endpoint_url: str | None = Field(
+        None, description="Where clients reach S3 for presigned downloads (when not S3_ENDPOINT_URL, e.g. compose)."
+    )
     object_store_dir: Path | None = Field(None, description="Local object store; default <state_dir>/objects")
     model_catalog_dir: Path | None = Field(
         None, description="Base models, one HF folder each; default <state_dir>/models"
@@ -49,6 +52,11 @@ class Settings(BaseSettings):
         300, ge=1, description="After a cancel/pause, how long a stuck step may run before the worker kills itself."
     )
     reaper: bool = Field(True, description="Run the reaper thread in this API process.")
+    log_format: str = Field("json", description="json: one JSON object per log line, with request ids; text: plain.")
+    rate_limit_per_minute: int = Field(600, ge=0, description="Requests per minute per API key on /v1/; 0 = off.")
+    max_active_jobs_per_project: int = Field(
+        20, ge=1, description="Queued + running jobs a project may have at once (429 quota_exceeded beyond)."
+    )
     job_time_limit_seconds: int | None = Field(
         None, ge=60, description="Worker: wall-clock budget of one attempt (Celery soft limit; hard = +10 min)."
     )

@@ -33,6 +33,15 @@ class ObjectStore(Protocol):
 
     def list_keys(self, prefix: str) -> list[str]: ...
 
+    def presigned_url(
+        self, key: str, seconds: int, *, filename: str | None = None, content_type: str | None = None
+    ) -> str | None:
+        """A URL that GETs the object without credentials for ``seconds``; None when the store has none.
+
+        Large adapters then flow from the store to the client directly instead of through an API worker.
+        """
+        ...
+
 
 class LocalStore:
     def __init__(self, root: Path) -> None:
@@ -72,20 +81,34 @@ class LocalStore:
         keys = (p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
         return sorted(k for k in keys if k.startswith(prefix) and not Path(k).name.startswith(".part-"))
 
+    def presigned_url(
+        self, key: str, seconds: int, *, filename: str | None = None, content_type: str | None = None
+    ) -> str | None:
+        return None  # a local folder has no URL of its own: the API streams the bytes
+
 
 class S3Store:
     def __init__(self, settings: Settings) -> None:
-        import boto3
-
         if not settings.s3_bucket:
             raise ValueError("S3_BUCKET must be set when S3_ENDPOINT_URL is")
         self.bucket = settings.s3_bucket
-        self.client = boto3.client(
+        self.client = self._client(settings, settings.s3_endpoint_url)
+        self._settings = settings
+        self._public_client = None  # signs URLs for the host clients use (SigV4 signs the host)
+
+    @staticmethod
+    def _client(settings: Settings, endpoint_url: str | None):  # type: ignore[no-untyped-def]
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
             "s3",
-            endpoint_url=settings.s3_endpoint_url,
+            endpoint_url=endpoint_url,
             region_name=settings.s3_region,
             aws_access_key_id=settings.aws_access_key_id,
             aws_secret_access_key=settings.aws_secret_access_key,
+            # explicit: botocore otherwise presigns with legacy SigV2, which MinIO and newer AWS regions refuse
+            config=Config(signature_version="s3v4"),
         )
 
     def put_file(self, key: str, path: Path) -> None:
@@ -116,6 +139,22 @@ class S3Store:
     def list_keys(self, prefix: str) -> list[str]:
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
         return sorted(obj["Key"] for page in pages for obj in page.get("Contents", []))
+
+    def presigned_url(
+        self, key: str, seconds: int, *, filename: str | None = None, content_type: str | None = None
+    ) -> str | None:
+        """A presigned GET (signed locally, no network call); S3 answers with these filename and content type."""
+        client = self.client
+        if self._settings.s3_public_endpoint_url:
+            if self._public_client is None:
+                self._public_client = self._client(self._settings, self._settings.s3_public_endpoint_url)
+            client = self._public_client
+        params = {"Bucket": self.bucket, "Key": key}
+        if filename:
+            params["ResponseContentDisposition"] = f'attachment; filename="{filename}"'
+        if content_type:
+            params["ResponseContentType"] = content_type
+        return client.generate_presigned_url("get_object", Params=params, ExpiresIn=seconds)
 
 
 def make_store(settings: Settings) -> ObjectStore:

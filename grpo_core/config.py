@@ -27,6 +27,8 @@ _AUTO_FIELDS = {
     "max_completion_tokens",
     "eval_interval",
     "eval_samples",
+    "learning_rate_multiplier",
+    "compute_multiplier",
 }
 
 
@@ -60,6 +62,25 @@ class GRPOConfig(BaseModel):
     group_size: int = Field(8, ge=2, le=256, description="G: completions sampled per prompt.")
     batch_size: int = Field(4, ge=1, le=256, description="Prompts per optimizer step (the step uses batch_size×G).")
     learning_rate: float = Field(1e-5, gt=0, le=1e-2, description="AdamW learning rate for the LoRA weights.")
+    # OpenAI's reinforcement hyperparameters, so an OpenAI RFT job body runs unchanged (api/services/openai_compat).
+    learning_rate_multiplier: float = Field(
+        1.0,
+        gt=0,
+        le=1000,
+        description="OpenAI's knob: the optimizer runs at learning_rate × learning_rate_multiplier ('auto' = 1).",
+    )
+    reasoning_effort: Literal["default", "low", "medium", "high"] = Field(
+        "default",
+        description="OpenAI's field, accepted for compatibility; no effect here (open base models have no effort "
+        "setting: bound reasoning with max_completion_tokens). A value other than 'default' gets a warn event.",
+    )
+    compute_multiplier: float = Field(
+        1.0,
+        gt=0,
+        le=1000,
+        description="OpenAI's field, accepted for compatibility; no effect here (exploration is set explicitly by "
+        "group_size and batch_size). A value other than 1 ('auto') gets a warn event.",
+    )
     beta: float = Field(
         0.04,
         ge=0,
@@ -233,7 +254,16 @@ class GRPOConfig(BaseModel):
             raise ValueError("reward_aggregation 'normalize_then_sum' (GDPO) needs advantage_estimator 'grpo'")
         if self.reward_weights is not None and not self.reward_weights:
             raise ValueError("reward_weights must list one weight per grader")
+        if self.effective_learning_rate > 1e-2:
+            raise ValueError(
+                f"learning_rate × learning_rate_multiplier = {self.effective_learning_rate:g} is above 0.01"
+            )
         return self
+
+    @property
+    def effective_learning_rate(self) -> float:
+        """What the optimizer runs at: ``learning_rate`` (ours, or the recipe's) scaled by OpenAI's multiplier."""
+        return self.learning_rate * self.learning_rate_multiplier
 
     @property
     def clip_high(self) -> float:

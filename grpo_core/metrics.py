@@ -18,7 +18,8 @@ tokens, tokens_per_second   completion tokens of the step, and per wall-clock se
 timing.{sampling, scoring, training, full_iteration}   seconds (training includes the engine sync)
 sampling.{sampling_rounds, groups_sampled, groups_dropped, groups_trained}   dynamic sampling / GFPO bookkeeping
 importance_sampling_ratio_mean, sampling_logp_difference_max   vLLM engine only: TIS weight, max |Δ log p|
-samples                     the first ``sample_log_count`` rollouts with reward and advantage
+samples                     the first ``sample_log_count`` rollouts: prompt, completion, total and per-grader
+                            rewards, advantage, completion tokens
 """
 
 from __future__ import annotations
@@ -101,7 +102,12 @@ def step_metrics(
                 "prompt": rows[batch.row_idx[i // g]].get("prompt", rows[batch.row_idx[i // g]].get("messages")),
                 "completion": ro.texts[i],
                 "reward": None if math.isnan(float(rewards[i])) else float(rewards[i]),
+                "rewards": {
+                    name: None if math.isnan(float(batch.scores[i, k])) else float(batch.scores[i, k])
+                    for k, name in enumerate(batch.grader_names)
+                },
                 "advantage": float(adv[i]),
+                "completion_tokens": int(lengths[i]),
             }
             for i in range(min(cfg.sample_log_count, len(ro.texts)))
         ],

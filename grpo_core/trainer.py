@@ -108,7 +108,7 @@ def train(
                 f"training row {i + 1}: prompt is {n_tok} tokens, over max_prompt_tokens={cfg.max_prompt_tokens}"
             )
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(params, lr=cfg.effective_learning_rate, weight_decay=cfg.weight_decay)
     total = cfg.total_steps(len(rows))
     scheduler = make_scheduler(optimizer, cfg, total * cfg.num_iterations)
     state = ResumeState(step=0, cursor=0)

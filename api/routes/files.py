@@ -1,13 +1,15 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Form, UploadFile
+from fastapi import APIRouter, Form, Query, UploadFile
+from fastapi.responses import StreamingResponse
 
 from api.deps import CurrentProject, SessionDep, SettingsDep, StoreDep
 from api.errors import ERROR_RESPONSES
 from api.idempotency import IdempotencyDep, upload_meaning
-from api.schemas.files import FileObject
+from api.schemas.common import ListResponse
+from api.schemas.files import FileDeleted, FileObject
 from api.services import files as svc
 
 router = APIRouter(prefix="/v1/files", tags=["files"], responses=ERROR_RESPONSES)
@@ -60,3 +62,40 @@ def create_file(
 @router.get("/{file_id}")
 def retrieve_file(file_id: str, session: SessionDep, project: CurrentProject) -> FileObject:
     return to_schema(svc.get_file(session, project, file_id))
+
+
+@router.get("")
+def list_files(
+    session: SessionDep,
+    project: CurrentProject,
+    purpose: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 10_000,
+    after: str | None = None,
+    order: Literal["asc", "desc"] = "desc",
+) -> ListResponse[FileObject]:
+    """The project's files, newest first by default (OpenAI's defaults: limit 10,000, ``after`` cursor)."""
+    rows, more = svc.list_files(session, project, purpose=purpose, limit=limit, after=after, order=order)
+    return ListResponse[FileObject].page([to_schema(r) for r in rows], more)
+
+
+@router.delete("/{file_id}")
+def delete_file(file_id: str, session: SessionDep, store: StoreDep, project: CurrentProject) -> FileDeleted:
+    """Delete the file and its bytes. 409 ``file_in_use`` while an unfinished job (queued, running, paused, …)
+    trains on it: cancel the job first. Finished jobs keep naming the file, which is then 404."""
+    svc.delete_file(session, store, project, file_id)
+    return FileDeleted(id=file_id)
+
+
+@router.get(
+    "/{file_id}/content",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/octet-stream": {}}, "description": "The uploaded bytes, unchanged"}},
+)
+def file_content(file_id: str, session: SessionDep, store: StoreDep, project: CurrentProject) -> StreamingResponse:
+    """The uploaded JSONL, byte for byte (OpenAI's ``files.content``)."""
+    row = svc.get_file(session, project, file_id)
+    return StreamingResponse(
+        store.iter_bytes(row.object_key),
+        media_type="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{row.id}.jsonl"'},
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from api.deps import SessionDep, SettingsDep, StoreDep, require_worker
 from api.errors import ERROR_RESPONSES
@@ -19,6 +19,7 @@ from api.schemas.internal import (
 )
 from api.services import files as files_svc
 from api.services import leases as svc
+from api.services import tenants
 
 router = APIRouter(
     prefix="/internal/jobs",
@@ -34,8 +35,9 @@ def claim(
     job_id: str, body: ClaimRequest, session: SessionDep, settings: SettingsDep, store: StoreDep
 ) -> ClaimResponse:
     job = svc.claim_job(session, job_id, body.worker_id, body.claim_id, settings.lease_seconds)
+    prefix = tenants.job_prefix(job.project_id, job.id)
     if job.lease_epoch > 1:  # a new attempt: what the dead ones uploaded but never registered is garbage
-        keys = store.list_keys(f"jobs/{job_id}/checkpoints/")
+        keys = store.list_keys(f"{prefix}checkpoints/")
         for key in svc.orphaned_checkpoint_keys(session, job_id, keys, job.lease_epoch):
             store.delete(key)
     ckpt = svc.last_checkpoint(session, job_id)
@@ -53,6 +55,7 @@ def claim(
         training_file_key=train.object_key,
         validation_file_key=val.object_key if val else None,
         total_steps=job.total_steps,
+        object_prefix=prefix,
         resume=ResumePoint(step=ckpt.step_number, adapter_key=ckpt.object_key, state_key=ckpt.state_key)
         if ckpt is not None and ckpt.state_key
         else None,
@@ -69,8 +72,13 @@ def heartbeat(job_id: str, body: Fenced, session: SessionDep, settings: Settings
 
 
 @router.post("/{job_id}/events")
-def events(job_id: str, body: EventsRequest, session: SessionDep, settings: SettingsDep) -> EventsResponse:
+def events(
+    job_id: str, body: EventsRequest, request: Request, session: SessionDep, settings: SettingsDep
+) -> EventsResponse:
     added, stop = svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)
+    steps = sum(1 for e in body.events if e.type == "metrics")
+    if steps and added and hasattr(request.app.state, "steps_counter"):
+        request.app.state.steps_counter.inc(min(steps, added))
     return EventsResponse(added=added, cancel_requested=stop == "cancel", stop=stop)
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import RedirectResponse, StreamingResponse
 
 from api.db.models import Checkpoint as CheckpointRow
 from api.db.models import Job as JobRow
@@ -17,6 +17,7 @@ from api.schemas.common import ListResponse
 from api.schemas.jobs import Checkpoint, Job, JobCreate, JobError, JobEvent
 from api.services import graders as graders_svc
 from api.services import jobs as svc
+from api.services.openai_compat import METADATA_FILTER_PARAM, metadata_filters
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
 Limit = Annotated[int, Query(ge=1, le=100)]
@@ -107,17 +108,20 @@ def create_job(
                 preflight=lambda spec, rows: graders_svc.dry_run(spec, rows, settings.grader_env(), GRADER_PARAM),
                 head_rows=lambda key, n: head_rows(request.app.state.store, key, n),
                 max_attempts=settings.max_attempts,
+                max_active_jobs=settings.max_active_jobs_per_project,
             )
         ),
         status_code=201,
     )
 
 
-@router.get("")
+@router.get("", openapi_extra={"parameters": [METADATA_FILTER_PARAM]})
 def list_jobs(
-    session: SessionDep, project: CurrentProject, limit: Limit = 20, after: str | None = None
+    request: Request, session: SessionDep, project: CurrentProject, limit: Limit = 20, after: str | None = None
 ) -> ListResponse[Job]:
-    rows, more = svc.list_jobs(session, project, limit=limit, after=after)
+    """Newest first. OpenAI's metadata filter: ``metadata[k]=v`` (all pairs must match) or ``metadata=null``."""
+    filters = metadata_filters(request.query_params.multi_items(), session.get_bind().dialect.name)
+    rows, more = svc.list_jobs(session, project, limit=limit, after=after, filters=filters)
     return ListResponse[Job].page([job_schema(r) for r in rows], more)
 
 
@@ -174,6 +178,9 @@ def list_checkpoints(
     return ListResponse[Checkpoint].page([checkpoint_schema(r, job, best) for r in rows], more)
 
 
+PRESIGNED_SECONDS = 300  # long enough to start a download, short enough that a leaked URL soon dies
+
+
 @router.get(
     "/{fine_tuning_job_id}/checkpoints/{checkpoint_id}/content",
     response_class=StreamingResponse,
@@ -181,16 +188,22 @@ def list_checkpoints(
         200: {
             "content": {"application/x-tar": {}},
             "description": "adapter_config.json and adapter_model.safetensors, loadable with PeftModel.from_pretrained",
-        }
+        },
+        302: {"description": "On S3: a presigned URL of the tar, valid for 5 minutes (Location header)"},
     },
 )
 def download_checkpoint(
     fine_tuning_job_id: str, checkpoint_id: str, session: SessionDep, store: StoreDep, project: CurrentProject
-) -> StreamingResponse:
-    """The PEFT LoRA adapter of a checkpoint, as a tar."""
+) -> Response:
+    """The PEFT LoRA adapter of a checkpoint, as a tar: streamed from a local store, or a 302 to a presigned
+    S3 URL (5 minutes) so the bytes never pass through the API."""
     ckpt = svc.get_checkpoint(session, project, fine_tuning_job_id, checkpoint_id)
+    filename = f"{ckpt.id}.tar"
+    url = store.presigned_url(ckpt.object_key, PRESIGNED_SECONDS, filename=filename, content_type="application/x-tar")
+    if url is not None:
+        return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
     return StreamingResponse(
         store.iter_bytes(ckpt.object_key),
         media_type="application/x-tar",
-        headers={"Content-Disposition": f'attachment; filename="{ckpt.id}.tar"'},
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )

@@ -17,3 +17,11 @@ class FileObject(BaseModel):
     status: Literal["processed"] = "processed"
     row_count: int = Field(description="Training rows in the file (non-blank lines).")
     sha256: str = Field(description="SHA-256 of the uploaded bytes.")
+
+
+class FileDeleted(BaseModel):
+    """Answer of ``DELETE /v1/files/{file_id}`` (OpenAI's shape)."""
+
+    id: str
+    object: Literal["file"] = "file"
+    deleted: bool = True

@@ -29,6 +29,7 @@ class ClaimResponse(BaseModel):
     training_file_key: str
     validation_file_key: str | None
     total_steps: int
+    object_prefix: str = Field(description="Where this job's objects go: checkpoints under <prefix>checkpoints/.")
     resume: ResumePoint | None = Field(None, description="The last registered checkpoint to continue from.")
 
 

@@ -7,9 +7,9 @@ exactly what the worker will run.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from grpo_core.config import GRPOConfig
 from grpo_core.rewards.schemas import GraderSpec
@@ -39,7 +39,9 @@ class JobCreate(BaseModel):
     validation_file: str | None = None
     seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Makes sampling and LoRA init repeatable.")
     suffix: str | None = Field(None, max_length=64)
-    metadata: dict[str, str] | None = Field(None, max_length=16)
+    metadata: (
+        dict[Annotated[str, StringConstraints(max_length=64)], Annotated[str, StringConstraints(max_length=512)]] | None
+    ) = Field(None, max_length=16, description="Up to 16 pairs (OpenAI's limits: keys ≤ 64, values ≤ 512 chars).")
     method: Method
 
 

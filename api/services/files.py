@@ -8,13 +8,19 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from sqlalchemy import select
+from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api.db.models import File, new_id
-from api.errors import InvalidRequest, NotFound, TooLarge
+from api.db.models import TERMINAL, File, Job, new_id
+from api.errors import Conflict, InvalidRequest, NotFound, TooLarge
 from api.storage import ObjectStore
 from grpo_core.data import RowError, check_row
+
+# The purpose of a deleted file that finished jobs still name (their training_file / validation_file are foreign
+# keys, so the row stays as a tombstone: 404 everywhere, absent from lists, its bytes gone). Uploads only accept
+# 'fine-tune', so no live file can have this purpose.
+DELETED = "deleted"
 
 
 def _validate_into(src: BinaryIO, dest: BinaryIO, max_bytes: int) -> tuple[int, int, str]:
@@ -87,8 +93,74 @@ def create_file(
     return row
 
 
-def get_file(session: Session, project_id: str, file_id: str, *, param: str = "file_id") -> File:
-    row = session.scalar(select(File).where(File.id == file_id, File.project_id == project_id))
+def get_file(
+    session: Session, project_id: str, file_id: str, *, param: str = "file_id", for_share: bool = False
+) -> File:
+    """A live file of the project (a deleted one is 404). ``for_share`` takes a row lock (PostgreSQL) that a
+    concurrent delete waits for: job creation uses it so a file cannot vanish under a job being created."""
+    q = select(File).where(File.id == file_id, File.project_id == project_id, File.purpose != DELETED)
+    row = session.scalar(q.with_for_update(read=True) if for_share else q)
     if row is None:
         raise NotFound(f"no file with id {file_id!r}", param=param)
     return row
+
+
+def list_files(
+    session: Session, project_id: str, *, purpose: str | None, limit: int, after: str | None, order: str
+) -> tuple[list[File], bool]:
+    """OpenAI's ``GET /v1/files``: by ``created_at`` (``order`` asc|desc, then id), ``after`` = last id seen."""
+    q = select(File).where(File.project_id == project_id, File.purpose != DELETED)
+    if purpose is not None:
+        q = q.where(File.purpose == purpose)
+    desc = order == "desc"
+    if after:
+        ref = session.scalar(select(File).where(File.id == after, File.project_id == project_id))
+        if ref is None:
+            raise NotFound(f"no file {after!r} to page after", param="after")
+        same_second = File.created_at == ref.created_at
+        if desc:
+            q = q.where(or_(File.created_at < ref.created_at, and_(same_second, File.id < ref.id)))
+        else:
+            q = q.where(or_(File.created_at > ref.created_at, and_(same_second, File.id > ref.id)))
+    keys = (File.created_at.desc(), File.id.desc()) if desc else (File.created_at.asc(), File.id.asc())
+    rows = list(session.scalars(q.order_by(*keys).limit(limit + 1)))
+    return rows[:limit], len(rows) > limit
+
+
+def delete_file(session: Session, store: ObjectStore, project_id: str, file_id: str) -> None:
+    """Delete a file's bytes and its row; 409 while an unfinished job (queued, running, paused, …) uses it.
+
+    A file only finished jobs name is kept as a tombstone row (see ``DELETED``) so those jobs still show their
+    ``training_file``; any other file's row is removed. The database commits first and the object goes after:
+    a crash in between leaves unreachable bytes, never a live row without its bytes.
+    """
+    row = session.scalar(
+        select(File)
+        .where(File.id == file_id, File.project_id == project_id, File.purpose != DELETED)
+        .with_for_update()  # waits for a job creation holding this file FOR SHARE (PostgreSQL)
+    )
+    if row is None:
+        raise NotFound(f"no file with id {file_id!r}", param="file_id")
+    users = session.execute(
+        select(Job.id, Job.status).where(or_(Job.training_file == file_id, Job.validation_file == file_id))
+    ).all()
+    active = [(job_id, status) for job_id, status in users if status not in TERMINAL]
+    if active:
+        job_id, status = active[0]
+        session.rollback()
+        raise Conflict(
+            f"file {file_id} is used by job {job_id}, which is {status}; cancel the job or wait for it to finish",
+            param="file_id",
+            code="file_in_use",
+        )
+    key = row.object_key
+    try:
+        if users:
+            session.execute(update(File).where(File.id == file_id).values(purpose=DELETED))
+        else:
+            session.execute(delete(File).where(File.id == file_id))
+        session.commit()
+    except IntegrityError:  # a job referencing the file committed in between (SQLite takes no row locks)
+        session.rollback()
+        raise Conflict(f"file {file_id} was just used by a new job", param="file_id", code="file_in_use") from None
+    store.delete(key)

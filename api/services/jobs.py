@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from api.db.models import Checkpoint, Job, JobEvent, JobStatus, new_id, now
-from api.errors import Conflict, InvalidRequest, NotFound, Unprocessable
+from api.errors import Conflict, InvalidRequest, NotFound, TooManyRequests, Unprocessable
 from api.schemas.jobs import JobCreate
 from api.services.files import get_file
+from api.services.openai_compat import ignored_field_warnings
 from api.services.webhooks import record_job_event
 from grpo_core.config import apply_caps
 from grpo_core.models import list_models
@@ -27,6 +28,7 @@ from grpo_core.rewards.schemas import reward_columns
 
 log = logging.getLogger(__name__)
 HP = "method.reinforcement.hyperparameters"
+UNFINISHED = (JobStatus.queued, JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
 
 
 def add_event(
@@ -63,6 +65,7 @@ def create_job(
     preflight: Callable[[Any, list[dict[str, Any]]], None] | None = None,
     head_rows: Callable[[str, int], list[dict[str, Any]]] | None = None,
     max_attempts: int = 3,
+    max_active_jobs: int | None = None,
 ) -> Job:
     """Validate everything a worker would trip over, store the job ``queued``, then enqueue it (after commit)."""
     if body.model not in list_models(models_dir):
@@ -70,9 +73,21 @@ def create_job(
         raise InvalidRequest(
             f"unknown model {body.model!r} (available: {known})", param="model", code="model_not_found"
         )
-    train = get_file(session, project_id, body.training_file, param="training_file")
+    active = session.scalar(
+        select(func.count()).select_from(Job).where(Job.project_id == project_id, Job.status.in_(list(UNFINISHED)))
+    )
+    if max_active_jobs and active >= max_active_jobs:
+        raise TooManyRequests(
+            f"this project already has {active} unfinished jobs; the quota is {max_active_jobs} "
+            "(max_active_jobs_per_project): wait for one to finish or cancel one",
+            param="quota",
+            code="quota_exceeded",
+            headers={"Retry-After": "60"},
+        )
+    # FOR SHARE (PostgreSQL): a concurrent DELETE /v1/files/{id} waits for this job, then sees it and refuses.
+    train = get_file(session, project_id, body.training_file, param="training_file", for_share=True)
     if body.validation_file is not None:
-        get_file(session, project_id, body.validation_file, param="validation_file")
+        get_file(session, project_id, body.validation_file, param="validation_file", for_share=True)
     try:
         cfg, capped = apply_caps(body.method.reinforcement.hyperparameters, caps or {})
     except ValidationError as exc:
@@ -110,7 +125,7 @@ def create_job(
     session.flush()
     add_event(session, job.id, f"Created fine-tuning job: {job.id}")
     add_event(session, job.id, f"Validated training file: {train.row_count} rows; {job.total_steps} steps planned")
-    for message in capped:
+    for message in capped + ignored_field_warnings(cfg):
         add_event(session, job.id, message, level="warn")
     session.commit()
     # Queue after commit: a worker can never receive an id whose row it cannot see yet. If the broker is
@@ -138,8 +153,11 @@ def get_job(session: Session, project_id: str, job_id: str) -> Job:
     return job
 
 
-def list_jobs(session: Session, project_id: str, *, limit: int, after: str | None) -> tuple[list[Job], bool]:
-    q = select(Job).where(Job.project_id == project_id)
+def list_jobs(
+    session: Session, project_id: str, *, limit: int, after: str | None, filters: Iterable[Any] = ()
+) -> tuple[list[Job], bool]:
+    """Newest first; ``filters`` are extra SQL conditions (OpenAI's metadata filter, api.services.openai_compat)."""
+    q = select(Job).where(Job.project_id == project_id, *filters)
     if after:
         ref = session.scalar(select(Job).where(Job.id == after, Job.project_id == project_id))
         if ref is None:

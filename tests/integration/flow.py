@@ -59,6 +59,9 @@ def check_succeeded_job(api: httpx.Client, job: dict[str, Any], tiny_model_dir: 
     ckpts = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"]
     assert [c["step_number"] for c in ckpts] == [3, 2]
     resp = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints/{ckpts[0]['id']}/content")
+    if resp.status_code == 302:  # S3: a presigned URL, fetched as a user would, with no credentials of ours
+        assert "X-Amz-Expires=300" in resp.headers["location"]
+        resp = httpx.get(resp.headers["location"], timeout=30)
     assert resp.status_code == 200 and resp.headers["content-type"] == "application/x-tar"
     out = tmp_path / "adapter"
     with tarfile.open(fileobj=io.BytesIO(resp.content)) as tar:

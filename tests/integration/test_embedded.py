@@ -27,6 +27,7 @@ def test_embedded_defaults_run_a_job_end_to_end(catalog_dir: Path, tmp_path: Pat
             done = wait_status(api, job["id"], {"succeeded", "failed", "cancelled"}, 300, stack)
             check_succeeded_job(api, done, catalog_dir / "tiny-llama", tmp_path)
         assert (state / "rft.db").is_file() and (state / "worker_token").is_file()
-        assert list((state / "objects" / "jobs").rglob("*.tar"))
+        project = done["organization_id"]  # the default project: no keys, open mode
+        assert list((state / "objects" / "projects" / project / "jobs" / job["id"] / "checkpoints").glob("*.tar"))
     finally:
         stack.stop()

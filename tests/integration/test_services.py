@@ -27,7 +27,9 @@ def test_job_waits_for_a_real_worker_then_trains_and_serves_the_adapter(
 
     services_stack.start_worker()
     done = wait_status(api, job["id"], {"succeeded", "failed", "cancelled"}, 300, services_stack)
-    check_succeeded_job(api, done, tiny_model_dir, tmp_path)
+    ckpt_ids = check_succeeded_job(api, done, tiny_model_dir, tmp_path)  # the download followed a presigned URL
+    content = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints/{ckpt_ids[0]}/content")
+    assert content.status_code == 302 and content.headers["location"].startswith(s3["S3_ENDPOINT_URL"])
 
     with create_engine(pg_url).connect() as conn:  # the truth is in Postgres
         row = conn.execute(text("select status, lease_epoch from jobs where id = :id"), {"id": job["id"]}).one()
@@ -40,8 +42,9 @@ def test_job_waits_for_a_real_worker_then_trains_and_serves_the_adapter(
         aws_secret_access_key="test",
     )
     keys = [o["Key"] for o in s3c.list_objects_v2(Bucket=s3["S3_BUCKET"])["Contents"]]
-    assert any(k.startswith(f"jobs/{job['id']}/checkpoints/") and k.endswith(".tar") for k in keys)
-    assert any(k.endswith(f"{done['training_file']}.jsonl") for k in keys)
+    project = done["organization_id"]  # the default project: this stack is in open mode (no keys)
+    assert any(k.startswith(f"projects/{project}/jobs/{job['id']}/checkpoints/") and k.endswith(".tar") for k in keys)
+    assert f"projects/{project}/files/{done['training_file']}.jsonl" in keys
 
 
 def test_postgres_schema_matches_the_models(pg_url: str) -> None:

@@ -209,8 +209,7 @@ def test_a_new_attempt_deletes_the_dead_attempts_unregistered_uploads(client: Te
 
     store = LocalStore(settings.objects_dir)
     job = Job(client, settings)
-    job.claim()
-    prefix = f"jobs/{job.id}/checkpoints"
+    prefix = job.claim().json()["object_prefix"] + "checkpoints"  # projects/<project>/jobs/<job>/checkpoints
     src = settings.state_dir / "blob"
     src.write_bytes(b"x")
     for name in ("step-000002-e1.tar", "step-000002-e1.ckpt.tar", "step-000004-e1.tar", "step-000004-e1.ckpt.tar"):

@@ -1,0 +1,108 @@
+"""Admin CLI for tenants: ``python -m api.admin projects|keys …`` against the API's own database (DATABASE_URL).
+
+    python -m api.admin projects create NAME           # prints the new project's id
+    python -m api.admin projects list
+    python -m api.admin keys create --project ID [--name NAME]   # prints the key: shown this once only
+    python -m api.admin keys list [--project ID]       # hints only, never keys
+    python -m api.admin keys revoke KEY_ID
+
+What a script wants (an id, a key) is the only thing on stdout; explanations go to stderr, so
+``KEY=$(python -m api.admin keys create --project proj-…)`` works. The first key created ends open mode: from
+then on every request needs a valid key (api.deps.current_project).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.orm import Session
+
+from api.db.session import make_engine, make_sessionmaker
+from api.services import tenants
+from api.settings import get_settings
+
+
+def _when(ts: int | None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts)) if ts else "-"
+
+
+def _table(rows: list[list[str]], header: list[str]) -> None:
+    """Tab-separated with a header: readable, and ``cut -f`` friendly."""
+    for row in [header, *rows]:
+        print("\t".join(row))
+
+
+def _projects(session: Session, args: argparse.Namespace) -> None:
+    if args.action == "create":
+        row = tenants.create_project(session, args.name)
+        print(row.id)
+        print(f"created project {row.id} ({row.name})", file=sys.stderr)
+    else:
+        _table([[p.id, p.name, _when(p.created_at)] for p in tenants.list_projects(session)], ["id", "name", "created"])
+
+
+def _keys(session: Session, args: argparse.Namespace) -> None:
+    if args.action == "create":
+        row, key = tenants.create_key(session, args.project, args.name)
+        print(key)
+        print(
+            f"created {row.id} for {row.project_id} ({row.hint}). The key is shown only this once: store it now.",
+            file=sys.stderr,
+        )
+    elif args.action == "revoke":
+        row = tenants.revoke_key(session, args.key_id)
+        print(f"revoked {row.id} ({row.hint}) of {row.project_id} at {_when(row.revoked_at)}", file=sys.stderr)
+    else:
+        rows = [
+            [k.id, k.project_id, k.name or "-", k.hint, _when(k.created_at), _when(k.last_used_at), _when(k.revoked_at)]
+            for k in tenants.list_keys(session, args.project)
+        ]
+        _table(rows, ["id", "project", "name", "hint", "created", "last_used", "revoked"])
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m api.admin", description="Projects (tenants) and their API keys.")
+    groups = p.add_subparsers(dest="group", required=True)
+
+    projects = groups.add_parser("projects", help="create and list projects").add_subparsers(
+        dest="action", required=True
+    )
+    projects.add_parser("create", help="create a project; prints its id").add_argument("name")
+    projects.add_parser("list", help="every project")
+
+    keys = groups.add_parser("keys", help="create, list and revoke API keys").add_subparsers(
+        dest="action", required=True
+    )
+    create = keys.add_parser("create", help="a new key for a project; prints the key (shown once)")
+    create.add_argument("--project", required=True, help="project id (proj-…)")
+    create.add_argument("--name", help="a label for the key, e.g. who or what uses it")
+    keys.add_parser("list", help="keys with their hints (never the keys)").add_argument(
+        "--project", help="only this one"
+    )
+    keys.add_parser("revoke", help="revoke a key (idempotent)").add_argument("key_id", help="key id (key-…)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    engine = make_engine(get_settings().db_url)
+    try:
+        with make_sessionmaker(engine)() as session:
+            (_projects if args.group == "projects" else _keys)(session, args)
+    except tenants.TenantError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (OperationalError, ProgrammingError) as exc:
+        print(f"error: database not ready ({exc.orig}); run `alembic upgrade head` first", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Operations: request ids and JSON logs, Prometheus metrics, readiness, and the per-key rate limit.
+
+- Every request gets an id (``X-Request-ID`` from the caller, or a new one), returned in the response and put
+  on every log line written while it is handled; logs are one JSON object per line (``LOG_FORMAT=json``).
+- ``/metrics`` (Prometheus): request latency by route and status, jobs by state and the queue depth (read at
+  scrape time), GRPO steps recorded (a counter: its rate is the service's steps/s).
+- ``/readyz``: 200 only when the database, the broker and the object store answer; 503 names the one that
+  does not. ``/healthz`` stays a liveness probe (the process is up).
+- Rate limit: a token bucket per API key (or per client address when the service is open) on ``/v1/``;
+  429 with ``Retry-After``. Buckets live in this process: with several API processes each enforces its share.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from sqlalchemy import func, select, text
+
+from api.db.models import Job
+from api.settings import Settings
+
+request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
+log = logging.getLogger("api")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, with the request id of the request being handled (if any)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if rid := request_id.get():
+            out["request_id"] = rid
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+def configure_logging(settings: Settings) -> None:
+    """Add one JSON handler to the root logger (once per process) and route uvicorn's loggers through it."""
+    if settings.log_format != "json":
+        return
+    root = logging.getLogger()
+    if not any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonFormatter())
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).handlers = []
+        logging.getLogger(name).propagate = True
+
+
+class _StateCollector:
+    """Jobs by state and the queue depth, read when Prometheus scrapes (no background polling)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        jobs = GaugeMetricFamily("rft_jobs", "Jobs by state", labels=["state"])
+        try:
+            with self.app.state.sessionmaker() as s:
+                for state, n in s.execute(select(Job.status, func.count()).group_by(Job.status)):
+                    jobs.add_metric([state], n)
+        except Exception:  # a scrape during a database restart reports nothing rather than failing
+            log.exception("metrics: jobs by state")
+        yield jobs
+        depth = queue_depth(self.app.state.settings)
+        if depth is not None:
+            yield GaugeMetricFamily("rft_queue_depth", "Messages waiting in the gpu queue", value=depth)
+
+
+def queue_depth(settings: Settings) -> int | None:
+    """Messages waiting in the ``gpu`` queue: Redis list length, or files in the filesystem transport."""
+    try:
+        if settings.broker_url and settings.broker_url.startswith("redis"):
+            import redis
+
+            return int(redis.Redis.from_url(settings.broker_url, socket_timeout=2).llen("gpu"))
+        if not settings.broker_url:
+            folder = settings.broker_transport_options["data_folder_in"]
+            from pathlib import Path
+
+            return sum(1 for p in Path(folder).glob("*.msg"))
+    except Exception:
+        log.exception("metrics: queue depth")
+    return None
+
+
+class RateLimiter:
+    """Token buckets: ``per_minute`` requests per key, bursts up to the same number."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = float(per_minute)
+        self.buckets: dict[str, tuple[float, float]] = {}
+        self.lock = threading.Lock()
+
+    def take(self, key: str) -> float:
+        """0 when allowed; otherwise the seconds until a token is available."""
+        now = time.monotonic()
+        with self.lock:
+            tokens, last = self.buckets.get(key, (self.capacity, now))
+            tokens = min(self.capacity, tokens + (now - last) * self.rate)
+            if tokens >= 1.0:
+                self.buckets[key] = (tokens - 1.0, now)
+                return 0.0
+            self.buckets[key] = (tokens, now)
+            return (1.0 - tokens) / self.rate
+
+
+def install(app: FastAPI, settings: Settings) -> None:
+    """Middleware, /metrics and /readyz on ``app``."""
+    registry = CollectorRegistry()  # one per app: tests build many apps in one process
+    app.state.steps_counter = Counter(
+        "rft_grpo_steps", "GRPO steps recorded (metrics events accepted from workers)", registry=registry
+    )
+    latency = Histogram("rft_http_request_seconds", "Request latency", ["method", "route", "status"], registry=registry)
+    registry.register(_StateCollector(app))  # type: ignore[arg-type]
+    limiter = RateLimiter(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
+
+    @app.middleware("http")
+    async def observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+        token = request_id.set(rid)
+        start = time.perf_counter()
+        try:
+            if limiter is not None and request.url.path.startswith("/v1/"):
+                who = request.headers.get("authorization") or (request.client.host if request.client else "?")
+                wait = limiter.take(hashlib.sha256(who.encode()).hexdigest())
+                if wait > 0:
+                    retry = max(1, round(wait))
+                    body = {
+                        "error": {
+                            "type": "rate_limit_error",
+                            "code": "rate_limited",
+                            "message": f"too many requests: the limit is {settings.rate_limit_per_minute} per minute "
+                            f"per key; retry in {retry} s",
+                            "param": None,
+                        }
+                    }
+                    return JSONResponse(body, status_code=429, headers={"Retry-After": str(retry), "X-Request-ID": rid})
+            response = await call_next(request)
+        finally:
+            request_id.reset(token)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        latency.labels(request.method, path, str(response.status_code)).observe(time.perf_counter() - start)
+        response.headers["X-Request-ID"] = rid
+        return response
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        return Response(generate_latest(registry), media_type="text/plain; version=0.0.4")
+
+    @app.get("/readyz", include_in_schema=False)
+    def readyz() -> JSONResponse:
+        checks = {"database": _check_db(app), "broker": _check_broker(app), "object_store": _check_store(app)}
+        ok = all(v == "ok" for v in checks.values())
+        return JSONResponse(
+            {"status": "ready" if ok else "not ready", "checks": checks}, status_code=200 if ok else 503
+        )
+
+
+def _check_db(app: FastAPI) -> str:
+    try:
+        with app.state.sessionmaker() as s:
+            s.execute(text("select 1"))
+        return "ok"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _check_broker(app: FastAPI) -> str:
+    try:
+        with app.state.producer.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=3)
+        return "ok"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _check_store(app: FastAPI) -> str:
+    try:
+        app.state.store.exists("readyz-probe")
+        return "ok"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:300]

@@ -1,0 +1,168 @@
+"""What a running job exposes beyond OpenAI's events: its metric series, its rollouts, and a live event stream.
+
+- ``GET …/jobs/{id}/metrics``: one item per step (the metrics event's data without the rollouts), oldest first,
+  paginated by step (``after=<step>``) — the series a chart needs without paging through messages.
+- ``GET …/jobs/{id}/samples?step=N``: the rollouts kept for a step (``sample_log_count``): prompt, completion,
+  total and per-grader rewards, advantage; the latest step by default.
+- ``GET …/jobs/{id}/events/stream``: server-sent events, oldest first, each with ``id: <sequence>`` so a client
+  that reconnects with ``Last-Event-ID`` continues exactly where it stopped; the stream ends after the job's last
+  event once the job is finished.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
+from sqlalchemy import select
+
+from api.db.models import TERMINAL, Job, JobEvent
+from api.deps import CurrentProject, SessionDep
+from api.errors import ERROR_RESPONSES, NotFound
+from api.services import jobs as svc
+
+router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
+
+
+class StepMetrics(BaseModel):
+    object: Literal["fine_tuning.job.metrics"] = "fine_tuning.job.metrics"
+    step: int
+    created_at: int
+    metrics: dict[str, Any]
+
+
+class MetricsPage(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[StepMetrics]
+    has_more: bool
+
+
+class Sample(BaseModel):
+    prompt: Any
+    completion: str
+    reward: float | None
+    rewards: dict[str, float | None] = {}
+    advantage: float
+    completion_tokens: int | None = None
+
+
+class SamplesResponse(BaseModel):
+    object: Literal["fine_tuning.job.samples"] = "fine_tuning.job.samples"
+    step: int
+    data: list[Sample]
+
+
+def _metrics_events(session: Any, job_id: str) -> Any:
+    return select(JobEvent).where(JobEvent.job_id == job_id, JobEvent.type == "metrics")
+
+
+@router.get("/{fine_tuning_job_id}/metrics")
+def list_metrics(
+    fine_tuning_job_id: str,
+    session: SessionDep,
+    project: CurrentProject,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: Annotated[int | None, Query(ge=0, description="Return steps after this one.")] = None,
+) -> MetricsPage:
+    """The per-step metric series, oldest first (rollouts left out: see …/samples)."""
+    svc.get_job(session, project, fine_tuning_job_id)
+    q = _metrics_events(session, fine_tuning_job_id)
+    if after is not None:
+        q = q.where(JobEvent.step > after)
+    rows = list(session.scalars(q.order_by(JobEvent.step).limit(limit + 1)))
+    data = [
+        StepMetrics(
+            step=r.step or 0,
+            created_at=r.created_at,
+            metrics={k: v for k, v in (r.data or {}).items() if k != "samples"},
+        )
+        for r in rows[:limit]
+    ]
+    return MetricsPage(data=data, has_more=len(rows) > limit)
+
+
+@router.get("/{fine_tuning_job_id}/samples")
+def list_samples(
+    fine_tuning_job_id: str,
+    session: SessionDep,
+    project: CurrentProject,
+    step: Annotated[int | None, Query(ge=1, description="A step; the latest one by default.")] = None,
+) -> SamplesResponse:
+    """The rollouts kept for one step: prompt, completion, rewards (total and per grader), advantage."""
+    svc.get_job(session, project, fine_tuning_job_id)
+    q = _metrics_events(session, fine_tuning_job_id)
+    q = q.where(JobEvent.step == step) if step is not None else q.order_by(JobEvent.step.desc())
+    row = session.scalars(q.limit(1)).first()
+    if row is None:
+        raise NotFound(
+            f"job {fine_tuning_job_id} has no metrics for step {step}" if step else "the job has no steps yet",
+            param="step",
+        )
+    return SamplesResponse(step=row.step or 0, data=[Sample(**s) for s in (row.data or {}).get("samples", [])])
+
+
+def _sse(row: JobEvent) -> str:
+    body = {
+        "object": "fine_tuning.job.event",
+        "id": row.id,
+        "created_at": row.created_at,
+        "level": row.level,
+        "type": row.type,
+        "message": row.message,
+        "data": row.data,
+    }
+    return f"id: {row.seq}\nevent: {row.type}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
+
+
+@router.get(
+    "/{fine_tuning_job_id}/events/stream",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events of the job."}},
+)
+def stream_events(
+    fine_tuning_job_id: str,
+    request: Request,
+    session: SessionDep,
+    project: CurrentProject,
+    last_event_id: Annotated[str | None, Header(description="Resume after this event's stream id.")] = None,
+) -> StreamingResponse:
+    """The job's events as server-sent events, oldest first; resumes after ``Last-Event-ID``."""
+    svc.get_job(session, project, fine_tuning_job_id)
+    start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+    sessions = request.app.state.sessionmaker
+
+    def gen() -> Iterator[str]:
+        seq, idle = start, 0.0
+        while True:
+            with sessions() as s:
+                # status first: a job's final events commit with its final status, so once the status reads
+                # terminal, the query below sees every event it will ever have
+                status = s.scalar(select(Job.status).where(Job.id == fine_tuning_job_id))
+                rows = list(
+                    s.scalars(
+                        select(JobEvent)
+                        .where(JobEvent.job_id == fine_tuning_job_id, JobEvent.seq > seq)
+                        .order_by(JobEvent.seq)
+                        .limit(200)
+                    )
+                )
+            for row in rows:
+                seq = row.seq
+                yield _sse(row)
+            if not rows and status in TERMINAL:
+                return
+            if rows:
+                idle = 0.0
+                continue
+            idle += 1.0
+            if idle >= 15:  # a comment keeps proxies from closing an idle stream
+                idle = 0.0
+                yield ": keep-alive\n\n"
+            time.sleep(1.0)
+
+    return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

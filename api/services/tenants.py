@@ -1,0 +1,115 @@
+"""Projects (tenants) and their API keys (no FastAPI): create, list, revoke, and resolve a bearer key.
+
+A key is ``rft_`` + 32 random bytes (URL-safe base64). Only its SHA-256 is stored: a leaked database yields no
+usable key, and because the key carries 256 bits of entropy a plain (unsalted, fast) hash is enough — nobody can
+brute-force it the way they could a password. The plaintext exists once, in the answer to ``create_key``.
+
+Open mode: while no key has ever been created (and the legacy ``API_KEY`` setting is unset), the service needs
+no key and everything belongs to the default project — local use and ``make demo``. Revoked keys still count:
+revoking every key must never silently reopen the service.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from api.db.models import ApiKey, Project, new_id, now
+
+log = logging.getLogger(__name__)
+
+KEY_PREFIX = "rft_"
+LAST_USED_RESOLUTION = 60  # seconds: last_used_at is rewritten at most this often per key (no write per request)
+
+
+class TenantError(ValueError):
+    """An admin action that cannot be done (unknown project or key, empty name)."""
+
+
+def job_prefix(project_id: str, job_id: str) -> str:
+    """Where a job's objects live (checkpoints under ``checkpoints/``), beside the project's ``files/``: one
+    project's objects share one prefix, so they can be listed, exported or deleted, or fenced by a bucket policy."""
+    return f"projects/{project_id}/jobs/{job_id}/"
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def key_hint(key: str) -> str:
+    """``rft_…abcd``: recognisable in a list, useless as a credential."""
+    return f"{KEY_PREFIX}…{key[-4:]}"
+
+
+def create_project(session: Session, name: str) -> Project:
+    name = name.strip()
+    if not 1 <= len(name) <= 256:
+        raise TenantError("a project name is 1 to 256 characters")
+    row = Project(id=new_id("proj"), name=name)
+    session.add(row)
+    session.commit()
+    return row
+
+
+def list_projects(session: Session) -> list[Project]:
+    return list(session.scalars(select(Project).order_by(Project.created_at, Project.id)))
+
+
+def create_key(session: Session, project_id: str, name: str | None = None) -> tuple[ApiKey, str]:
+    """A new key for the project: the row (hash and hint only) and the key itself, which is never stored."""
+    if session.get(Project, project_id) is None:
+        raise TenantError(f"no project {project_id!r}")
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    row = ApiKey(id=new_id("key"), project_id=project_id, name=name, key_hash=hash_key(key), hint=key_hint(key))
+    session.add(row)
+    session.commit()
+    return row, key
+
+
+def list_keys(session: Session, project_id: str | None = None) -> list[ApiKey]:
+    q = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
+    if project_id is not None:
+        q = q.where(ApiKey.project_id == project_id)
+    return list(session.scalars(q))
+
+
+def revoke_key(session: Session, key_id: str) -> ApiKey:
+    """Idempotent: a revoked key keeps its first revocation time."""
+    row = session.get(ApiKey, key_id)
+    if row is None:
+        raise TenantError(f"no API key {key_id!r}")
+    if row.revoked_at is None:
+        row.revoked_at = now()
+        session.commit()
+    return row
+
+
+def any_key_exists(session: Session) -> bool:
+    """Whether the service has left open mode (see the module doc); revoked keys count."""
+    return session.scalar(select(ApiKey.id).limit(1)) is not None
+
+
+def project_for_key(session: Session, key: str) -> str | None:
+    """The project a live key opens, or None (unknown or revoked). Touches ``last_used_at`` at most once a minute."""
+    row = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(key)))
+    if row is None or row.revoked_at is not None:
+        return None
+    project_id, t = row.project_id, now()  # read before the commit below (a session may expire rows on commit)
+    if row.last_used_at is None or row.last_used_at <= t - LAST_USED_RESOLUTION:
+        try:  # bookkeeping only: a busy database must not turn a valid key into an error
+            session.execute(
+                update(ApiKey)
+                .where(ApiKey.id == row.id)
+                .where((ApiKey.last_used_at.is_(None)) | (ApiKey.last_used_at <= t - LAST_USED_RESOLUTION))
+                .values(last_used_at=t)
+            )
+            session.commit()
+        except SQLAlchemyError:
+            log.warning("could not record the use of API key %s", row.id, exc_info=True)
+            session.rollback()
+    return project_id

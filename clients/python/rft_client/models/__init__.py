@@ -1,0 +1,197 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .body_create_file import BodyCreateFile
+from .checkpoint import Checkpoint
+from .checkpoint_metrics import CheckpointMetrics
+from .delivery_attempt import DeliveryAttempt
+from .error_body import ErrorBody
+from .error_response import ErrorResponse
+from .file_deleted import FileDeleted
+from .file_object import FileObject
+from .format_grader import FormatGrader
+from .format_grader_flags_item import FormatGraderFlagsItem
+from .format_grader_mode import FormatGraderMode
+from .grpo_config import GRPOConfig
+from .grpo_config_advantage_estimator import GRPOConfigAdvantageEstimator
+from .grpo_config_gfpo_metric import GRPOConfigGfpoMetric
+from .grpo_config_importance_sampling_level import GRPOConfigImportanceSamplingLevel
+from .grpo_config_kl_estimator import GRPOConfigKlEstimator
+from .grpo_config_loss_aggregation import GRPOConfigLossAggregation
+from .grpo_config_lr_scheduler import GRPOConfigLrScheduler
+from .grpo_config_precision import GRPOConfigPrecision
+from .grpo_config_reasoning_effort import GRPOConfigReasoningEffort
+from .grpo_config_recipe_type_0 import GRPOConfigRecipeType0
+from .grpo_config_reward_aggregation import GRPOConfigRewardAggregation
+from .grpo_config_rollout_engine import GRPOConfigRolloutEngine
+from .grpo_config_scale_rewards import GRPOConfigScaleRewards
+from .grpo_config_vllm_weight_sync import GRPOConfigVllmWeightSync
+from .health_config import HealthConfig
+from .http_validation_error import HTTPValidationError
+from .job import Job
+from .job_create import JobCreate
+from .job_create_metadata_type_0 import JobCreateMetadataType0
+from .job_error import JobError
+from .job_event import JobEvent
+from .job_event_data_type_0 import JobEventDataType0
+from .job_event_level import JobEventLevel
+from .job_event_type import JobEventType
+from .job_hyperparameters import JobHyperparameters
+from .job_metadata_type_0 import JobMetadataType0
+from .job_method import JobMethod
+from .job_status import JobStatus
+from .json_schema_grader import JsonSchemaGrader
+from .json_schema_grader_schema import JsonSchemaGraderSchema
+from .length_grader import LengthGrader
+from .length_grader_mode import LengthGraderMode
+from .list_files_order import ListFilesOrder
+from .list_jobs_metadata import ListJobsMetadata
+from .list_response_checkpoint import ListResponseCheckpoint
+from .list_response_file_object import ListResponseFileObject
+from .list_response_job import ListResponseJob
+from .list_response_job_event import ListResponseJobEvent
+from .list_response_webhook_delivery import ListResponseWebhookDelivery
+from .list_response_webhook_endpoint import ListResponseWebhookEndpoint
+from .lora_config import LoraConfig
+from .math_grader import MathGrader
+from .math_grader_extract import MathGraderExtract
+from .method import Method
+from .metrics_page import MetricsPage
+from .model import Model
+from .model_list import ModelList
+from .multi_grader import MultiGrader
+from .multi_grader_graders import MultiGraderGraders
+from .python_grader import PythonGrader
+from .regex_grader import RegexGrader
+from .regex_grader_flags_item import RegexGraderFlagsItem
+from .regex_grader_mode import RegexGraderMode
+from .reinforcement_method import ReinforcementMethod
+from .run_request import RunRequest
+from .run_request_item import RunRequestItem
+from .run_response import RunResponse
+from .run_response_metadata import RunResponseMetadata
+from .run_response_model_grader_token_usage_per_model import RunResponseModelGraderTokenUsagePerModel
+from .run_response_sub_rewards import RunResponseSubRewards
+from .sample import Sample
+from .sample_rewards import SampleRewards
+from .samples_response import SamplesResponse
+from .score_model_grader import ScoreModelGrader
+from .score_model_grader_input_item import ScoreModelGraderInputItem
+from .score_model_grader_sampling_params import ScoreModelGraderSamplingParams
+from .step_metrics import StepMetrics
+from .step_metrics_metrics import StepMetricsMetrics
+from .string_check_grader import StringCheckGrader
+from .string_check_grader_operation import StringCheckGraderOperation
+from .text_similarity_grader import TextSimilarityGrader
+from .text_similarity_grader_evaluation_metric import TextSimilarityGraderEvaluationMetric
+from .validate_request import ValidateRequest
+from .validate_response import ValidateResponse
+from .validate_response_grader import ValidateResponseGrader
+from .validation_error import ValidationError
+from .validation_error_context import ValidationErrorContext
+from .webhook_delivery import WebhookDelivery
+from .webhook_delivery_payload import WebhookDeliveryPayload
+from .webhook_delivery_status import WebhookDeliveryStatus
+from .webhook_endpoint import WebhookEndpoint
+from .webhook_endpoint_create import WebhookEndpointCreate
+from .webhook_endpoint_create_event_types_item import WebhookEndpointCreateEventTypesItem
+from .webhook_endpoint_created import WebhookEndpointCreated
+from .webhook_endpoint_deleted import WebhookEndpointDeleted
+
+__all__ = (
+    "BodyCreateFile",
+    "Checkpoint",
+    "CheckpointMetrics",
+    "DeliveryAttempt",
+    "ErrorBody",
+    "ErrorResponse",
+    "FileDeleted",
+    "FileObject",
+    "FormatGrader",
+    "FormatGraderFlagsItem",
+    "FormatGraderMode",
+    "GRPOConfig",
+    "GRPOConfigAdvantageEstimator",
+    "GRPOConfigGfpoMetric",
+    "GRPOConfigImportanceSamplingLevel",
+    "GRPOConfigKlEstimator",
+    "GRPOConfigLossAggregation",
+    "GRPOConfigLrScheduler",
+    "GRPOConfigPrecision",
+    "GRPOConfigReasoningEffort",
+    "GRPOConfigRecipeType0",
+    "GRPOConfigRewardAggregation",
+    "GRPOConfigRolloutEngine",
+    "GRPOConfigScaleRewards",
+    "GRPOConfigVllmWeightSync",
+    "HealthConfig",
+    "HTTPValidationError",
+    "Job",
+    "JobCreate",
+    "JobCreateMetadataType0",
+    "JobError",
+    "JobEvent",
+    "JobEventDataType0",
+    "JobEventLevel",
+    "JobEventType",
+    "JobHyperparameters",
+    "JobMetadataType0",
+    "JobMethod",
+    "JobStatus",
+    "JsonSchemaGrader",
+    "JsonSchemaGraderSchema",
+    "LengthGrader",
+    "LengthGraderMode",
+    "ListFilesOrder",
+    "ListJobsMetadata",
+    "ListResponseCheckpoint",
+    "ListResponseFileObject",
+    "ListResponseJob",
+    "ListResponseJobEvent",
+    "ListResponseWebhookDelivery",
+    "ListResponseWebhookEndpoint",
+    "LoraConfig",
+    "MathGrader",
+    "MathGraderExtract",
+    "Method",
+    "MetricsPage",
+    "Model",
+    "ModelList",
+    "MultiGrader",
+    "MultiGraderGraders",
+    "PythonGrader",
+    "RegexGrader",
+    "RegexGraderFlagsItem",
+    "RegexGraderMode",
+    "ReinforcementMethod",
+    "RunRequest",
+    "RunRequestItem",
+    "RunResponse",
+    "RunResponseMetadata",
+    "RunResponseModelGraderTokenUsagePerModel",
+    "RunResponseSubRewards",
+    "Sample",
+    "SampleRewards",
+    "SamplesResponse",
+    "ScoreModelGrader",
+    "ScoreModelGraderInputItem",
+    "ScoreModelGraderSamplingParams",
+    "StepMetrics",
+    "StepMetricsMetrics",
+    "StringCheckGrader",
+    "StringCheckGraderOperation",
+    "TextSimilarityGrader",
+    "TextSimilarityGraderEvaluationMetric",
+    "ValidateRequest",
+    "ValidateResponse",
+    "ValidateResponseGrader",
+    "ValidationError",
+    "ValidationErrorContext",
+    "WebhookDelivery",
+    "WebhookDeliveryPayload",
+    "WebhookDeliveryStatus",
+    "WebhookEndpoint",
+    "WebhookEndpointCreate",
+    "WebhookEndpointCreated",
+    "WebhookEndpointCreateEventTypesItem",
+    "WebhookEndpointDeleted",
+)

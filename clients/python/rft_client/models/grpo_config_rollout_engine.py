@@ -1,0 +1,14 @@
+from typing import Literal
+
+GRPOConfigRolloutEngine = Literal["transformers", "vllm"]
+
+GRPO_CONFIG_ROLLOUT_ENGINE_VALUES: set[GRPOConfigRolloutEngine] = {
+    "transformers",
+    "vllm",
+}
+
+
+def check_grpo_config_rollout_engine(value: str) -> GRPOConfigRolloutEngine:
+    if value in GRPO_CONFIG_ROLLOUT_ENGINE_VALUES:
+        return value
+    raise TypeError(f"Unexpected value {value!r}. Expected one of {GRPO_CONFIG_ROLLOUT_ENGINE_VALUES!r}")

@@ -1,0 +1,322 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.job_status import JobStatus, check_job_status
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.job_error import JobError
+    from ..models.job_hyperparameters import JobHyperparameters
+    from ..models.job_metadata_type_0 import JobMetadataType0
+    from ..models.job_method import JobMethod
+
+
+T = TypeVar("T", bound="Job")
+
+
+@_attrs_define
+class Job:
+    """A fine-tuning job (``fine_tuning.job``).
+
+    Attributes:
+        created_at (int):
+        error (JobError | None):
+        fine_tuned_model (None | str):
+        finished_at (int | None):
+        hyperparameters (JobHyperparameters): The resolved GRPO hyperparameters the job runs with.
+        id (str):
+        metadata (JobMetadataType0 | None):
+        method (JobMethod):
+        model (str):
+        organization_id (str):
+        seed (int):
+        status (JobStatus):
+        steps_done (int): Optimizer steps finished so far.
+        suffix (None | str):
+        total_steps (int): Optimizer steps the job will take.
+        trained_tokens (int | None):
+        training_file (str):
+        validation_file (None | str):
+        estimated_finish (int | None | Unset):
+        object_ (Literal['fine_tuning.job'] | Unset):  Default: 'fine_tuning.job'.
+        result_files (list[str] | Unset):
+    """
+
+    created_at: int
+    error: JobError | None
+    fine_tuned_model: None | str
+    finished_at: int | None
+    hyperparameters: JobHyperparameters
+    id: str
+    metadata: JobMetadataType0 | None
+    method: JobMethod
+    model: str
+    organization_id: str
+    seed: int
+    status: JobStatus
+    steps_done: int
+    suffix: None | str
+    total_steps: int
+    trained_tokens: int | None
+    training_file: str
+    validation_file: None | str
+    estimated_finish: int | None | Unset = UNSET
+    object_: Literal["fine_tuning.job"] | Unset = "fine_tuning.job"
+    result_files: list[str] | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.job_error import JobError  # noqa: PLC0415
+        from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
+
+        created_at = self.created_at
+
+        error: dict[str, Any] | None
+        if isinstance(self.error, JobError):
+            error = self.error.to_dict()
+        else:
+            error = self.error
+
+        fine_tuned_model: None | str
+        fine_tuned_model = self.fine_tuned_model
+
+        finished_at: int | None
+        finished_at = self.finished_at
+
+        hyperparameters = self.hyperparameters.to_dict()
+
+        id = self.id
+
+        metadata: dict[str, Any] | None
+        if isinstance(self.metadata, JobMetadataType0):
+            metadata = self.metadata.to_dict()
+        else:
+            metadata = self.metadata
+
+        method = self.method.to_dict()
+
+        model = self.model
+
+        organization_id = self.organization_id
+
+        seed = self.seed
+
+        status: str = self.status
+
+        steps_done = self.steps_done
+
+        suffix: None | str
+        suffix = self.suffix
+
+        total_steps = self.total_steps
+
+        trained_tokens: int | None
+        trained_tokens = self.trained_tokens
+
+        training_file = self.training_file
+
+        validation_file: None | str
+        validation_file = self.validation_file
+
+        estimated_finish: int | None | Unset
+        if isinstance(self.estimated_finish, Unset):
+            estimated_finish = UNSET
+        else:
+            estimated_finish = self.estimated_finish
+
+        object_ = self.object_
+
+        result_files: list[str] | Unset = UNSET
+        if not isinstance(self.result_files, Unset):
+            result_files = self.result_files
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "created_at": created_at,
+                "error": error,
+                "fine_tuned_model": fine_tuned_model,
+                "finished_at": finished_at,
+                "hyperparameters": hyperparameters,
+                "id": id,
+                "metadata": metadata,
+                "method": method,
+                "model": model,
+                "organization_id": organization_id,
+                "seed": seed,
+                "status": status,
+                "steps_done": steps_done,
+                "suffix": suffix,
+                "total_steps": total_steps,
+                "trained_tokens": trained_tokens,
+                "training_file": training_file,
+                "validation_file": validation_file,
+            }
+        )
+        if estimated_finish is not UNSET:
+            field_dict["estimated_finish"] = estimated_finish
+        if object_ is not UNSET:
+            field_dict["object"] = object_
+        if result_files is not UNSET:
+            field_dict["result_files"] = result_files
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.job_error import JobError  # noqa: PLC0415
+        from ..models.job_hyperparameters import JobHyperparameters  # noqa: PLC0415
+        from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
+        from ..models.job_method import JobMethod  # noqa: PLC0415
+
+        d = dict(src_dict)
+        created_at = d.pop("created_at")
+
+        def _parse_error(data: object) -> JobError | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                error_type_0 = JobError.from_dict(data)
+
+                return error_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobError | None, data)
+
+        error = _parse_error(d.pop("error"))
+
+        def _parse_fine_tuned_model(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        fine_tuned_model = _parse_fine_tuned_model(d.pop("fine_tuned_model"))
+
+        def _parse_finished_at(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        finished_at = _parse_finished_at(d.pop("finished_at"))
+
+        hyperparameters = JobHyperparameters.from_dict(d.pop("hyperparameters"))
+
+        id = d.pop("id")
+
+        def _parse_metadata(data: object) -> JobMetadataType0 | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                metadata_type_0 = JobMetadataType0.from_dict(data)
+
+                return metadata_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobMetadataType0 | None, data)
+
+        metadata = _parse_metadata(d.pop("metadata"))
+
+        method = JobMethod.from_dict(d.pop("method"))
+
+        model = d.pop("model")
+
+        organization_id = d.pop("organization_id")
+
+        seed = d.pop("seed")
+
+        status = check_job_status(d.pop("status"))
+
+        steps_done = d.pop("steps_done")
+
+        def _parse_suffix(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        suffix = _parse_suffix(d.pop("suffix"))
+
+        total_steps = d.pop("total_steps")
+
+        def _parse_trained_tokens(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        trained_tokens = _parse_trained_tokens(d.pop("trained_tokens"))
+
+        training_file = d.pop("training_file")
+
+        def _parse_validation_file(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        validation_file = _parse_validation_file(d.pop("validation_file"))
+
+        def _parse_estimated_finish(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        estimated_finish = _parse_estimated_finish(d.pop("estimated_finish", UNSET))
+
+        object_ = cast(Literal["fine_tuning.job"] | Unset, d.pop("object", UNSET))
+        if object_ != "fine_tuning.job" and not isinstance(object_, Unset):
+            raise ValueError(f"object must match const 'fine_tuning.job', got '{object_}'")
+
+        result_files = cast(list[str], d.pop("result_files", UNSET))
+
+        job = cls(
+            created_at=created_at,
+            error=error,
+            fine_tuned_model=fine_tuned_model,
+            finished_at=finished_at,
+            hyperparameters=hyperparameters,
+            id=id,
+            metadata=metadata,
+            method=method,
+            model=model,
+            organization_id=organization_id,
+            seed=seed,
+            status=status,
+            steps_done=steps_done,
+            suffix=suffix,
+            total_steps=total_steps,
+            trained_tokens=trained_tokens,
+            training_file=training_file,
+            validation_file=validation_file,
+            estimated_finish=estimated_finish,
+            object_=object_,
+            result_files=result_files,
+        )
+
+        job.additional_properties = d
+        return job
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.job_create_metadata_type_0 import JobCreateMetadataType0
+    from ..models.method import Method
+
+
+T = TypeVar("T", bound="JobCreate")
+
+
+@_attrs_define
+class JobCreate:
+    """Body of ``POST /v1/fine_tuning/jobs``.
+
+    Attributes:
+        method (Method):
+        model (str): A base model id from GET /v1/models.
+        training_file (str): Id of an uploaded JSONL file (purpose fine-tune).
+        metadata (JobCreateMetadataType0 | None | Unset): Up to 16 pairs (OpenAI's limits: keys ≤ 64, values ≤ 512
+            chars).
+        seed (int | None | Unset): Makes sampling and LoRA init repeatable.
+        suffix (None | str | Unset):
+        validation_file (None | str | Unset):
+    """
+
+    method: Method
+    model: str
+    training_file: str
+    metadata: JobCreateMetadataType0 | None | Unset = UNSET
+    seed: int | None | Unset = UNSET
+    suffix: None | str | Unset = UNSET
+    validation_file: None | str | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.job_create_metadata_type_0 import JobCreateMetadataType0  # noqa: PLC0415
+
+        method = self.method.to_dict()
+
+        model = self.model
+
+        training_file = self.training_file
+
+        metadata: dict[str, Any] | None | Unset
+        if isinstance(self.metadata, Unset):
+            metadata = UNSET
+        elif isinstance(self.metadata, JobCreateMetadataType0):
+            metadata = self.metadata.to_dict()
+        else:
+            metadata = self.metadata
+
+        seed: int | None | Unset
+        if isinstance(self.seed, Unset):
+            seed = UNSET
+        else:
+            seed = self.seed
+
+        suffix: None | str | Unset
+        if isinstance(self.suffix, Unset):
+            suffix = UNSET
+        else:
+            suffix = self.suffix
+
+        validation_file: None | str | Unset
+        if isinstance(self.validation_file, Unset):
+            validation_file = UNSET
+        else:
+            validation_file = self.validation_file
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "method": method,
+                "model": model,
+                "training_file": training_file,
+            }
+        )
+        if metadata is not UNSET:
+            field_dict["metadata"] = metadata
+        if seed is not UNSET:
+            field_dict["seed"] = seed
+        if suffix is not UNSET:
+            field_dict["suffix"] = suffix
+        if validation_file is not UNSET:
+            field_dict["validation_file"] = validation_file
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.job_create_metadata_type_0 import JobCreateMetadataType0  # noqa: PLC0415
+        from ..models.method import Method  # noqa: PLC0415
+
+        d = dict(src_dict)
+        method = Method.from_dict(d.pop("method"))
+
+        model = d.pop("model")
+
+        training_file = d.pop("training_file")
+
+        def _parse_metadata(data: object) -> JobCreateMetadataType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                metadata_type_0 = JobCreateMetadataType0.from_dict(data)
+
+                return metadata_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobCreateMetadataType0 | None | Unset, data)
+
+        metadata = _parse_metadata(d.pop("metadata", UNSET))
+
+        def _parse_seed(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        seed = _parse_seed(d.pop("seed", UNSET))
+
+        def _parse_suffix(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        suffix = _parse_suffix(d.pop("suffix", UNSET))
+
+        def _parse_validation_file(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        validation_file = _parse_validation_file(d.pop("validation_file", UNSET))
+
+        job_create = cls(
+            method=method,
+            model=model,
+            training_file=training_file,
+            metadata=metadata,
+            seed=seed,
+            suffix=suffix,
+            validation_file=validation_file,
+        )
+
+        return job_create

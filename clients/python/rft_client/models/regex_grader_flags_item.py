@@ -1,0 +1,15 @@
+from typing import Literal
+
+RegexGraderFlagsItem = Literal["DOTALL", "IGNORECASE", "MULTILINE"]
+
+REGEX_GRADER_FLAGS_ITEM_VALUES: set[RegexGraderFlagsItem] = {
+    "DOTALL",
+    "IGNORECASE",
+    "MULTILINE",
+}
+
+
+def check_regex_grader_flags_item(value: str) -> RegexGraderFlagsItem:
+    if value in REGEX_GRADER_FLAGS_ITEM_VALUES:
+        return value
+    raise TypeError(f"Unexpected value {value!r}. Expected one of {REGEX_GRADER_FLAGS_ITEM_VALUES!r}")

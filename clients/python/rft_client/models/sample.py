@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.sample_rewards import SampleRewards
+
+
+T = TypeVar("T", bound="Sample")
+
+
+@_attrs_define
+class Sample:
+    """
+    Attributes:
+        advantage (float):
+        completion (str):
+        prompt (Any):
+        reward (float | None):
+        completion_tokens (int | None | Unset):
+        rewards (SampleRewards | Unset):
+    """
+
+    advantage: float
+    completion: str
+    prompt: Any
+    reward: float | None
+    completion_tokens: int | None | Unset = UNSET
+    rewards: SampleRewards | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        advantage = self.advantage
+
+        completion = self.completion
+
+        prompt = self.prompt
+
+        reward: float | None
+        reward = self.reward
+
+        completion_tokens: int | None | Unset
+        if isinstance(self.completion_tokens, Unset):
+            completion_tokens = UNSET
+        else:
+            completion_tokens = self.completion_tokens
+
+        rewards: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.rewards, Unset):
+            rewards = self.rewards.to_dict()
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "advantage": advantage,
+                "completion": completion,
+                "prompt": prompt,
+                "reward": reward,
+            }
+        )
+        if completion_tokens is not UNSET:
+            field_dict["completion_tokens"] = completion_tokens
+        if rewards is not UNSET:
+            field_dict["rewards"] = rewards
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.sample_rewards import SampleRewards  # noqa: PLC0415
+
+        d = dict(src_dict)
+        advantage = d.pop("advantage")
+
+        completion = d.pop("completion")
+
+        prompt = d.pop("prompt")
+
+        def _parse_reward(data: object) -> float | None:
+            if data is None:
+                return data
+            return cast(float | None, data)
+
+        reward = _parse_reward(d.pop("reward"))
+
+        def _parse_completion_tokens(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        completion_tokens = _parse_completion_tokens(d.pop("completion_tokens", UNSET))
+
+        _rewards = d.pop("rewards", UNSET)
+        rewards: SampleRewards | Unset
+        if isinstance(_rewards, Unset):
+            rewards = UNSET
+        else:
+            rewards = SampleRewards.from_dict(_rewards)
+
+        sample = cls(
+            advantage=advantage,
+            completion=completion,
+            prompt=prompt,
+            reward=reward,
+            completion_tokens=completion_tokens,
+            rewards=rewards,
+        )
+
+        sample.additional_properties = d
+        return sample
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

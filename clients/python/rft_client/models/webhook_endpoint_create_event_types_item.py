@@ -1,0 +1,17 @@
+from typing import Literal
+
+WebhookEndpointCreateEventTypesItem = Literal[
+    "fine_tuning.job.cancelled", "fine_tuning.job.failed", "fine_tuning.job.succeeded"
+]
+
+WEBHOOK_ENDPOINT_CREATE_EVENT_TYPES_ITEM_VALUES: set[WebhookEndpointCreateEventTypesItem] = {
+    "fine_tuning.job.cancelled",
+    "fine_tuning.job.failed",
+    "fine_tuning.job.succeeded",
+}
+
+
+def check_webhook_endpoint_create_event_types_item(value: str) -> WebhookEndpointCreateEventTypesItem:
+    if value in WEBHOOK_ENDPOINT_CREATE_EVENT_TYPES_ITEM_VALUES:
+        return value
+    raise TypeError(f"Unexpected value {value!r}. Expected one of {WEBHOOK_ENDPOINT_CREATE_EVENT_TYPES_ITEM_VALUES!r}")

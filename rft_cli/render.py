@@ -1,0 +1,126 @@
+"""How objects look on the terminal. ``--json`` output bypasses rich entirely: it is for machines and scripts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+STATUS_STYLE = {
+    "succeeded": "green",
+    "failed": "red",
+    "cancelled": "red",
+    "cancelling": "yellow",
+    "pausing": "yellow",
+    "paused": "yellow",
+    "running": "cyan",
+    "queued": "blue",
+}
+
+
+def print_json(data: Any) -> None:
+    """Plain, unwrapped JSON on stdout (rich would wrap long strings at the console width)."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def when(ts: int | None) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%SZ") if ts else "-"
+
+
+def status_text(status: str) -> str:
+    style = STATUS_STYLE.get(status, "")
+    return f"[{style}]{status}[/]" if style else status
+
+
+def jobs_table(jobs: list[dict[str, Any]]) -> Table:
+    table = Table(box=None, header_style="bold")
+    # ids are what people copy into the next command: never shortened, whatever the width
+    table.add_column("id", no_wrap=True, min_width=max((len(j["id"]) for j in jobs), default=2))
+    for col in ("status", "model", "steps", "created", "error"):
+        table.add_column(col)
+    for j in jobs:
+        err = j.get("error") or {}
+        table.add_row(
+            j["id"],
+            status_text(j["status"]),
+            escape(j["model"]),
+            f"{j.get('steps_done', 0)}/{j.get('total_steps', '?')}",
+            when(j.get("created_at")),
+            escape(err.get("code") or ""),
+        )
+    return table
+
+
+def job_summary(j: dict[str, Any]) -> None:
+    """The fields a person asks about first; ``--json`` has everything."""
+    rl = (j.get("method") or {}).get("reinforcement") or {}
+    grader = rl.get("grader") or {}
+    hp = j.get("hyperparameters") or {}
+    rows = [
+        ("id", j["id"]),
+        ("status", status_text(j["status"])),
+        ("model", escape(j["model"])),
+        ("steps", f"{j.get('steps_done', 0)}/{j.get('total_steps', '?')}"),
+        ("training_file", j.get("training_file")),
+        ("validation_file", j.get("validation_file") or "-"),
+        ("grader", escape(f"{grader.get('type', '?')} {grader.get('name') or ''}".strip())),
+        (
+            "hyperparameters",
+            escape(
+                ", ".join(
+                    f"{k}={hp[k]}"
+                    for k in ("recipe", "group_size", "batch_size", "learning_rate", "beta", "max_steps")
+                    if hp.get(k) is not None
+                )
+            ),
+        ),
+        ("fine_tuned_model", escape(j.get("fine_tuned_model") or "-")),
+        ("created", when(j.get("created_at"))),
+        ("finished", when(j.get("finished_at"))),
+    ]
+    error = j.get("error")
+    if error:
+        rows.append(("error", f"[red]{escape(error.get('code') or '')}: {escape(error.get('message', ''))}[/]"))
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for k, v in rows:
+        table.add_row(k, str(v))
+    console.print(table)
+
+
+def short(value: Any, width: int = 300) -> str:
+    """A prompt (string or chat messages) or completion on a line or a few."""
+    if isinstance(value, list):  # chat messages: show the last user turn
+        turns = [m.get("content", "") for m in value if isinstance(m, dict)]
+        value = turns[-1] if turns else json.dumps(value)
+    text = str(value)
+    return escape(text if len(text) <= width else text[: width - 1] + "…")
+
+
+def samples_table(step: int, samples: list[dict[str, Any]]) -> Table:
+    table = Table(title=f"rollouts of step {step}", show_lines=True, header_style="bold")
+    table.add_column("#", justify="right")
+    table.add_column("prompt", ratio=2)
+    table.add_column("completion", ratio=3)
+    table.add_column("reward", justify="right")
+    table.add_column("advantage", justify="right")
+    for i, s in enumerate(samples, 1):
+        reward, adv = s.get("reward"), s.get("advantage")
+        table.add_row(
+            str(i),
+            short(s.get("prompt", "")),
+            short(s.get("completion", "")),
+            "-" if reward is None else f"{reward:.3f}",
+            "-" if adv is None else f"{adv:+.3f}",
+        )
+    return table

@@ -1,0 +1,86 @@
+"""The CLI's pure pieces: job bodies from files and flags, dropped-key detection, sparkline, ETA, error text."""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+
+import pytest
+from rft_client.types import Response
+
+from rft_cli.api import ApiError, CliError
+from rft_cli.follow import FollowState, eta_seconds, format_duration, sparkline
+from rft_cli.jobspec import build_job_body, dropped_keys, parse_assignments
+
+GRADER = {"type": "python", "source": "def grade(s, i):\n    return 1.0\n"}
+
+
+def test_assignments_parse_json_values_and_nest() -> None:
+    got = parse_assignments(["group_size=8", "learning_rate=5e-4", "lora.rank=16", "lora.alpha=32", "recipe=dapo"])
+    assert got == {"group_size": 8, "learning_rate": 5e-4, "lora": {"rank": 16, "alpha": 32}, "recipe": "dapo"}
+    assert parse_assignments(["dynamic_sampling=true", "delta=null"]) == {"dynamic_sampling": True, "delta": None}
+    with pytest.raises(CliError, match="key=value"):
+        parse_assignments(["group_size"])
+
+
+def test_short_form_file_and_flags_merge_into_the_api_body() -> None:
+    spec = {"model": "m", "training_file": "file-1", "grader": GRADER, "hyperparameters": {"lora": {"rank": 8}}}
+    body = build_job_body(spec, recipe="dapo", hyperparameters={"lora": {"alpha": 16}}, validation_file="file-2")
+    assert body == {
+        "model": "m",
+        "training_file": "file-1",
+        "validation_file": "file-2",
+        "method": {
+            "type": "reinforcement",
+            "reinforcement": {
+                "grader": GRADER,
+                "hyperparameters": {"lora": {"rank": 8, "alpha": 16}, "recipe": "dapo"},
+            },
+        },
+    }
+    full = {
+        "model": "m",
+        "training_file": "f",
+        "method": {"type": "reinforcement", "reinforcement": {"grader": GRADER}},
+    }
+    assert build_job_body(full, model="other")["model"] == "other"
+    with pytest.raises(CliError, match="missing --training-file, --grader"):
+        build_job_body({"model": "m"})
+
+
+def test_dropped_keys_name_what_a_model_would_lose() -> None:
+    sent = {"a": 1, "b": {"c": 2, "typo": 3}, "d": [1]}
+    assert dropped_keys(sent, {"a": 1, "b": {"c": 2}, "d": [1]}) == ["b.typo"]
+    assert dropped_keys(sent, sent) == []
+
+
+def test_sparkline_scale_and_gaps() -> None:
+    assert sparkline([0.0, 0.5, 1.0]) == "▁▅█"
+    assert sparkline([0.0, None, 1.0]) == "▁ █"
+    assert sparkline([-2.0, 2.0]) == "▁█"  # a range beyond [0, 1] stretches the scale
+    assert sparkline([0.1] * 50, width=10) == "▁" * 10
+    assert sparkline([]) == ""
+
+
+def test_eta_from_recent_step_durations() -> None:
+    assert eta_seconds([100.0, 10.0, 10.0, 10.0, 10.0, 10.0], remaining=6) == 60.0  # warm-up step left out
+    assert eta_seconds([], remaining=3) is None and eta_seconds([5.0], remaining=0) == 0.0
+    assert (format_duration(59), format_duration(61), format_duration(3725), format_duration(None)) == (
+        "0:59",
+        "1:01",
+        "1:02:05",
+        "-:--",
+    )
+    state = FollowState()
+    for step in (1, 2, 1):  # a duplicate step is ignored
+        state.add_metrics({"created_at": 100 + step, "data": {"step": step, "total_steps": 4, "scores": {}}})
+    assert (state.step, state.durations, state.eta("running"), state.eta("paused")) == (2, [1.0], "0:02", "paused")
+
+
+def test_api_error_text_from_the_error_shape_and_from_anything_else() -> None:
+    def resp(status: int, body: bytes) -> Response[None]:
+        return Response(status_code=HTTPStatus(status), content=body, headers={}, parsed=None)
+
+    shaped = json.dumps({"error": {"type": "invalid_request_error", "code": "x", "message": "bad", "param": "p"}})
+    assert ApiError.from_response(resp(422, shaped.encode())).message == "422 invalid_request_error (x): bad [param: p]"
+    assert ApiError.from_response(resp(502, b"<html>bad gateway</html>")).message == "502: <html>bad gateway</html>"

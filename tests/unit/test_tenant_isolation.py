@@ -1,0 +1,195 @@
+"""Isolation between projects: project B's key, pointed at project A's objects, gets 404 on every public
+endpoint — the same 404 as for an id that never existed — and nothing of A ever appears in B's responses.
+
+The endpoints are read from ``app.routes``, so an endpoint added later is walked too; one whose path names an id
+this test cannot fill, or that needs a body it does not know, fails the test until it is added here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from api.settings import Settings
+from api.storage import LocalStore
+from tests.helpers import ARITH_ROWS, job_body, jsonl
+from tests.tiny_model import TINY_ID
+from tests.unit.test_tenants import bearer, new_key
+
+JOBS = "/v1/fine_tuning/jobs"
+WORKER = {"Authorization": "Bearer t0k"}
+PARAM = re.compile(r"{(\w+)}")
+BODIES: dict[tuple[str, str], dict[str, Any]] = {}  # (method, path) -> a valid body, for routes that need one
+SAMPLE = {"prompt": "1+1=", "completion": "2", "reward": 1.0, "advantage": 0.5}
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, Any]:
+    return {"reaper": False, "webhook_dispatcher": False}
+
+
+def make_project_objects(client: TestClient, settings: Settings, headers: dict[str, str]) -> dict[str, str]:
+    """One of everything a project owns, made through the public API and a worker's internal API: a file, a
+    succeeded job with events, metrics and a checkpoint (bytes in the store), a webhook endpoint with a delivery.
+    Keys are the path parameter names of the routes (``file_id``, ``fine_tuning_job_id``, …)."""
+    rows = jsonl(ARITH_ROWS)
+    f = client.post(
+        "/v1/files",
+        data={"purpose": "fine-tune"},
+        files={"file": ("d.jsonl", rows)},
+        headers=headers | {"Idempotency-Key": "upload-1"},
+    )
+    assert f.status_code == 201, f.text
+    file_id = f.json()["id"]
+    assert "idempotent-replayed" not in f.headers  # the same key in another project is another key
+    ep = client.post("/v1/webhook_endpoints", json={"url": "https://example.com/hook"}, headers=headers)
+    assert ep.status_code == 201, ep.text
+    r = client.post(JOBS, json=job_body(TINY_ID, file_id), headers=headers | {"Idempotency-Key": "create-1"})
+    assert r.status_code == 201, r.text
+    job = r.json()
+    assert "idempotent-replayed" not in r.headers
+    url = f"/internal/jobs/{job['id']}"
+    claim = client.post(f"{url}/claim", json={"worker_id": "w", "claim_id": "claim-0001"}, headers=WORKER).json()
+    prefix, epoch = claim["object_prefix"], claim["epoch"]
+    assert prefix == f"projects/{job['organization_id']}/jobs/{job['id']}/"
+    key = f"{prefix}checkpoints/step-000001-e{epoch}.tar"
+    blob = settings.state_dir / f"{job['id']}.tar"
+    blob.write_bytes(f"adapter of {job['id']}".encode())
+    LocalStore(settings.objects_dir).put_file(key, blob)
+    metrics = {"type": "metrics", "step": 1, "message": "Step 1/3", "data": {"step": 1, "samples": [SAMPLE]}}
+    assert client.post(f"{url}/events", json={"epoch": epoch, "events": [metrics]}, headers=WORKER).status_code == 200
+    ck = client.post(f"{url}/checkpoints", json={"epoch": epoch, "step_number": 1, "object_key": key}, headers=WORKER)
+    assert ck.status_code == 200, ck.text
+    assert client.post(f"{url}/finish", json={"epoch": epoch, "status": "succeeded"}, headers=WORKER).status_code == 200
+    deliveries = client.get(f"/v1/webhook_endpoints/{ep.json()['id']}/deliveries", headers=headers).json()["data"]
+    events = client.get(f"{JOBS}/{job['id']}/events", params={"limit": 100}, headers=headers).json()["data"]
+    assert len(deliveries) == 1 and len(events) >= 5
+    return {
+        "file_id": file_id,
+        "fine_tuning_job_id": job["id"],
+        "checkpoint_id": ck.json()["id"],
+        "endpoint_id": ep.json()["id"],
+        "delivery_id": deliveries[0]["id"],
+        "event_id": events[0]["id"],
+        "project_id": job["organization_id"],
+        "webhook_secret": ep.json()["secret"],
+        "checkpoint_key": key,
+        "object_prefix": prefix,
+    }
+
+
+def fake(value: str) -> str:
+    """An id of the same kind that never existed: ``ftjob-000…``."""
+    return f"{value.split('-', 1)[0]}-{'0' * 24}"
+
+
+def api_routes(client: TestClient) -> list[tuple[str, str, APIRoute]]:
+    routes = [r for r in client.app.routes if isinstance(r, APIRoute)]  # type: ignore[attr-defined]
+    return sorted((m, r.path, r) for r in routes for m in r.methods if m != "HEAD")
+
+
+def call(client: TestClient, method: str, path: str, ids: dict[str, str], headers: dict[str, str], **kw: Any) -> Any:
+    missing = [p for p in PARAM.findall(path) if p not in ids]
+    if missing:
+        pytest.fail(f"{method} {path}: the isolation test has no object for {missing}; add one to make_project_objects")
+    return client.request(
+        method, PARAM.sub(lambda m: ids[m.group(1)], path), headers=headers, follow_redirects=False, **kw
+    )
+
+
+def assert_like_never(theirs: Any, never: Any, a_ids: dict[str, str], what: str) -> None:
+    """A's id gets exactly the answer an id that never existed gets (the id the caller sent echoed, nothing else):
+    no existence oracle, no 403."""
+    assert theirs.status_code == 404, f"{what}: {theirs.status_code} {theirs.text}"
+    assert theirs.json()["error"]["type"] == "not_found_error"
+    echoed = theirs.text
+    for value in a_ids.values():
+        echoed = echoed.replace(value, fake(value))
+    assert echoed == never.text, f"{what}: A's object answers unlike one that never existed"
+
+
+def assert_nothing_of(a: dict[str, str], responses: list[Any]) -> None:
+    for r in responses:
+        for name, value in a.items():
+            assert value not in r.text, f"{r.request.method} {r.request.url}: project A's {name} in {r.text[:300]}"
+
+
+def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
+    client: TestClient, settings: Settings
+) -> None:
+    _, _, key_a = new_key(settings, name="A")
+    _, _, key_b = new_key(settings, name="B")
+    a_hdr, b_hdr = bearer(key_a), bearer(key_b)
+    a = make_project_objects(client, settings, a_hdr)
+    b = make_project_objects(client, settings, b_hdr)  # B has one of everything too: its lists are not empty
+    a_ids = {k: v for k, v in a.items() if k.endswith("_id")}
+    assert not set(a_ids.values()) & set(b.values())
+    nothing = {k: fake(v) for k, v in a_ids.items()}  # the same kinds of id, never created
+    seen_by_b: list[Any] = []
+
+    walked: list[tuple[str, str]] = []
+    for method, path, route in api_routes(client):
+        if path.startswith("/internal/"):  # a project key is not the worker token, whoever's it is
+            for hdr in (a_hdr, b_hdr):
+                assert call(client, method, path, a_ids | {"job_id": a["fine_tuning_job_id"]}, hdr).status_code == 401
+            continue
+        if not path.startswith("/v1/"):  # health, readiness, metrics: must address no tenant object
+            assert not PARAM.search(path), f"{method} {path} takes an id outside /v1/: decide how it is scoped"
+            continue
+        body = BODIES.get((method, path))
+        if not PARAM.search(path):
+            if method == "GET":  # lists, the model catalog: B's view holds nothing of A's
+                r = call(client, method, path, {}, b_hdr)
+                assert r.status_code == 200, (path, r.text)
+                seen_by_b.append(r)
+            continue
+        if route.body_field is not None and body is None:
+            pytest.fail(f"{method} {path} needs a body: add a valid one to BODIES")
+        kw = {"json": body} if body is not None else {}
+        theirs = call(client, method, path, a_ids, b_hdr, **kw)
+        never = call(client, method, path, nothing, b_hdr, **kw)
+        assert_like_never(theirs, never, a_ids, f"{method} {path} with A's ids and B's key")
+        walked.append((method, path))
+
+    # The cursors of B's own lists and B's own objects, given A's ids: 404 or B's data only, never A's.
+    for method, path, route in api_routes(client):
+        queries = {p.alias for p in route.dependant.query_params}
+        if method != "GET" or not path.startswith("/v1/") or "after" not in queries:
+            continue
+        for value in a_ids.values():
+            r = call(client, method, path, b, b_hdr, params={"after": value})
+            if r.status_code == 200:
+                seen_by_b.append(r)
+            elif r.status_code != 422:  # 422: a cursor of another type (a step number)
+                never = call(client, method, path, b, b_hdr, params={"after": fake(value)})
+                assert_like_never(r, never, a_ids, f"{path}?after= A's id")
+    for path, value in ((JOBS, a["fine_tuning_job_id"]), ("/v1/files", a["file_id"])):
+        assert client.get(path, params={"after": value}, headers=b_hdr).status_code == 404
+
+    # Creating with A's objects: A's file cannot be trained on. (A's Idempotency-Keys replayed nothing of A's
+    # to B: make_project_objects uploaded the same bytes under the same key for both and B got its own file.)
+    for field in ("training_file", "validation_file"):
+        body = job_body(TINY_ID, b["file_id"]) | {field: a["file_id"]}
+        r = client.post(JOBS, json=body, headers=b_hdr)
+        never = client.post(JOBS, json=body | {field: fake(a["file_id"])}, headers=b_hdr)
+        assert r.json()["error"]["param"] == field, r.text
+        assert_like_never(r, never, a_ids, f"a job on A's file as {field}")
+    assert_nothing_of(
+        {k: v for k, v in a.items() if k != "object_prefix"} | {"a_prefix": a["object_prefix"]}, seen_by_b
+    )
+
+    # B changed nothing of A's: and A's key reaches every walked route (the ids were real), deletes last.
+    assert client.get(f"{JOBS}/{a['fine_tuning_job_id']}", headers=a_hdr).json()["status"] == "succeeded"
+    content = call(client, "GET", f"{JOBS}/{{fine_tuning_job_id}}/checkpoints/{{checkpoint_id}}/content", a, a_hdr)
+    assert content.content == f"adapter of {a['fine_tuning_job_id']}".encode()
+    for method, path in sorted(walked, key=lambda mp: mp[0] == "DELETE"):
+        r = call(
+            client, method, path, a_ids, a_hdr, **({"json": BODIES[(method, path)]} if (method, path) in BODIES else {})
+        )
+        assert r.status_code in (200, 302, 409), f"{method} {path} with A's own key: {r.status_code} {r.text}"
+    assert len(walked) >= 10, walked  # the routes with an id before tenants: the walk cannot have skipped them
+    print(f"\nwalked {len(walked)} routes with path parameters: " + ", ".join(f"{m} {p}" for m, p in walked))
