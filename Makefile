@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 # the existing virtualenv.
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile clients/python/setup.py | sha1sum | cut -c1-10)
 
-.PHONY: install test test-unit test-integration lint services sandbox demo clean openapi check-openapi
+.PHONY: install test test-unit test-integration lint services sandbox demo bench clean openapi check-openapi
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ check-openapi: install
 
 demo: install sandbox
 	$(BIN)/python -m scripts.demo
+
+# Our GRPO trainer vs TRL's GRPOTrainer, same model/data/reward/settings, alternated in one run (bench/grpo_vs_trl.py);
+# prints median step times, their ratio, phases, peak RSS and MFU, and writes bench/results/<timestamp>.json.
+bench: install
+	$(BIN)/python -m bench.grpo_vs_trl --quick
 
 clean:
 	rm -rf .state
