@@ -57,7 +57,7 @@ class SamplesResponse(BaseModel):
     data: list[Sample]
 
 
-def _metrics_events(session: Any, job_id: str) -> Any:
+def _metrics_events(job_id: str) -> Any:
     return select(JobEvent).where(JobEvent.job_id == job_id, JobEvent.type == "metrics")
 
 
@@ -71,7 +71,7 @@ def list_metrics(
 ) -> MetricsPage:
     """The per-step metric series, oldest first (rollouts left out: see …/samples)."""
     svc.get_job(session, project, fine_tuning_job_id)
-    q = _metrics_events(session, fine_tuning_job_id)
+    q = _metrics_events(fine_tuning_job_id)
     if after is not None:
         q = q.where(JobEvent.step > after)
     rows = list(session.scalars(q.order_by(JobEvent.step).limit(limit + 1)))
@@ -95,7 +95,7 @@ def list_samples(
 ) -> SamplesResponse:
     """The rollouts kept for one step: prompt, completion, rewards (total and per grader), advantage."""
     svc.get_job(session, project, fine_tuning_job_id)
-    q = _metrics_events(session, fine_tuning_job_id)
+    q = _metrics_events(fine_tuning_job_id)
     q = q.where(JobEvent.step == step) if step is not None else q.order_by(JobEvent.step.desc())
     row = session.scalars(q.limit(1)).first()
     if row is None:

@@ -14,6 +14,7 @@ from grpo_core.rewards.graders import GraderEnv, build_graders
 from grpo_core.rewards.judge import JudgeNotConfigured
 from grpo_core.rewards.python_runner import GraderError, SandboxUnavailable
 from grpo_core.rewards.schemas import GraderSpec, PythonGrader, ScoreModelGrader, reward_columns
+from grpo_core.rewards.templates import is_template_error
 
 _LOAD_FAILURE = "failed to load"  # grpo_core.rewards.python_runner's message when the source cannot be imported
 _FLAGS = (
@@ -49,7 +50,7 @@ def _error_flags(spec: Any, error: str | None) -> dict[str, Any]:
     }
     if error is None:
         return flags
-    if "is not in the" in error or "unknown template root" in error or "invalid variable" in error:
+    if is_template_error(error):
         flags["invalid_variable_error"] = True
     elif "calculate_output" in error:
         flags["formula_parse_error"] = True
@@ -106,7 +107,7 @@ def dry_run(spec: GraderSpec, rows: list[dict[str, Any]], env: GraderEnv, param:
         for g in graders:
             res = g.score([""] * len(rows), rows)
             for n, err in enumerate(res.errors or []):
-                if err and (_LOAD_FAILURE in err or "is not in the" in err or "unknown template root" in err):
+                if err and (_LOAD_FAILURE in err or is_template_error(err)):
                     raise Unprocessable(f"grader {g.name!r} on training row {n + 1}: {err}", param=param)
     except GraderError as exc:
         raise Unprocessable(f"grader dry run failed: {exc}", param=param, code="grader_error") from None

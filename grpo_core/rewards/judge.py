@@ -71,7 +71,7 @@ class ScoreModel:
         try:
             messages = [{"role": m["role"], "content": render(m["content"], sample, row)} for m in self.spec.input]
         except KeyError as exc:
-            return 0.0, f"invalid variable: {exc}"
+            return 0.0, f"{type(exc).__name__}: {exc}"  # TemplateError, as every grader reports it
         body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
         body |= {_PARAMS[k]: v for k, v in self.spec.sampling_params.items() if k in _PARAMS}
         try:
