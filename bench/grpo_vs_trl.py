@@ -1,6 +1,7 @@
 """Our GRPO trainer (grpo_core) against TRL's GRPOTrainer, step for step, on the demo model (issue 7).
 
-    .venv/bin/python -m bench.grpo_vs_trl [--quick] [--steps 4] [--prompts 1] [--trl-gc]   (or `make bench`)
+    .venv/bin/python -m bench.grpo_vs_trl [--quick] [--steps 4] [--vllm] [--trl-bf16] [--trl-gc]
+                                          [--without prefix|merged|bf16|fused|math_attention]   (or `make bench`)
 
 Why it measures what it measures:
 
@@ -8,283 +9,156 @@ Why it measures what it measures:
   same work: SmolLM2-135M-Instruct (prepare_smollm2), the demo's single-digit additions, one plain Python reward
   (1.0 when the completion's last number is the answer), the same seed and algorithm settings: G=8, one prompt
   per step, ≤64 completion tokens, β=0.04, ε=0.2, LoRA r=16/α=32 on all linear layers, lr 1e-5 constant,
-  temperature 1, fp32 (bf16 is ~400x slower than fp32 on this CPU: bench/matmul_dtypes.py), TRL's loss_type
-  "grpo" (= our seq_mean_token_mean), no gradient checkpointing (TRL turns it on by default; ``--trl-gc`` adds a
-  third side with TRL's default on), TRL with use_vllm=False and generation_batch_size = G × prompts.
+  temperature 1, TRL's loss_type "grpo" (= our seq_mean_token_mean), no gradient checkpointing (TRL turns it on
+  by default; ``--trl-gc`` adds a side with it on), TRL with use_vllm=False and generation_batch_size = G × prompts.
+* Precision: TRL runs in fp32, the way its CPU default loads this model; ours runs ``--precision auto``, i.e. bf16
+  when this CPU's bf16 matmul is at least 2x its fp32 one (AMX; measured at the start, printed) and fp32
+  otherwise. bf16 is one of the optimizations the issue asks for; ``--trl-bf16`` adds TRL with the model loaded in
+  bf16 and ``bf16=True``, so the comparison with TRL's own bf16 is one flag away.
 * The machine is shared and noisy, so absolute seconds mean little: each side runs its own unmodified training loop
   in its own process, paused between steps at a gate (our Callbacks.should_stop, a TRL TrainerCallback), and the
-  parent lets one step run at a time, alternating ABBA after a warm-up step each. Drift hits both sides alike;
-  the ratio of medians is the result. Separate processes also give each side a clean peak RSS (ru_maxrss).
+  parent lets one step run at a time, alternating ABBA after a warm-up step each. Drift hits all sides alike;
+  the ratio of medians is the result. Separate processes also give each side a clean peak RSS (ru_maxrss; for
+  the vLLM side plus its engine processes').
 * Per phase: ours reports timing {sampling, scoring, training} in its metrics; TRL's generate (_generate_single_turn)
   and reward call (_calculate_rewards) are wrapped with timers, and the rest of its step is its update (reference
-  log-probs, loss, backward, optimizer), which is what our "training" phase holds too.
-* MFU of our update (policy_update: reference forward + policy forward/backward, timed around the call) against an
-  fp32 matmul peak measured in this run: FLOPs ≈ 6 · N · T, N = all model parameters (frozen + LoRA, the tied head
-  counted once), T = prompt + completion tokens of the step's sequences (padding excluded). With LoRA the frozen
-  weights need no weight gradient, so 6N ≈ 2N reference forward + 2N policy forward + 2N input-gradient backward.
+  log-probs, loss, backward, optimizer), which is what our "update" holds too (plus the sampler's weight sync).
+* ``--without X`` adds our trainer with one optimization off (``prefix``: the update's shared prompt prefix;
+  ``merged``: the merged-weight sampler, i.e. sampling through the PEFT model with generate(); ``bf16``: fp32
+  throughout; ``fused``: peft's own LoRA forward instead of grpo_core.lora_fused; ``math_attention``: the default
+  SDPA kernels in the CPU update), so every optimization we keep has a measured price. ``--vllm`` adds ours with
+  the vLLM engine.
+* MFU of our update (policy_update: reference forward + policy forward/backward, timed around the call) against
+  fp32 and bf16 matmul peaks measured in this run: FLOPs ≈ 6 · N · T, N = all model parameters (frozen + LoRA, the
+  tied head counted once), T = the tokens the forward passes process (each distinct prompt once, then every row's
+  last prompt token and completion; padding excluded). With LoRA the frozen weights need no weight gradient, so
+  6N ≈ 2N reference forward + 2N policy forward + 2N input-gradient backward.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import multiprocessing as mp
 import os
 import platform
-import random
-import re
-import resource
 import statistics
-import tempfile
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from bench.sides import ABLATIONS, MODELS, side_target
 
-MODELS = Path(".state/models")
 RESULTS = Path("bench/results")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def last_number_reward(text: str, answer: str) -> float:
-    """1.0 when the last number in ``text`` equals ``answer``, else 0.0."""
-    nums = _NUMBER.findall(text)
-    return 1.0 if nums and float(nums[-1]) == float(answer) else 0.0
-
-
-def reward_last_number(completions: list[Any], answer: list[str], **kw: Any) -> list[float]:
-    """TRL's reward function signature: dataset columns arrive as keyword lists."""
-    texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
-    return [last_number_reward(t, a) for t, a in zip(texts, answer, strict=True)]
-
-
-class LastNumber:
-    """The same reward as a grpo_core grader."""
-
-    name = "last_number"
-
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> Any:
-        from grpo_core.rewards.graders import GraderResult
-
-        return GraderResult([last_number_reward(t, r["answer"]) for t, r in zip(texts, rows, strict=True)])
-
-
-def _rows(seed: int, n: int = 64) -> list[dict[str, Any]]:
-    from scripts.demo import make_rows
-
-    return make_rows(random.Random(seed), n)
-
-
-def _maxrss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
-def _setup(a: argparse.Namespace) -> Path:
-    import torch
-
-    from grpo_core.models import prepare_smollm2
-
-    torch.set_num_threads(os.cpu_count() or 1)
-    return prepare_smollm2(MODELS)
-
-
-def worker_ours(conn: Any, a: argparse.Namespace) -> None:
-    """grpo_core.trainer.train, gated per step through Callbacks.should_stop."""
-    model_dir = _setup(a)
-    import grpo_core.trainer as tr
-    from grpo_core.config import GRPOConfig
-
-    cfg = GRPOConfig(
-        group_size=a.group_size,
-        batch_size=a.prompts,
-        max_completion_tokens=a.max_tokens,
-        beta=0.04,
-        epsilon=0.2,
-        learning_rate=1e-5,
-        loss_aggregation="seq_mean_token_mean",
-        temperature=1.0,
-        precision="fp32",
-        max_steps=10_000,  # the parent decides when to stop
-        micro_batch_size=a.group_size * a.prompts,
-    )
-    update: dict[str, float] = {}
-    original = tr.policy_update
-
-    def timed_update(model: Any, ro: Any, *args: Any, **kw: Any) -> Any:
-        t = time.perf_counter()
-        out = original(model, ro, *args, **kw)
-        update["policy_update_s"] = time.perf_counter() - t
-        update["update_tokens"] = float(ro.prompt_mask.sum() + ro.completion_mask.sum())
-        update["params"] = float(sum(p.numel() for p in model.parameters()))  # frozen + LoRA, tied head once
-        return out
-
-    tr.policy_update = timed_update  # the loop calls it by this module-level name
-
-    class Gate:
-        t0 = 0.0
-
-        def on_message(self, message: str, level: str = "info") -> None:
-            pass
-
-        def on_step(self, m: dict[str, Any]) -> None:
-            wall = time.perf_counter() - self.t0
-            ph = {k: m["timing"][k] for k in ("sampling", "scoring", "training")}
-            ph["update"] = wall - ph["sampling"] - ph["scoring"]
-            conn.send(
-                {
-                    "wall": wall,
-                    "phases": ph,
-                    "completion_tokens": m["tokens"],
-                    "reward": m.get("train_reward_mean"),
-                    **update,
-                }
-            )
-
-        def on_checkpoint(self, *args: Any) -> None:
-            pass
-
-        def should_stop(self) -> bool:
-            if conn.recv() == "stop":
-                return True
-            self.t0 = time.perf_counter()
-            return False
-
-    conn.send({"ready": True})
-    with tempfile.TemporaryDirectory() as work:
-        tr.train(cfg, model_dir, _rows(a.seed), [LastNumber()], callbacks=Gate(), work_dir=Path(work), seed=a.seed)
-    conn.send({"done": True, "maxrss_mb": _maxrss_mb()})
-
-
-class _Stop(Exception):
-    pass
-
-
-def worker_trl(conn: Any, a: argparse.Namespace, gradient_checkpointing: bool = False) -> None:
-    """trl.GRPOTrainer.train, gated per step through a TrainerCallback; generate and rewards wrapped with timers."""
-    model_dir = _setup(a)
-    import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
-
-    warnings.filterwarnings("ignore", message="TRL currently supports vLLM")  # vLLM is installed but unused here
-    from trl import GRPOConfig, GRPOTrainer
-
-    from grpo_core.data import prompt_text
-
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    # The exact prompt strings our trainer feeds (chat template applied), so both sides see the same tokens.
-    ds = Dataset.from_list([{"prompt": prompt_text(r, tok), "answer": r["answer"]} for r in _rows(a.seed)])
-    n = a.group_size * a.prompts
-    out_dir = tempfile.mkdtemp(prefix="bench-trl-")
-    args = GRPOConfig(
-        output_dir=out_dir,
-        per_device_train_batch_size=n,
-        gradient_accumulation_steps=1,
-        num_generations=a.group_size,
-        generation_batch_size=n,
-        max_completion_length=a.max_tokens,
-        beta=0.04,
-        epsilon=0.2,
-        learning_rate=1e-5,
-        lr_scheduler_type="constant",
-        weight_decay=0.0,
-        max_grad_norm=1.0,
-        loss_type="grpo",
-        scale_rewards="group",
-        temperature=1.0,
-        top_p=1.0,
-        top_k=0,
-        use_vllm=False,
-        gradient_checkpointing=gradient_checkpointing,
-        bf16=False,
-        fp16=False,
-        use_cpu=True,
-        seed=a.seed,
-        max_steps=10_000,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-    phases: dict[str, float] = {}
-
-    class Gate(TrainerCallback):
-        t0 = 0.0
-
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if conn.recv() == "stop":
-                raise _Stop
-            phases.clear()
-            self.t0 = time.perf_counter()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            wall = time.perf_counter() - self.t0
-            ph = {k: phases.get(k, 0.0) for k in ("sampling", "scoring")}
-            ph["update"] = wall - ph["sampling"] - ph["scoring"]
-            reward = (trainer._metrics["train"].get("reward") or [None])[-1]
-            conn.send({"wall": wall, "phases": ph, "completion_tokens": phases.get("tokens", 0), "reward": reward})
-
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=reward_last_number,
-        args=args,
-        train_dataset=ds,
-        processing_class=tok,
-        peft_config=lora,
-        callbacks=[Gate()],
-    )
-    trainer.remove_callback(PrinterCallback)  # its per-step log dict would bury the report
-    gen, rew = trainer._generate_single_turn, trainer._calculate_rewards
-
-    def timed_gen(*args: Any, **kw: Any) -> Any:
-        t = time.perf_counter()
-        out = gen(*args, **kw)
-        phases["sampling"] = phases.get("sampling", 0.0) + time.perf_counter() - t
-        phases["tokens"] = phases.get("tokens", 0) + sum(len(c) for c in out[0])
-        return out
-
-    def timed_rew(*args: Any, **kw: Any) -> Any:
-        t = time.perf_counter()
-        out = rew(*args, **kw)
-        phases["scoring"] = phases.get("scoring", 0.0) + time.perf_counter() - t
-        return out
-
-    trainer._generate_single_turn, trainer._calculate_rewards = timed_gen, timed_rew
-    conn.send({"ready": True})
-    with contextlib.suppress(_Stop):  # the parent's "stop" ends train() from inside the gate
-        trainer.train()
-    conn.send({"done": True, "maxrss_mb": _maxrss_mb()})
-
-
-WORKERS = {"ours": worker_ours, "trl": worker_trl}
-
-
-def _worker_trl_gc(conn: Any, a: argparse.Namespace) -> None:
-    worker_trl(conn, a, gradient_checkpointing=True)
-
-
-WORKERS["trl_gc"] = _worker_trl_gc
+def _recv(conn: Any, proc: Any) -> Any:
+    """The side's next message; a side that died (an exception in its process) ends the bench instead of hanging."""
+    while not conn.poll(1.0):
+        if not proc.is_alive():
+            raise SystemExit(f"{proc.name} exited with code {proc.exitcode}; its traceback is above")
+    return conn.recv()
 
 
 def _med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-def fp32_peak_gflops() -> float:
+def matmul_peaks() -> dict[str, float]:
+    """GFLOP/s of a 2048² matmul in fp32 and bf16 on all cores (bench/matmul_dtypes)."""
     import torch
 
     from bench.matmul_dtypes import gflops
 
     torch.set_num_threads(os.cpu_count() or 1)
-    return gflops(torch.float32)
+    return {"fp32": gflops(torch.float32), "bf16": gflops(torch.bfloat16)}
+
+
+def run_sides(a: argparse.Namespace, sides: list[str], steps: int) -> tuple[dict, dict, dict]:
+    """Start every side, one warm-up step each, then ``steps`` ABBA rounds; (warm-up, runs, peak RSS) per side."""
+    ctx = mp.get_context("spawn")
+    procs, conns = {}, {}
+    for s in sides:  # load in parallel: loading is not measured
+        parent, child = ctx.Pipe()
+        procs[s] = ctx.Process(target=side_target(s), args=(child, a), name=f"bench-{s}")
+        procs[s].start()
+        conns[s] = parent
+    try:
+        return _drive(sides, steps, procs, conns)
+    finally:
+        for p in procs.values():  # a side that failed ends the run: the others are not left waiting
+            if p.is_alive():
+                p.terminate()
+
+
+def _drive(sides: list[str], steps: int, procs: dict, conns: dict) -> tuple[dict, dict, dict]:
+    for s in sides:
+        _recv(conns[s], procs[s])  # ready
+    runs: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
+    warm: dict[str, dict[str, Any]] = {}
+    for s in sides:
+        conns[s].send("step")
+        warm[s] = _recv(conns[s], procs[s])
+    for i in range(steps):  # ABBA: the order flips every round so drift in load hits every side alike
+        for s in sides if i % 2 == 0 else sides[::-1]:
+            conns[s].send("step")
+            runs[s].append(_recv(conns[s], procs[s]))
+    rss = {}
+    for s in sides:
+        conns[s].send("stop")
+        rss[s] = _recv(conns[s], procs[s])["maxrss_mb"]
+        procs[s].join(timeout=120)
+    return warm, runs, rss
+
+
+def report(a: argparse.Namespace, sides: list[str], runs: dict, rss: dict, peaks: dict[str, float]) -> dict:
+    """Print the comparison; return the summary that goes into the JSON result."""
+    params = runs["ours"][0]["params"]
+    summary: dict[str, Any] = {}
+    for s in sides:
+        r = runs[s]
+        summary[s] = {
+            "median_step_s": _med([x["wall"] for x in r]),
+            "phases_median_s": {k: _med([x["phases"][k] for x in r]) for k in r[0]["phases"]},
+            "completion_tokens_per_s": _med([x["completion_tokens"] / x["wall"] for x in r]),
+            "peak_rss_mb": rss[s],
+        }
+    o = runs["ours"]
+    mfu = {
+        dt: _med([6 * params * x["update_tokens"] / x["policy_update_s"] / (peak * 1e9) for x in o])
+        for dt, peak in peaks.items()
+    }
+    ours = summary["ours"]
+    ratio = ours["median_step_s"] / summary["trl"]["median_step_s"]
+    update_ratio = ours["phases_median_s"]["update"] / summary["trl"]["phases_median_s"]["update"]
+    print(
+        f"GRPO step, SmolLM2-135M-Instruct, G={a.group_size} x {a.prompts} prompt(s), <= {a.max_tokens} tokens; "
+        f"ours in {a.precision}, TRL in fp32"
+    )
+    print(f"  {os.cpu_count()} threads, 1 warm-up + {len(o)} measured steps per side, alternated ABBA")
+    for s in sides:
+        m = summary[s]
+        ph = ", ".join(f"{k} {v:.2f}" for k, v in m["phases_median_s"].items() if k != "training")
+        steps_txt = " ".join(f"{x['wall']:.2f}" for x in runs[s])
+        print(f"{s:13s} median step {m['median_step_s']:6.2f}s  [{steps_txt}]")
+        print(f"              phases (median s): {ph}")
+        print(f"              {m['completion_tokens_per_s']:.1f} completion tok/s, peak RSS {m['peak_rss_mb']:.0f} MB")
+    print(f"ratio ours/TRL (median step): {ratio:.3f}   update phase: {update_ratio:.3f}")
+    print(f"peak RSS ours/TRL: {ours['peak_rss_mb'] / summary['trl']['peak_rss_mb']:.3f}")
+    for s in sides:
+        if s.startswith("trl_"):
+            print(f"ratio ours/{s}: {ours['median_step_s'] / summary[s]['median_step_s']:.3f}")
+        if s.startswith("ours-") and s != "ours-vllm":
+            off = summary[s]["median_step_s"]
+            print(f"{s[5:]} buys: {off:.2f}s per step without it -> {ours['median_step_s']:.2f}s with it")
+    if "ours-vllm" in summary:
+        print(f"vLLM engine: ours-vllm/ours = {summary['ours-vllm']['median_step_s'] / ours['median_step_s']:.3f}")
+    print(
+        f"our update MFU: {mfu['fp32']:.1%} of the fp32 matmul peak ({peaks['fp32']:.0f} GFLOP/s), "
+        f"{mfu['bf16']:.1%} of the bf16 peak ({peaks['bf16']:.0f} GFLOP/s); FLOPs = 6 x {params / 1e6:.1f}M params "
+        "x tokens processed"
+    )
+    return {"summary": summary, "ratio": ratio, "update_ratio": update_ratio, "mfu": mfu, "params": params}
 
 
 def main() -> None:
@@ -295,71 +169,32 @@ def main() -> None:
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        default="auto",
+        help="our trainer's precision; auto = bf16 when the measured bf16 matmul is at least 2x fp32",
+    )
+    ap.add_argument("--without", action="append", default=[], choices=ABLATIONS, help="also run ours without it")
+    ap.add_argument("--vllm", action="store_true", help="also run ours with the vLLM rollout engine")
+    ap.add_argument("--trl-bf16", action="store_true", help="also run TRL with a bf16 model and bf16=True")
     ap.add_argument("--trl-gc", action="store_true", help="also run TRL with its default gradient checkpointing")
     a = ap.parse_args()
     steps = 2 if a.quick else a.steps
-    sides = ["ours", "trl"] + (["trl_gc"] if a.trl_gc else [])
     started = time.perf_counter()
-    peak = fp32_peak_gflops()
-    ctx = mp.get_context("spawn")
-    procs, conns, ready = {}, {}, {}
-    for s in sides:  # load in parallel: loading is not measured
-        parent, child = ctx.Pipe()
-        procs[s] = ctx.Process(target=WORKERS[s], args=(child, a), name=f"bench-{s}")
-        procs[s].start()
-        conns[s] = parent
-    for s in sides:
-        ready[s] = conns[s].recv()
-    runs: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
-    warm: dict[str, dict[str, Any]] = {}
-    for s in sides:
-        conns[s].send("step")
-        warm[s] = conns[s].recv()
-    for i in range(steps):  # ABBA: the order flips every round so drift in load hits both sides alike
-        for s in sides if i % 2 == 0 else sides[::-1]:
-            conns[s].send("step")
-            runs[s].append(conns[s].recv())
-    rss = {}
-    for s in sides:
-        conns[s].send("stop")
-        rss[s] = conns[s].recv()["maxrss_mb"]
-        procs[s].join(timeout=120)
-    peak = max(peak, fp32_peak_gflops())  # again with the workers gone: the better of two noisy measurements
+    peaks = matmul_peaks()
+    if a.precision == "auto":
+        a.precision = "bf16" if peaks["bf16"] >= 2 * peaks["fp32"] else "fp32"
+    print(f"matmul peaks: fp32 {peaks['fp32']:.0f}, bf16 {peaks['bf16']:.0f} GFLOP/s -> ours runs in {a.precision}")
+    sides = ["ours", "trl"] + [f"ours-{w}" for w in a.without] + (["ours-vllm"] if a.vllm else [])
+    sides += (["trl_bf16"] if a.trl_bf16 else []) + (["trl_gc"] if a.trl_gc else [])
+    from grpo_core.models import prepare_smollm2
 
-    params = runs["ours"][0]["params"]
-    summary: dict[str, Any] = {}
-    for s in sides:
-        r = runs[s]
-        walls = [x["wall"] for x in r]
-        summary[s] = {
-            "median_step_s": _med(walls),
-            "phases_median_s": {k: _med([x["phases"][k] for x in r]) for k in r[0]["phases"]},
-            "completion_tokens_per_s": _med([x["completion_tokens"] / x["wall"] for x in r]),
-            "peak_rss_mb": rss[s],
-        }
-    o = runs["ours"]
-    flops = [6 * params * x["update_tokens"] for x in o]
-    mfu = _med([f / x["policy_update_s"] / (peak * 1e9) for f, x in zip(flops, o, strict=True)])
-    ratio = summary["ours"]["median_step_s"] / summary["trl"]["median_step_s"]
-    update_ratio = summary["ours"]["phases_median_s"]["update"] / summary["trl"]["phases_median_s"]["update"]
-
-    print(f"GRPO step, SmolLM2-135M-Instruct fp32, G={a.group_size} x {a.prompts} prompt(s), <= {a.max_tokens} tokens,")
-    print(f"  {os.cpu_count()} threads, 1 warm-up + {steps} measured steps per side, alternated ABBA")
-    for s in sides:
-        m = summary[s]
-        ph = ", ".join(f"{k} {v:.2f}" for k, v in m["phases_median_s"].items())
-        steps_txt = " ".join(f"{x['wall']:.2f}" for x in runs[s])
-        print(f"{s:7s} median step {m['median_step_s']:6.2f}s  [{steps_txt}]")
-        print(f"        phases (median s): {ph}")
-        print(f"        {m['completion_tokens_per_s']:.1f} completion tok/s, peak RSS {m['peak_rss_mb']:.0f} MB")
-    print(f"ratio ours/TRL (median step): {ratio:.3f}   update phase: {update_ratio:.3f}")
-    if "trl_gc" in summary:
-        gc_ratio = summary["ours"]["median_step_s"] / summary["trl_gc"]["median_step_s"]
-        print(f"ratio ours/TRL-with-grad-checkpointing: {gc_ratio:.3f}")
-    print(
-        f"our update MFU: {mfu:.1%} of fp32 matmul peak {peak:.1f} GFLOP/s "
-        f"(FLOPs = 6 x {params / 1e6:.1f}M params x prompt+completion tokens, over policy_update time)"
-    )
+    prepare_smollm2(MODELS)  # once, before the sides start (each then only loads it)
+    warm, runs, rss = run_sides(a, sides, steps)
+    after = matmul_peaks()  # again with the sides gone: the better of two noisy measurements
+    peaks = {k: max(v, after[k]) for k, v in peaks.items()}
+    out = report(a, sides, runs, rss, peaks)
 
     import peft
     import torch
@@ -376,15 +211,15 @@ def main() -> None:
             "peft": peft.__version__,
         },
         "machine": {"cpu_count": os.cpu_count(), "cpu_capability": torch.backends.cpu.get_cpu_capability()},
-        "fp32_peak_gflops": peak,
-        "model_params": params,
+        "matmul_peak_gflops": peaks,
+        "model_params": out["params"],
         "warmup": warm,
         "steps": runs,
-        "summary": summary,
-        "ratio_ours_over_trl": ratio,
-        "update_ratio_ours_over_trl": update_ratio,
-        "our_update_mfu": mfu,
-        "mfu_formula": "6 * N_params(frozen+LoRA) * (prompt+completion tokens) / policy_update seconds / fp32 peak",
+        "summary": out["summary"],
+        "ratio_ours_over_trl": out["ratio"],
+        "update_ratio_ours_over_trl": out["update_ratio"],
+        "our_update_mfu": out["mfu"],
+        "mfu_formula": "6 * N_params(frozen+LoRA) * tokens processed / policy_update seconds / matmul peak",
         "wall_s": time.perf_counter() - started,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)

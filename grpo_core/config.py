@@ -171,9 +171,12 @@ class GRPOConfig(BaseModel):
         description="Fail the job when a grader errors (raises, times out, returns a non-number) on more than this "
         "share of a step's completions; below it an error scores 0 and is counted in the metrics.",
     )
-    rollout_engine: Literal["transformers", "vllm"] = Field(
-        "transformers",
-        description="Who samples: the trainer's own model (exact log-probs) or vLLM (faster; optional extra).",
+    rollout_engine: Literal["merged", "transformers", "vllm"] = Field(
+        "merged",
+        description="Who samples: merged = a copy of the policy with the adapter folded into its weights, in the "
+        "sampling precision, with a lean decode loop (fastest in-process; costs the adapted layers' weights "
+        "once more); transformers = the trainer's own model through generate() (no copy, exact log-probs); "
+        "vllm = a vLLM engine (optional extra).",
     )
     vllm_weight_sync: Literal["auto", "lora", "merged"] = Field(
         "auto",
@@ -185,7 +188,8 @@ class GRPOConfig(BaseModel):
         ge=1,
         le=100,
         description="Truncated importance sampling (Yao et al., 2025) for engine/trainer log-prob mismatch: the "
-        "per-token loss is weighted by min(π_trainer/π_engine, tis_cap); vLLM only; null disables.",
+        "per-token loss is weighted by min(π_trainer/π_engine, tis_cap); applies to the merged and vLLM engines "
+        "(the transformers engine samples with the trainer's own weights); null disables.",
     )
     n_epochs: int = Field(1, ge=1, le=100, description="Passes over the training file; ignored when max_steps is set.")
     max_steps: int | None = Field(None, ge=1, le=1_000_000, description="Optimizer steps; overrides n_epochs.")
@@ -230,7 +234,9 @@ class GRPOConfig(BaseModel):
     health: HealthConfig = Field(default_factory=HealthConfig, description="Thresholds of the health warnings.")
     precision: Literal["fp32", "bf16"] = Field(
         "fp32",
-        description="bf16 autocast for sampling and update (fast on recent CPUs and GPUs); fp32 is exact.",
+        description="bf16: base weights stored in bf16, LoRA weights and optimizer in fp32, forward/backward under "
+        "bf16 autocast, a bf16 sampler (fast where the hardware has bf16 matmuls: AMX CPUs, recent GPUs); fp32 "
+        "is exact.",
     )
     sample_log_count: int = Field(
         4, ge=0, le=256, description="Rollouts per step kept in the metrics event for inspection."

@@ -7,6 +7,7 @@ exactly like training does (same prompt formatting, same graders), in batches.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import torch
@@ -29,8 +30,12 @@ def evaluate_rewards(
     prompts_per_batch: int = 16,
     seed: int = 0,
     weights: Sequence[float] | None = None,
+    engine: Any = None,
 ) -> tuple[float, float]:
     """(mean reward over every sample, mean over prompts of the best of its k samples).
+
+    ``engine`` (a rollout engine, synced to ``model``) samples instead of ``model.generate``: during training
+    the validation then runs on the same fast sampler as the rollouts.
 
     Rewards are the weighted grader totals; an unscorable sample counts as 0, as OpenAI's graders do. The second
     figure is pass@k for 0/1 graders (k = ``samples_per_prompt``; equal to the mean when k = 1).
@@ -39,9 +44,8 @@ def evaluate_rewards(
     k = samples_per_prompt
     for lo in range(0, len(rows), prompts_per_batch):
         batch = rows[lo : lo + prompts_per_batch]
-        ro = sample(
-            model,
-            tokenizer,
+        generate = engine.generate if engine is not None else partial(sample, model, tokenizer)
+        ro = generate(
             [prompt_text(r, tokenizer) for r in batch],
             group_size=k,
             max_new_tokens=max_new_tokens,

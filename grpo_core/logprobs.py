@@ -9,8 +9,42 @@ materialising a full-vocabulary log-softmax tensor.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
+
+
+class TokenLogProb(torch.autograd.Function):
+    """log softmax(z)[index] per position, with a one-pass backward: dz = g · (onehot(index) − softmax(z)).
+
+    Autograd through ``gather(z) − logsumexp(z)`` builds, per sequence, a zero-filled scatter for the gather, a
+    softmax for the logsumexp and an add of the two — three (T, V) tensors in fp32 and their kernels; here the
+    backward writes each row's gradient once, in the logits' dtype. Forward and backward work one sequence at a
+    time, so no (B, T, V) fp32 tensor ever exists.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor, index: Tensor) -> Tensor:  # type: ignore[override]
+        out = torch.empty(index.shape, dtype=torch.float32, device=logits.device)
+        lse = torch.empty(index.shape, dtype=torch.float32, device=logits.device)
+        for i in range(logits.shape[0]):
+            row = logits[i].float()
+            lse[i] = torch.logsumexp(row, dim=-1)
+            out[i] = row.gather(-1, index[i].unsqueeze(-1)).squeeze(-1) - lse[i]
+        ctx.save_for_backward(logits, index, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        logits, index, lse = ctx.saved_tensors
+        grad_logits = torch.empty_like(logits)
+        for i in range(logits.shape[0]):
+            g = grad[i].float().unsqueeze(-1)  # (T, 1)
+            p = (logits[i].float() - lse[i].unsqueeze(-1)).exp_().mul_(-g)
+            p.scatter_add_(-1, index[i].unsqueeze(-1), g)
+            grad_logits[i] = p
+        return grad_logits, None
 
 
 def logprobs_and_entropy(
@@ -21,15 +55,65 @@ def logprobs_and_entropy(
     ``entropy_grad=None`` skips the entropy; ``False`` computes it without gradient (a metric); ``True`` keeps
     its gradient (for an entropy bonus).
     """
-    lps, ents = [], []
-    for i in range(logits.shape[0]):  # (T, V) at a time
-        row = logits[i].float()
-        lse = torch.logsumexp(row, dim=-1)
-        lps.append(row.gather(-1, index[i].unsqueeze(-1)).squeeze(-1) - lse)
-        if entropy_grad is not None:
-            with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-                ents.append(lse - (torch.softmax(row, dim=-1) * row).sum(dim=-1))
-    return torch.stack(lps), (torch.stack(ents) if ents else None)
+    logp = TokenLogProb.apply(logits, index)
+    if entropy_grad is None:
+        return logp, None
+    ents = []
+    with torch.set_grad_enabled(bool(entropy_grad) and torch.is_grad_enabled()):
+        for i in range(logits.shape[0]):  # (T, V) at a time
+            row = logits[i].float()
+            ents.append(torch.logsumexp(row, dim=-1) - (torch.softmax(row, dim=-1) * row).sum(dim=-1))
+    return logp, torch.stack(ents)
+
+
+def _mask_or_none(mask: Tensor) -> Tensor | None:
+    """None for a mask without padding: the model then builds no (B, 1, Q, K) mask on every call, and plain causal
+    attention is exactly what an all-ones mask asks for."""
+    return None if bool(mask.all()) else mask
+
+
+def shared_prefixes(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Tensor] | None:
+    """(first row of each distinct prompt, each row's index into those), or None when no two rows share a prompt.
+
+    A GRPO batch holds G copies of every prompt; rows are matched by their (left-padded) ids and mask, so the
+    grouping holds whatever order the rows come in (length-sorted micro-batches, GFPO, dynamic sampling).
+    """
+    n, p = prompt_ids.shape
+    if n < 2 or p < 2:
+        return None
+    key = torch.cat([prompt_ids * prompt_mask, prompt_mask], dim=1)
+    uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
+    if uniq.shape[0] == n:
+        return None
+    rows = torch.arange(n, device=prompt_ids.device)
+    first = torch.full((uniq.shape[0],), n, dtype=torch.long, device=prompt_ids.device)
+    first.scatter_reduce_(0, inverse, rows, reduce="amin")
+    return first, inverse
+
+
+def _prefix_cache(
+    model: torch.nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, position_ids: Tensor, groups: tuple[Tensor, Tensor]
+) -> object | None:
+    """KV cache of every prompt token but the last, one forward per distinct prompt, indexed out to all rows; None
+    (the caller runs the plain path) for a model whose cache cannot be built or indexed this way."""
+    from transformers import DynamicCache
+
+    first, inverse = groups
+    p = prompt_ids.shape[1]
+    try:
+        cache = DynamicCache(config=model.config)
+        model(
+            input_ids=prompt_ids[first, :-1],
+            attention_mask=_mask_or_none(prompt_mask[first, :-1]),
+            position_ids=position_ids[first, : p - 1],
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache.batch_select_indices(inverse)
+    except (TypeError, ValueError, AttributeError, NotImplementedError):
+        return None
+    return cache
 
 
 def completion_logprobs(
@@ -41,18 +125,40 @@ def completion_logprobs(
     *,
     temperature: float,
     entropy_grad: bool | None = None,
+    share_prefix: bool = True,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """(B, C) float32 log π(completion token | prefix) at the given temperature; with ``entropy_grad`` not None,
-    also the (B, C) entropy of π at each position (see ``logprobs_and_entropy``)."""
+    also the (B, C) entropy of π at each position (see ``logprobs_and_entropy``).
+
+    With ``share_prefix`` (and rows that share a prompt) each distinct prompt but its last token goes through the
+    model once; its KV cache is indexed out to the rows that share it and only [last prompt token | completion]
+    runs per row. The cache is an ordinary tensor in the autograd graph, so the backward pass accumulates every
+    row's gradient into the one prefix computation: the same loss and gradient as G separate prefixes (up to
+    float rounding) for about 1/G of the prompt's forward and backward compute.
+    """
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
     # Completion positions after EOS still attend normally; they are masked out of the loss, not the input,
     # so earlier positions' logits are unaffected either way (causal attention).
     attn = torch.cat([prompt_mask, torch.ones_like(completion_mask)], dim=1)
     position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)
-    c = completion_ids.shape[1]
-    logits = model(
-        input_ids=input_ids, attention_mask=attn, position_ids=position_ids, logits_to_keep=c + 1
-    ).logits  # (B, C+1, V)
-    logits = logits[:, :-1, :] / temperature  # position t predicts completion token t
+    c, p = completion_ids.shape[1], prompt_ids.shape[1]
+    groups = shared_prefixes(prompt_ids, prompt_mask) if share_prefix else None
+    cache = _prefix_cache(model, prompt_ids, prompt_mask, position_ids, groups) if groups is not None else None
+    if cache is None:
+        logits = model(
+            input_ids=input_ids, attention_mask=_mask_or_none(attn), position_ids=position_ids, logits_to_keep=c + 1
+        ).logits  # (B, C+1, V)
+    else:
+        logits = model(
+            input_ids=input_ids[:, p - 1 :],
+            attention_mask=_mask_or_none(attn),
+            position_ids=position_ids[:, p - 1 :],
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=c + 1,
+        ).logits  # (B, C+1, V)
+    logits = logits[:, :-1, :]  # position t predicts completion token t
+    if temperature != 1.0:  # a full (B, C, V) pass: skipped when it would divide by 1
+        logits = logits / temperature
     logp, entropy = logprobs_and_entropy(logits, completion_ids, entropy_grad=entropy_grad)
     return logp if entropy is None else (logp, entropy)

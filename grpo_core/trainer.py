@@ -32,6 +32,7 @@ from grpo_core.engines.base import make_engine
 from grpo_core.errors import UserError
 from grpo_core.evaluate import evaluate_rewards
 from grpo_core.health import HealthMonitor
+from grpo_core.lora_fused import fuse_lora
 from grpo_core.metrics import step_metrics
 from grpo_core.rewards.graders import Grader
 from grpo_core.sampling import PromptCursor, collect_batch
@@ -63,13 +64,17 @@ class TrainResult:
     last_metrics: dict[str, Any] = field(default_factory=dict)
 
 
-def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int) -> tuple[Any, Any]:
-    """Base model in fp32 with a fresh LoRA adapter (initialised from ``seed``) and its tokenizer."""
+def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool = True) -> tuple[Any, Any]:
+    """Base model (fp32, or bf16 for ``precision="bf16"``) with a fresh fp32 LoRA adapter (initialised from
+    ``seed``) and its tokenizer."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    # bf16: the frozen base weights are stored in bf16 (half the memory, and autocast need not cast them on every
+    # call); peft keeps the adapter in fp32 (autocast_adapter_dtype), so the optimizer state and updates are fp32.
+    dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float32
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
     base.eval()
     torch.manual_seed(seed)
     lora = LoraConfig(
@@ -81,6 +86,8 @@ def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int) -> tuple[Any, Any]:
     )
     model = get_peft_model(base, lora)
     model.eval()
+    if fused_lora:
+        fuse_lora(model)  # same math, one autograd node per LoRA layer (grpo_core.lora_fused)
     return model, tokenizer
 
 
@@ -167,7 +174,7 @@ def train(
             )
             best = False
             if valid_rows and (state.step == total or (cfg.eval_interval and state.step % cfg.eval_interval == 0)):
-                best = _validate(cfg, model, tokenizer, valid_rows, graders, seed, state, last)
+                best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last)
             last["warnings"] = health.check(last)
             callbacks.on_step(last)
             for warning in last["warnings"]:
@@ -186,6 +193,8 @@ def _engine(cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: 
     """The configured rollout engine (grpo_core.engines)."""
     if cfg.rollout_engine == "transformers":
         return make_engine("transformers", model, tokenizer, model_dir, autocast_dtype=autocast)
+    if cfg.rollout_engine == "merged":
+        return make_engine("merged", model, tokenizer, model_dir, dtype=autocast or torch.float32)
     dtype = "bfloat16" if cfg.precision == "bf16" else "float32"
     return make_engine(
         "vllm",
@@ -204,6 +213,7 @@ def _validate(
     cfg: GRPOConfig,
     model: Any,
     tokenizer: Any,
+    engine: Any,
     valid_rows: list[dict[str, Any]],
     graders: Sequence[Grader],
     seed: int,
@@ -223,6 +233,7 @@ def _validate(
         prompts_per_batch=max(1, cfg.batch_size * cfg.group_size // cfg.eval_samples),
         seed=seed + state.step,
         weights=cfg.reward_weights,
+        engine=engine,
     )
     metrics["valid_reward_mean"] = reward
     metrics["valid_pass_at_k"] = best_of_k

@@ -5,6 +5,7 @@ Kept apart from the loop (grpo_core.trainer) so the loop reads as the algorithm 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -13,6 +14,17 @@ from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
 from grpo_core.rollout import Rollout
+
+
+def _attention_kernels(device: str) -> Any:
+    """On CPU, SDPA's math kernels for the update: PyTorch's CPU flash-attention backward is the slow one
+    (8 × 9 heads × 65 queries × 108 keys, bf16: 13-18 ms forward+backward against 5 ms with the math kernels);
+    elsewhere the default choice (flash / memory-efficient on GPU)."""
+    if device != "cpu":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.MATH])
 
 
 def _device(model: Any) -> str:
@@ -78,7 +90,10 @@ def policy_update(
         idx = active[lo : lo + cfg.micro_batch_size]
         args = _micro_args(ro, idx)
         ref = None
-        with torch.autocast(_device(model), dtype=autocast, enabled=autocast is not None):
+        with (
+            torch.autocast(_device(model), dtype=autocast, enabled=autocast is not None),
+            _attention_kernels(_device(model)),
+        ):
             if cfg.beta > 0:
                 with torch.no_grad(), model.disable_adapter():
                     ref = completion_logprobs(model, *args, temperature=cfg.temperature)

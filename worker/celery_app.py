@@ -41,6 +41,16 @@ app.conf.update(
 
 
 @worker_init.connect
+def _preload_training_stack(**_: Any) -> None:
+    """Import torch, transformers, peft and the trainer once, before the pool forks: every job's process inherits
+    them instead of importing them when its first job arrives (seconds of a user's submit -> first step;
+    bench/api_load.py measures it). Importing runs no torch op, so no OpenMP thread exists yet at the fork."""
+    import grpo_core.engines.merged
+    import grpo_core.rewards.graders
+    import grpo_core.trainer  # noqa: F401
+
+
+@worker_init.connect
 def _sandbox_self_test(**_: Any) -> None:
     """Report the python-grader sandbox's tier and run its canaries before the pool forks (children inherit)."""
     from worker.sandbox_check import run_self_test

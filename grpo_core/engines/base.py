@@ -5,6 +5,9 @@ next ``generate`` samples from the updated policy). Engines:
 
 - ``transformers`` (grpo_core.engines.hf): the trainer's own model and ``generate``; no weight copy, no sync
   cost, and its log-probs are the trainer's, so no importance-sampling correction is needed.
+- ``merged`` (grpo_core.engines.merged, the default): a plain copy of the policy with the adapter folded into
+  its weights, in the sampling precision, and a lean decode loop (grpo_core.engines.decode); ``sync`` re-merges
+  the adapted layers in place. Reports ``sampling_logp`` (its rounding differs from the trainer's).
 - ``vllm`` (grpo_core.engines.vllm_engine, optional extra): a separate inference engine holding the base
   weights; ``sync`` hands it the current LoRA adapter. Its kernels give slightly different log-probs than the
   trainer's forward, so it reports ``Rollout.sampling_logp`` and the loss applies truncated importance sampling.
@@ -47,6 +50,10 @@ def make_engine(name: str, model: Any, tokenizer: Any, model_dir: Path, **option
         from grpo_core.engines.hf import TransformersEngine
 
         return TransformersEngine(model, tokenizer, **options)
+    if name == "merged":
+        from grpo_core.engines.merged import MergedEngine
+
+        return MergedEngine(model, tokenizer, **options)
     if name == "vllm":
         from grpo_core.engines.vllm_engine import VLLMEngine
 
