@@ -1,10 +1,10 @@
 """Per-token log-probabilities of the sampled completion tokens only.
 
 The model sees [left-padded prompt | completion] with an attention mask and explicit position ids (so left
-padding never shifts RoPE positions). Only the last C+1 positions' logits are computed (``logits_to_keep``),
-divided by the sampling temperature — the policy that sampled the tokens is softmax(z/T), so the ratio and KL
-must use the same distribution — and the log-prob of each sampled token is ``z_t − logsumexp(z)``, without
-materialising a full-vocabulary log-softmax tensor.
+padding never shifts RoPE positions). Only the C positions that predict completion tokens get logits
+(``logits_to_keep``), divided by the sampling temperature — the policy that sampled the tokens is softmax(z/T),
+so the ratio and KL must use the same distribution — and the log-prob of each sampled token is
+``z_t − logsumexp(z)``, without materialising a full-vocabulary log-softmax tensor.
 """
 
 from __future__ import annotations
@@ -144,10 +144,13 @@ def completion_logprobs(
     c, p = completion_ids.shape[1], prompt_ids.shape[1]
     groups = shared_prefixes(prompt_ids, prompt_mask) if share_prefix else None
     cache = _prefix_cache(model, prompt_ids, prompt_mask, position_ids, groups) if groups is not None else None
+    # The C positions that predict completion tokens (the last one would predict past the completion: no head
+    # matmul and no (B, C+1, V) slice to back-propagate through for it).
     if cache is None:
+        keep = torch.arange(p - 1, p + c - 1, device=input_ids.device)
         logits = model(
-            input_ids=input_ids, attention_mask=_mask_or_none(attn), position_ids=position_ids, logits_to_keep=c + 1
-        ).logits  # (B, C+1, V)
+            input_ids=input_ids, attention_mask=_mask_or_none(attn), position_ids=position_ids, logits_to_keep=keep
+        ).logits  # (B, C, V)
     else:
         logits = model(
             input_ids=input_ids[:, p - 1 :],
@@ -155,9 +158,8 @@ def completion_logprobs(
             position_ids=position_ids[:, p - 1 :],
             past_key_values=cache,
             use_cache=True,
-            logits_to_keep=c + 1,
-        ).logits  # (B, C+1, V)
-    logits = logits[:, :-1, :]  # position t predicts completion token t
+            logits_to_keep=torch.arange(c, device=input_ids.device),
+        ).logits  # (B, C, V): position t predicts completion token t
     if temperature != 1.0:  # a full (B, C, V) pass: skipped when it would divide by 1
         logits = logits / temperature
     logp, entropy = logprobs_and_entropy(logits, completion_ids, entropy_grad=entropy_grad)

@@ -92,7 +92,9 @@ def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         or name not in self.lora_A
         or (dropout is not None and not isinstance(dropout, torch.nn.Identity) and dropout.training)
     )
-    if plain:  # the reference pass (adapter disabled) and anything unusual: peft's own path
+    if self.disable_adapters and not self.merged and not args and not kwargs:
+        return self.base_layer(x)  # the reference pass: the base layer alone, without peft's per-call checks
+    if plain:  # anything unusual: peft's own path
         return self._peft_forward(x, *args, **kwargs)
     device = x.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else self.base_layer.weight.dtype

@@ -43,6 +43,38 @@ def _set_module_tensor(root: torch.nn.Module, name: str, value: torch.Tensor, bu
         setattr(owner, leaf, torch.nn.Parameter(value, requires_grad=False))
 
 
+def _can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
+    """oneDNN's prepacked bf16 linear exists (CPU builds with mkldnn)."""
+    ops = torch.ops.mkldnn
+    return (
+        dtype == torch.bfloat16
+        and device.type == "cpu"
+        and torch.backends.mkldnn.is_available()
+        and hasattr(ops, "_reorder_linear_weight")
+        and hasattr(ops, "_linear_pointwise")
+    )
+
+
+class PrepackedLinear(torch.nn.Module):
+    """A bf16 linear whose weight oneDNN has reordered once into its blocked layout.
+
+    ``F.linear`` on a plain bf16 weight lets oneDNN reorder it on every call; for decoding (8 rows × 576 → 1536,
+    60 distinct weights) the prepacked call took 5.2 ms against 7.4 ms, bit-identical outputs. ``set_weight``
+    re-packs after each sync (~35 ms for SmolLM2's 210 adapted layers).
+    """
+
+    def __init__(self, bias: torch.Tensor | None, rows_hint: int) -> None:
+        super().__init__()
+        self.bias, self.rows_hint = bias, rows_hint
+        self.packed: torch.Tensor | None = None
+
+    def set_weight(self, weight: torch.Tensor) -> None:
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, self.rows_hint)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+
 class MergedEngine:
     name = "merged"
 
@@ -70,6 +102,12 @@ class MergedEngine:
             _set_module_tensor(plain, name.replace(".base_layer.", "."), buf.clone(), buffer=True)
         if getattr(plain.config, "tie_word_embeddings", False):
             plain.tie_weights()
+        self.prepacked = _can_prepack(dtype, next(base.parameters()).device)
+        if self.prepacked:
+            for name in self.layers:
+                owner_name, _, leaf = name.rpartition(".")
+                linear = plain.get_submodule(name)
+                setattr(plain.get_submodule(owner_name), leaf, PrepackedLinear(linear.bias, rows_hint=8))
         leftover = [n for n, t in list(plain.named_parameters()) + list(plain.named_buffers()) if t.is_meta]
         if leftover:
             raise RuntimeError(f"merged sampler: tensors without a source in the policy: {leftover[:5]}")
@@ -81,10 +119,13 @@ class MergedEngine:
     def sync(self, model: Any, step: int) -> None:
         """Adapted weights := W + ΔW of the policy's current adapter, in the sampling dtype, in place."""
         for name, layer in self.layers.items():
-            target = self.model.get_submodule(name).weight
+            module = self.model.get_submodule(name)
+            target = torch.empty_like(layer.base_layer.weight, dtype=self.dtype) if self.prepacked else module.weight
             # W, then += ΔW in fp32 arithmetic with one rounding to the sampling dtype (no fp32 copy of W)
             target.copy_(layer.base_layer.weight)
             target.add_(layer.get_delta_weight(layer.active_adapters[0]).float())
+            if self.prepacked:
+                module.set_weight(target)
 
     def generate(
         self, prompts: list[str], *, group_size: int, max_new_tokens: int, temperature: float, top_p: float, seed: int

@@ -96,8 +96,9 @@ class GRPOConfig:
             overlong_buffer_fraction (float | None | Unset): DAPO's soft overlong punishment: the last fraction of
                 max_completion_tokens costs up to 1 reward, linearly.
             overlong_penalty (float | Unset): Scale of the soft overlong punishment. Default: 1.0.
-            precision (GRPOConfigPrecision | Unset): bf16 autocast for sampling and update (fast on recent CPUs and GPUs);
-                fp32 is exact. Default: 'fp32'.
+            precision (GRPOConfigPrecision | Unset): bf16: base weights stored in bf16, LoRA weights and optimizer in fp32,
+                forward/backward under bf16 autocast, a bf16 sampler (fast where the hardware has bf16 matmuls: AMX CPUs, recent
+                GPUs); fp32 is exact. Default: 'fp32'.
             reasoning_effort (GRPOConfigReasoningEffort | Unset): OpenAI's field, accepted for compatibility; no effect here
                 (open base models have no effort setting: bound reasoning with max_completion_tokens). A value other than
                 'default' gets a warn event. Default: 'default'.
@@ -106,15 +107,17 @@ class GRPOConfig:
             reward_aggregation (GRPOConfigRewardAggregation | Unset): Weighted sum then advantages (GRPO), or per-grader
                 group normalisation then a weighted sum whitened over the batch (GDPO). Default: 'sum_then_normalize'.
             reward_weights (list[float] | None | Unset): One weight per grader (TRL's reward_weights); default 1 each.
-            rollout_engine (GRPOConfigRolloutEngine | Unset): Who samples: the trainer's own model (exact log-probs) or vLLM
-                (faster; optional extra). Default: 'transformers'.
+            rollout_engine (GRPOConfigRolloutEngine | Unset): Who samples: merged = a copy of the policy with the adapter
+                folded into its weights, in the sampling precision, with a lean decode loop (fastest in-process; costs the
+                adapted layers' weights once more); transformers = the trainer's own model through generate() (no copy, exact
+                log-probs); vllm = a vLLM engine (optional extra). Default: 'merged'.
             sample_log_count (int | Unset): Rollouts per step kept in the metrics event for inspection. Default: 4.
             scale_rewards (GRPOConfigScaleRewards | Unset): Divide advantages by the group's reward std (GRPO), the batch's
                 (Lite-PPO), or not at all (Dr. GRPO). Default: 'group'.
             temperature (float | Unset): Sampling temperature; also divides the logits when scoring log-probs. Default: 1.0.
             tis_cap (float | None | Unset): Truncated importance sampling (Yao et al., 2025) for engine/trainer log-prob
-                mismatch: the per-token loss is weighted by min(π_trainer/π_engine, tis_cap); vLLM only; null disables. Default:
-                2.0.
+                mismatch: the per-token loss is weighted by min(π_trainer/π_engine, tis_cap); applies to the merged and vLLM
+                engines (the transformers engine samples with the trainer's own weights); null disables. Default: 2.0.
             top_entropy_quantile (float | Unset): ρ of the 80/20 rule (Wang et al., 2025): policy loss only on the ρ share
                 of tokens with the highest entropy in each micro-batch; 1 keeps all. Default: 1.0.
             top_p (float | Unset): Nucleus sampling. Default: 1.0.
@@ -166,7 +169,7 @@ class GRPOConfig:
     recipe: GRPOConfigRecipeType0 | None | Unset = UNSET
     reward_aggregation: GRPOConfigRewardAggregation | Unset = "sum_then_normalize"
     reward_weights: list[float] | None | Unset = UNSET
-    rollout_engine: GRPOConfigRolloutEngine | Unset = "transformers"
+    rollout_engine: GRPOConfigRolloutEngine | Unset = "merged"
     sample_log_count: int | Unset = 4
     scale_rewards: GRPOConfigScaleRewards | Unset = "group"
     temperature: float | Unset = 1.0

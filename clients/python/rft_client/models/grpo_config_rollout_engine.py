@@ -1,8 +1,9 @@
 from typing import Literal
 
-GRPOConfigRolloutEngine = Literal["transformers", "vllm"]
+GRPOConfigRolloutEngine = Literal["merged", "transformers", "vllm"]
 
 GRPO_CONFIG_ROLLOUT_ENGINE_VALUES: set[GRPOConfigRolloutEngine] = {
+    "merged",
     "transformers",
     "vllm",
 }
