@@ -100,7 +100,8 @@ def test_postgres_restarted_mid_job_the_job_succeeds(worker: Stack, api: httpx.C
 
 
 def test_pause_then_resume_continues_from_the_checkpoint(worker: Stack, api: httpx.Client, pg_url: str) -> None:
-    job = submit(api, max_steps=10, checkpoint_interval=100)
+    # 40 steps: the tiny model's steps take well under a second, and the pause must land before the end
+    job = submit(api, max_steps=40, checkpoint_interval=100)
     wait_steps(api, job["id"], 3, worker)
     assert api.post(f"/v1/fine_tuning/jobs/{job['id']}/pause").json()["status"] in ("pausing", "paused")
     paused = wait_status(api, job["id"], {"paused", *DONE}, 240, worker)
@@ -110,7 +111,7 @@ def test_pause_then_resume_continues_from_the_checkpoint(worker: Stack, api: htt
     assert api.post(f"/v1/fine_tuning/jobs/{job['id']}/resume").json()["status"] == "queued"
     done = wait_status(api, job["id"], DONE, 300, worker)
     assert done["status"] == "succeeded", done
-    assert steps_of(api, job["id"]) == list(range(1, 11))
+    assert steps_of(api, job["id"]) == list(range(1, 41))
     messages = [e["message"] for e in all_events(api, job["id"])]
     assert any(m.startswith(f"Resumed from step {paused['steps_done']} after a pause") for m in messages), messages
     assert epoch_of(pg_url, job["id"]) == 2
