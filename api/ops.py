@@ -19,10 +19,10 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -126,6 +126,60 @@ class RateLimiter:
             return (1.0 - tokens) / self.rate
 
 
+class ObserveMiddleware:
+    """Request id, per-key rate limit and the latency histogram, as a plain ASGI middleware.
+
+    Not ``@app.middleware("http")``: Starlette's BaseHTTPMiddleware runs every request through an extra task and
+    memory streams, a sizeable share of the CPU a status poll costs (bench/api_load.py).
+    """
+
+    def __init__(self, app: Any, *, limiter: RateLimiter | None, latency: Histogram, limit: int) -> None:
+        self.app, self.limiter, self.latency, self.limit = app, limiter, latency, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        rid = headers.get(b"x-request-id", b"").decode("latin-1") or uuid.uuid4().hex
+        token = request_id.set(rid)
+        start = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid.encode("latin-1"))]
+            await send(message)
+
+        try:
+            wait = 0.0
+            if self.limiter is not None and scope["path"].startswith("/v1/"):
+                client = scope.get("client")
+                who = headers.get(b"authorization") or (client[0] if client else "?").encode()
+                wait = self.limiter.take(hashlib.sha256(who).hexdigest())
+            if wait > 0:
+                retry = max(1, round(wait))
+                body = {
+                    "error": {
+                        "type": "rate_limit_error",
+                        "code": "rate_limited",
+                        "message": f"too many requests: the limit is {self.limit} per minute per key; retry in "
+                        f"{retry} s",
+                        "param": None,
+                    }
+                }
+                response = JSONResponse(body, status_code=429, headers={"Retry-After": str(retry)})
+                await response(scope, receive, send_with_id)
+                return
+            await self.app(scope, receive, send_with_id)
+        finally:
+            request_id.reset(token)
+            path = getattr(scope.get("route"), "path", "unmatched")
+            self.latency.labels(scope["method"], path, str(status)).observe(time.perf_counter() - start)
+
+
 def install(app: FastAPI, settings: Settings) -> None:
     """Middleware, /metrics and /readyz on ``app``."""
     registry = CollectorRegistry()  # one per app: tests build many apps in one process
@@ -136,35 +190,7 @@ def install(app: FastAPI, settings: Settings) -> None:
     registry.register(_StateCollector(app))  # type: ignore[arg-type]
     limiter = RateLimiter(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
-        token = request_id.set(rid)
-        start = time.perf_counter()
-        try:
-            if limiter is not None and request.url.path.startswith("/v1/"):
-                who = request.headers.get("authorization") or (request.client.host if request.client else "?")
-                wait = limiter.take(hashlib.sha256(who.encode()).hexdigest())
-                if wait > 0:
-                    retry = max(1, round(wait))
-                    body = {
-                        "error": {
-                            "type": "rate_limit_error",
-                            "code": "rate_limited",
-                            "message": f"too many requests: the limit is {settings.rate_limit_per_minute} per minute "
-                            f"per key; retry in {retry} s",
-                            "param": None,
-                        }
-                    }
-                    return JSONResponse(body, status_code=429, headers={"Retry-After": str(retry), "X-Request-ID": rid})
-            response = await call_next(request)
-        finally:
-            request_id.reset(token)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        latency.labels(request.method, path, str(response.status_code)).observe(time.perf_counter() - start)
-        response.headers["X-Request-ID"] = rid
-        return response
+    app.add_middleware(ObserveMiddleware, limiter=limiter, latency=latency, limit=settings.rate_limit_per_minute)
 
     @app.get("/metrics", include_in_schema=False)
     def metrics() -> Response:
