@@ -104,7 +104,9 @@ class MergedEngine:
             plain.tie_weights()
         self.prepacked = _can_prepack(dtype, next(base.parameters()).device)
         if self.prepacked:
-            for name in self.layers:
+            for name, layer in self.layers.items():
+                if not isinstance(layer.base_layer, torch.nn.Linear):  # e.g. a LoRA on the embedding
+                    continue
                 owner_name, _, leaf = name.rpartition(".")
                 linear = plain.get_submodule(name)
                 setattr(plain.get_submodule(owner_name), leaf, PrepackedLinear(linear.bias, rows_hint=8))
@@ -120,11 +122,12 @@ class MergedEngine:
         """Adapted weights := W + ΔW of the policy's current adapter, in the sampling dtype, in place."""
         for name, layer in self.layers.items():
             module = self.model.get_submodule(name)
-            target = torch.empty_like(layer.base_layer.weight, dtype=self.dtype) if self.prepacked else module.weight
+            packed = isinstance(module, PrepackedLinear)
+            target = torch.empty_like(layer.base_layer.weight, dtype=self.dtype) if packed else module.weight
             # W, then += ΔW in fp32 arithmetic with one rounding to the sampling dtype (no fp32 copy of W)
             target.copy_(layer.base_layer.weight)
             target.add_(layer.get_delta_weight(layer.active_adapters[0]).float())
-            if self.prepacked:
+            if packed:
                 module.set_weight(target)
 
     def generate(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from grpo_core.config import GRPOConfig
@@ -235,3 +236,31 @@ def test_token_logprob_backward_is_the_autograd_one() -> None:
     half = logits.detach().bfloat16().requires_grad_()  # bf16 logits get a bf16 gradient, computed in fp32
     (TokenLogProb.apply(half, index) * weights).sum().backward()
     assert half.grad.dtype == torch.bfloat16 and torch.allclose(half.grad.double(), want.double(), atol=1e-2)
+
+
+def test_prepacked_bf16_sampler_computes_what_plain_bf16_linears_do(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import grpo_core.engines.merged as merged
+
+    if not merged._can_prepack(torch.bfloat16, torch.device("cpu")):
+        pytest.skip("this torch build has no oneDNN prepacked linear")
+    model = _nontrivial_policy(tiny_model_dir)
+    packed = merged.MergedEngine(model, _tokenizer(tiny_model_dir), torch.bfloat16)
+    monkeypatch.setattr(merged, "_can_prepack", lambda *a: False)
+    plain = merged.MergedEngine(model, _tokenizer(tiny_model_dir), torch.bfloat16)
+    assert packed.prepacked and not plain.prepacked
+    assert sum(isinstance(m, merged.PrepackedLinear) for m in packed.model.modules()) == 14
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10]])
+    with torch.no_grad():
+        a, b = packed.model(input_ids=ids).logits, plain.model(input_ids=ids).logits
+    assert torch.allclose(a.float(), b.float(), atol=1e-2)
+    with torch.no_grad():  # a sync after an update reaches the packed weights too
+        for name, p in model.named_parameters():
+            if "lora_A" in name:
+                p.add_(0.5)
+    packed.sync(model, 1)
+    plain.sync(model, 1)
+    with torch.no_grad():
+        a2, b2 = packed.model(input_ids=ids).logits, plain.model(input_ids=ids).logits
+    assert torch.allclose(a2.float(), b2.float(), atol=1e-2) and not torch.allclose(a2, a, atol=1e-2)
