@@ -188,6 +188,10 @@ def summarize(samples: list[Sample]) -> dict[str, dict[str, Any]]:
             "pool_wait_ms_p99": pct([s.sent - s.called for s in group], 99),
             "generator_lag_ms_p99": pct([s.called - s.scheduled for s in group], 99),
         }
+    # When the slow requests happened (seconds into the run): periodic clusters point at a background job,
+    # scattered ones at contention.
+    slow = sorted(s.scheduled - t0 for s in samples if s.done - s.scheduled > 0.05)
+    out["all"]["slow_over_50ms_at_s"] = [round(x, 2) for x in slow]
     return out
 
 
