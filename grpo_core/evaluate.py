@@ -42,9 +42,9 @@ def evaluate_rewards(
     """
     total, best, n = 0.0, 0.0, 0
     k = samples_per_prompt
+    generate = engine.generate if engine is not None else partial(sample, model, tokenizer)
     for lo in range(0, len(rows), prompts_per_batch):
         batch = rows[lo : lo + prompts_per_batch]
-        generate = engine.generate if engine is not None else partial(sample, model, tokenizer)
         ro = generate(
             [prompt_text(r, tokenizer) for r in batch],
             group_size=k,

@@ -91,25 +91,33 @@ def shared_prefixes(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Te
     return first, inverse
 
 
+def prefill_cache(model: torch.nn.Module, ids: Tensor, mask: Tensor, cache: object) -> None:
+    """Run every token but the last of the left-padded ``ids`` into ``cache``: one forward, logits for one position
+    only, positions counted from the mask so padding never shifts RoPE. The last token is left for the caller's
+    next forward, which then yields the first prediction. Shared by the update's shared prefix
+    (``completion_logprobs``) and both samplers' once-per-prompt prefill (grpo_core.engines)."""
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    model(
+        input_ids=ids[:, :-1],
+        attention_mask=_mask_or_none(mask[:, :-1]),
+        position_ids=pos[:, :-1],
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+
+
 def _prefix_cache(
-    model: torch.nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, position_ids: Tensor, groups: tuple[Tensor, Tensor]
+    model: torch.nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, groups: tuple[Tensor, Tensor]
 ) -> object | None:
     """KV cache of every prompt token but the last, one forward per distinct prompt, indexed out to all rows; None
     (the caller runs the plain path) for a model whose cache cannot be built or indexed this way."""
     from transformers import DynamicCache
 
     first, inverse = groups
-    p = prompt_ids.shape[1]
     try:
         cache = DynamicCache(config=model.config)
-        model(
-            input_ids=prompt_ids[first, :-1],
-            attention_mask=_mask_or_none(prompt_mask[first, :-1]),
-            position_ids=position_ids[first, : p - 1],
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
+        prefill_cache(model, prompt_ids[first], prompt_mask[first], cache)
         cache.batch_select_indices(inverse)
     except (TypeError, ValueError, AttributeError, NotImplementedError):
         return None
@@ -143,7 +151,7 @@ def completion_logprobs(
     position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)
     c, p = completion_ids.shape[1], prompt_ids.shape[1]
     groups = shared_prefixes(prompt_ids, prompt_mask) if share_prefix else None
-    cache = _prefix_cache(model, prompt_ids, prompt_mask, position_ids, groups) if groups is not None else None
+    cache = _prefix_cache(model, prompt_ids, prompt_mask, groups) if groups is not None else None
     # The C positions that predict completion tokens (the last one would predict past the completion: no head
     # matmul and no (B, C+1, V) slice to back-propagate through for it).
     if cache is None:

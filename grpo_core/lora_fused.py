@@ -16,7 +16,7 @@ with three matmuls in the compute dtype and writes the three gradients by hand:
 (W frozen: no gradient). The compute dtype is the autocast dtype when autocast is on (bf16 here), else the
 weights' own dtype; the adapter's fp32 master weights receive fp32 gradients, as with autocast. Layers with
 dropout > 0 in training mode, DoRA or other variants, several active adapters, or a non-Linear base keep peft's
-forward; a disabled adapter (the reference pass) and merged weights go through peft unchanged.
+forward, as do merged weights; a disabled adapter (the reference pass) calls the base layer directly.
 """
 
 from __future__ import annotations
@@ -82,19 +82,15 @@ def _fusable(module: Any) -> bool:
 
 
 def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    if args or kwargs or self.merged:  # anything unusual: peft's own path
+        return self._peft_forward(x, *args, **kwargs)
+    if self.disable_adapters:  # the reference pass: the base layer alone, without peft's per-call checks
+        return self.base_layer(x)
     name = self.active_adapters[0] if len(self.active_adapters) == 1 else None
     dropout = self.lora_dropout[name] if name in self.lora_dropout else None  # noqa: SIM401 (ModuleDict: no .get)
-    plain = (
-        self.disable_adapters
-        or self.merged
-        or args
-        or kwargs
-        or name not in self.lora_A
-        or (dropout is not None and not isinstance(dropout, torch.nn.Identity) and dropout.training)
-    )
-    if self.disable_adapters and not self.merged and not args and not kwargs:
-        return self.base_layer(x)  # the reference pass: the base layer alone, without peft's per-call checks
-    if plain:  # anything unusual: peft's own path
+    if name not in self.lora_A or (
+        dropout is not None and not isinstance(dropout, torch.nn.Identity) and dropout.training
+    ):
         return self._peft_forward(x, *args, **kwargs)
     device = x.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else self.base_layer.weight.dtype

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.logprobs import prefill_cache
 from grpo_core.rollout import Rollout, completion_mask, eos_ids
 
 
@@ -74,18 +75,9 @@ def _new_cache(model: Any, capacity: int) -> Any:
 
 def _prefill(model: Any, ids: Tensor, mask: Tensor, group_size: int, capacity: int) -> Any:
     """KV cache of every prompt token but the last, one row per distinct prompt, repeated ``group_size`` times."""
-    padding_free = bool(mask.all())
     cache = _new_cache(model, capacity)
     if ids.shape[1] > 1:
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        model(
-            input_ids=ids[:, :-1],
-            attention_mask=None if padding_free else mask[:, :-1],
-            position_ids=pos[:, :-1],
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
+        prefill_cache(model, ids, mask, cache)
         cache.batch_repeat_interleave(group_size)
     return cache
 

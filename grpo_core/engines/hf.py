@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from grpo_core.logprobs import prefill_cache
 from grpo_core.rollout import Rollout, completion_mask, eos_ids
 
 
@@ -58,14 +59,7 @@ def _shared_prefill(model: Any, unique: dict[str, torch.Tensor], group_size: int
         return None
     try:
         cache = DynamicCache(config=model.config)
-        pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
-        model(
-            input_ids=ids[:, :-1],
-            attention_mask=mask[:, :-1],
-            position_ids=pos[:, :-1],
-            past_key_values=cache,
-            use_cache=True,
-        )
+        prefill_cache(model, ids, mask, cache)  # (logits of one position only: the prefix needs none)
         cache.batch_repeat_interleave(group_size)
     except (TypeError, ValueError, AttributeError, NotImplementedError):
         return None
