@@ -6,7 +6,8 @@ BIN    := $(VENV)/bin
 # the existing virtualenv.
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile clients/python/setup.py | sha1sum | cut -c1-10)
 
-.PHONY: install test test-unit test-integration lint services sandbox demo bench clean openapi check-openapi
+.PHONY: install test test-unit test-integration test-browser lint services sandbox browser dashboard demo bench clean openapi \
+	check-openapi
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,7 +26,15 @@ $(STAMP): pyproject.toml Makefile
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-install: $(STAMP)
+# The dashboard bundle (api/dashboard/dist, served at /): rebuilt when its sources or locked packages change.
+DASHBOARD := api/dashboard/dist/index.html
+$(DASHBOARD): api/dashboard/package.json api/dashboard/package-lock.json api/dashboard/build.mjs \
+		$(wildcard api/dashboard/src/*)
+	bash scripts/dashboard_build.sh
+
+dashboard: $(DASHBOARD)
+
+install: $(STAMP) $(DASHBOARD)
 
 lint: install
 	$(BIN)/ruff check .
@@ -39,13 +48,20 @@ services:
 sandbox:
 	bash scripts/sandbox_setup.sh
 
+# Debian's chromium for the dashboard's browser tests (apt, only when missing).
+browser:
+	bash scripts/browser_setup.sh
+
 test-unit: install sandbox
 	$(BIN)/python -m pytest -q tests/unit
 
 test-integration: install services sandbox
 	$(BIN)/python -m pytest -q tests/integration
 
-test: install services sandbox lint check-openapi
+test-browser: install services sandbox browser
+	$(BIN)/python -m pytest -q tests/browser
+
+test: install services sandbox browser lint check-openapi
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # openapi.json and the generated client (clients/python) from api.main:create_app() (scripts/openapi.py);

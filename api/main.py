@@ -13,11 +13,12 @@ from api.errors import install_handlers
 from api.ops import configure_logging
 from api.ops import install as install_ops
 from api.queue import enqueue_run_job, make_producer
-from api.routes import files, graders, internal, jobs, models, streams, webhooks
+from api.routes import downloads, files, graders, internal, jobs, models, streams, webhooks
 from api.services.reaper import Reaper
 from api.services.webhook_dispatch import start_dispatcher
 from api.settings import Settings, get_settings
 from api.storage import make_store
+from api.web import install as install_dashboard
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         files.router,
         jobs.router,
         streams.router,
+        downloads.router,
         graders.router,
         models.router,
         webhooks.router,
@@ -73,4 +75,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
+    install_dashboard(app)
     return app

@@ -5,7 +5,8 @@
 3. Start the API (uvicorn) and one Celery worker on the embedded defaults: SQLite, filesystem broker, local
    object store, all under .state/demo — no service needed.
 4. With the `rft` CLI (rft_cli/, built on the generated client in clients/python): upload the files, create a
-   GRPO job, follow it (step/total, train reward and its sparkline, ETA), download the final LoRA adapter.
+   GRPO job, follow it (step/total, train reward and its sparkline, ETA), download the final LoRA adapter. The
+   job's dashboard page (printed URL) shows the same run live; ``--screenshot PATH`` saves a picture of it.
 5. Load the adapter with PeftModel.from_pretrained and print the validation reward of base model vs adapter.
 The processes it started are stopped whatever happens.
 """
@@ -99,6 +100,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--screenshot", type=Path, help="save a screenshot of the job's dashboard page here at the end")
     args = ap.parse_args()
     # SIGTERM (e.g. from a CI timeout) unwinds like Ctrl-C, so the finally below stops the API and worker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -158,6 +160,7 @@ def main() -> None:
             "lora.rank": 16,
             "lora.alpha": 32,
             "checkpoint_interval": 10,
+            "eval_interval": 5,  # the validation curve on the dashboard: 4 points
             "micro_batch_size": 32,
         }
         flags = {
@@ -174,7 +177,12 @@ def main() -> None:
         created = rft(base_url, "jobs", "create", *flag_args, *hp_flags, "--json", capture=True)
         job = json.loads(created)
         print(f"4/5 following {job['id']} ({job['total_steps']} steps), then downloading its adapter")
+        print(f"    dashboard (curves, rollouts, checkpoints): {base_url}/#/jobs/{job['id']}")
         rft(base_url, "jobs", "follow", job["id"])  # exits non-zero (and so does the demo) unless it succeeded
+        if args.screenshot:
+            from scripts.screenshot import capture_job_page
+
+            print(f"    dashboard screenshot: {capture_job_page(base_url, job['id'], args.screenshot)}")
         rft(base_url, "adapters", "download", job["id"], "-o", str(adapter_dir.relative_to(ROOT)))
     finally:
         worker.stop()

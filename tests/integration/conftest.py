@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.helpers import migrate
-from tests.integration.stack import Stack, moto_s3
+from tests.integration.stack import Stack, moto_s3, production_env
 
 PG = os.environ.get("RFT_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
 REDIS = os.environ.get("RFT_TEST_REDIS", "redis://127.0.0.1:6379")
@@ -74,19 +74,7 @@ def services_stack(
     tmp_path_factory: pytest.TempPathFactory,
     logs_dir: Path,
 ) -> Iterator[Stack]:
-    env = {
-        "DATABASE_URL": pg_url,
-        "BROKER_URL": redis_url,
-        "MODEL_CATALOG_DIR": str(catalog_dir),
-        "STATE_DIR": str(tmp_path_factory.mktemp("state")),
-        "WORKER_TOKEN": secrets.token_hex(16),
-        "LEASE_SECONDS": "15",
-        # the reaper looks every second; a doorbell unanswered for 5 s is rung again (production: 30 s / 300 s)
-        "REAPER_INTERVAL_SECONDS": "1",
-        "REQUEUE_AFTER_SECONDS": "5",
-        "RETRY_BACKOFF_SECONDS": "2",
-        **s3,
-    }
+    env = production_env(pg_url, redis_url, s3, catalog_dir, tmp_path_factory.mktemp("state"))
     stack = Stack(env, logs_dir)
     stack.start_api()
     yield stack

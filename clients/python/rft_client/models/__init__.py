@@ -4,6 +4,7 @@ from .body_create_file import BodyCreateFile
 from .checkpoint import Checkpoint
 from .checkpoint_metrics import CheckpointMetrics
 from .delivery_attempt import DeliveryAttempt
+from .download_link import DownloadLink
 from .error_body import ErrorBody
 from .error_response import ErrorResponse
 from .file_deleted import FileDeleted
@@ -102,6 +103,7 @@ __all__ = (
     "Checkpoint",
     "CheckpointMetrics",
     "DeliveryAttempt",
+    "DownloadLink",
     "ErrorBody",
     "ErrorResponse",
     "FileDeleted",

@@ -1,0 +1,138 @@
+// Line charts of the step metrics, drawn by uPlot (canvas, built for streaming series). A chart is created
+// once and fed new data with setData as steps land; its width follows its container.
+import { useEffect, useRef } from "preact/hooks";
+import uPlot from "uplot";
+import { html } from "./util.js";
+
+const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#db2777", "#65a30d"];
+
+// shares (clip fraction, zero-std groups) start at 0 and keep a visible scale when everything is 0
+const FRACTION = { range: (u, lo, hi) => [0, hi > 0 ? Math.min(1, hi * 1.15) : 0.01] };
+
+function options(title, series, width, fraction) {
+  return {
+    title,
+    width,
+    height: 200,
+    legend: { live: true },
+    cursor: { drag: { x: true, y: false } },
+    scales: { x: { time: false }, ...(fraction ? { y: FRACTION } : {}) },
+    axes: [{ label: "step", size: 40 }, { size: 56 }],
+    series: [
+      { label: "step" },
+      ...series.map((s, i) => ({
+        label: s.label,
+        stroke: s.color || PALETTE[i % PALETTE.length],
+        width: 2,
+        spanGaps: true,
+        // sparse series (validation every eval_interval steps) are visible only as points
+        points: { show: s.points ?? true, size: 5 },
+        dash: s.dash,
+      })),
+    ],
+  };
+}
+
+// series: [{label, values, color?, dash?, points?}] with values aligned to steps (null where missing).
+export function Chart({ id, title, steps, series, fraction = false, emptyNote = "no data yet" }) {
+  const box = useRef(null);
+  const plot = useRef(null);
+  const shape = series.map((s) => s.label).join("|");
+  const data = [steps, ...series.map((s) => s.values)];
+
+  useEffect(() => {
+    const el = box.current;
+    const u = new uPlot(options(title, series, el.clientWidth || 400, fraction), data, el);
+    plot.current = u;
+    const ro = new ResizeObserver(() => u.setSize({ width: el.clientWidth, height: 200 }));
+    ro.observe(el);
+    return () => {
+      ro.disconnect();
+      u.destroy();
+      plot.current = null;
+    };
+  }, [shape]);
+
+  useEffect(() => {
+    plot.current?.setData(data);
+  });
+
+  const points = series.length ? series[0].values.filter((v) => v !== null && v !== undefined).length : 0;
+  const empty = !series.some((s) => s.values.some((v) => v !== null && v !== undefined));
+  return html`<div class="chart" data-testid=${`chart-${id}`} data-points=${points}>
+    <div ref=${box}></div>
+    ${empty && html`<div class="chart-empty">${emptyNote}</div>`}
+  </div>`;
+}
+
+const get = (obj, path) => path.split(".").reduce((o, k) => (o == null ? undefined : o[k]), obj);
+const col = (rows, path) =>
+  rows.map((r) => {
+    const v = get(r, path);
+    return typeof v === "number" && Number.isFinite(v) ? v : null;
+  });
+
+// The job page's charts from the metrics events' data (worker/runner.py:metrics_event), one row per step.
+export function MetricCharts({ rows, hyperparameters = {} }) {
+  const steps = rows.map((r) => r.step);
+  const graderNames = [];
+  for (const r of rows) {
+    for (const g of r.scores?.graders || []) if (!graderNames.includes(g.name)) graderNames.push(g.name);
+  }
+  const perGrader = graderNames.map((name) => ({
+    label: `grader ${name}`,
+    dash: [6, 4],
+    values: rows.map((r) => {
+      const g = (r.scores?.graders || []).find((x) => x.name === name);
+      return g && typeof g.train_reward_mean === "number" ? g.train_reward_mean : null;
+    }),
+  }));
+  const valid = col(rows, "scores.valid_reward_mean");
+  const charts = [
+    {
+      id: "reward",
+      title: "Reward",
+      series: [
+        { label: "train reward", values: col(rows, "scores.train_reward_mean") },
+        // one grader is the reward itself: a second line would only hide the first
+        ...(graderNames.length > 1 ? perGrader : []),
+        ...(valid.some((v) => v !== null) ? [{ label: "validation", values: valid, color: "#111827" }] : []),
+      ],
+    },
+    {
+      id: "kl",
+      title: "KL to the base model",
+      series: [{ label: "kl", values: col(rows, "kl") }],
+      // β = 0 (DAPO, Dr. GRPO, ...) drops the reference model: there is no KL to show
+      ...(hyperparameters.beta === 0 ? { emptyNote: "not computed: β = 0 (no reference model)" } : {}),
+    },
+    { id: "entropy", title: "Entropy (per token)", series: [{ label: "entropy", values: col(rows, "entropy") }] },
+    {
+      id: "length",
+      title: "Completion length (tokens)",
+      series: [
+        { label: "mean", values: col(rows, "completion_length_mean") },
+        { label: "max", values: col(rows, "completion_length_max"), dash: [4, 4] },
+      ],
+    },
+    {
+      id: "clip",
+      title: "Clip fraction",
+      fraction: true,
+      series: [
+        { label: "clipped", values: col(rows, "clip_ratio") },
+        { label: "low (Â<0)", values: col(rows, "clip_ratio_low"), dash: [4, 4] },
+        { label: "high (Â>0)", values: col(rows, "clip_ratio_high"), dash: [2, 3] },
+      ],
+    },
+    {
+      id: "signal",
+      title: "Groups without signal (equal rewards)",
+      fraction: true,
+      series: [{ label: "zero-std share", values: col(rows, "frac_reward_zero_std") }],
+    },
+  ];
+  return html`<div class="charts">
+    ${charts.map((c) => html`<${Chart} key=${c.id} ...${c} steps=${steps} />`)}
+  </div>`;
+}

@@ -1,0 +1,205 @@
+// Create a job: upload the training (and validation) JSONL, describe the grader (a template per type, checked
+// by POST /v1/fine_tuning/alpha/graders/validate), pick a model and a recipe, set the common hyperparameters, submit. The API
+// validates everything again; its error names the field at fault.
+import { useEffect, useState } from "preact/hooks";
+import { api, jobsPath } from "./api.js";
+import { ErrorNote, html, navigate } from "./util.js";
+
+const GRADERS = {
+  string_check: { type: "string_check", name: "exact", input: "{{sample.output_text}}", reference: "{{item.answer}}", operation: "eq" },
+  math: { type: "math", name: "math", reference: "{{item.answer}}" },
+  text_similarity: {
+    type: "text_similarity",
+    name: "similar",
+    input: "{{sample.output_text}}",
+    reference: "{{item.answer}}",
+    evaluation_metric: "fuzzy_match",
+  },
+  python: { type: "python", name: "my_reward", timeout_seconds: 30 },
+  multi: {
+    type: "multi",
+    name: "multi",
+    graders: {
+      correct: { type: "string_check", input: "{{sample.output_text}}", reference: "{{item.answer}}", operation: "ilike" },
+      short: { type: "length", mode: "linear", target: 200 },
+    },
+    calculate_output: "correct + 0.1 * short",
+  },
+};
+
+const PYTHON_SOURCE = `def grade(sample, item):
+    """sample["output_text"] is the completion; item is the dataset row. Return a float (None: not applicable)."""
+    return float(sample["output_text"].strip() == item["answer"])
+`;
+
+const FIELDS = [
+  ["group_size", "Group size G", 8],
+  ["batch_size", "Prompts per step", 4],
+  ["max_steps", "Max steps (empty: n_epochs)", ""],
+  ["learning_rate", "Learning rate", ""],
+  ["max_completion_tokens", "Max completion tokens", ""],
+  ["beta", "KL coefficient β", ""],
+];
+
+// a file picked once is uploaded once, however often the form is submitted (a rejected job leaves no copies)
+const uploaded = new WeakMap();
+
+async function upload(file) {
+  if (uploaded.has(file)) return uploaded.get(file);
+  const form = new FormData();
+  form.append("purpose", "fine-tune");
+  form.append("file", file);
+  const id = (await api("/v1/files", { method: "POST", form })).id;
+  uploaded.set(file, id);
+  return id;
+}
+
+function FilePick({ label, name, files, value, onChange, required }) {
+  return html`<fieldset class="file-pick">
+    <legend>${label}</legend>
+    <input type="file" name=${name} accept=".jsonl,application/jsonl" onChange=${(e) => onChange({ file: e.target.files[0] || null, id: "" })} />
+    <span class="muted">or an uploaded file</span>
+    <select name=${`${name}_id`} value=${value.id} onChange=${(e) => onChange({ file: null, id: e.target.value })}>
+      <option value="">${required ? "—" : "none"}</option>
+      ${files.map((f) => html`<option key=${f.id} value=${f.id}>${f.filename} (${f.id})</option>`)}
+    </select>
+  </fieldset>`;
+}
+
+export function CreateJob() {
+  const [models, setModels] = useState([]);
+  const [recipes, setRecipes] = useState([]);
+  const [files, setFiles] = useState([]);
+  const [model, setModel] = useState("");
+  const [train, setTrain] = useState({ file: null, id: "" });
+  const [valid, setValid] = useState({ file: null, id: "" });
+  const [graderType, setGraderType] = useState("string_check");
+  const [grader, setGrader] = useState(JSON.stringify(GRADERS.string_check, null, 2));
+  const [source, setSource] = useState(PYTHON_SOURCE);
+  const [recipe, setRecipe] = useState("");
+  const [hp, setHp] = useState(Object.fromEntries(FIELDS.map(([k, , d]) => [k, String(d)])));
+  const [extra, setExtra] = useState("{}");
+  const [suffix, setSuffix] = useState("");
+  const [error, setError] = useState(null);
+  const [check, setCheck] = useState(null);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    api("/v1/models").then((m) => (setModels(m.data), setModel((cur) => cur || m.data[0]?.id || ""))).catch(setError);
+    api("/v1/files?purpose=fine-tune&limit=100").then((p) => setFiles(p.data)).catch(() => {});
+    // the recipe names come from the API's own schema, so this list never drifts from grpo_core.presets
+    fetch("/openapi.json")
+      .then((r) => r.json())
+      .then((spec) => setRecipes(spec.components.schemas.GRPOConfig.properties.recipe.anyOf[0].enum))
+      .catch(() => {});
+  }, []);
+
+  const parseGrader = () => {
+    let spec;
+    try {
+      spec = JSON.parse(grader);
+    } catch (e) {
+      throw new Error(`grader: not JSON (${e.message})`);
+    }
+    // a python grader's code is edited in its own box rather than as a JSON string
+    return spec?.type === "python" && !("source" in spec) ? { ...spec, source } : spec;
+  };
+  const validateGrader = async () => {
+    setCheck(null);
+    try {
+      const spec = parseGrader();
+      await api("/v1/fine_tuning/alpha/graders/validate", { method: "POST", body: { grader: spec } });
+      setCheck("The grader is valid.");
+    } catch (e) {
+      setCheck(`Invalid: ${e}`);
+    }
+  };
+
+  const submit = async (e) => {
+    e.preventDefault();
+    setError(null);
+    setBusy(true);
+    try {
+      const spec = parseGrader();
+      let more;
+      try {
+        more = JSON.parse(extra || "{}");
+      } catch (err) {
+        throw new Error(`more hyperparameters: not JSON (${err.message})`);
+      }
+      const hyper = { ...more };
+      for (const [k] of FIELDS) if (hp[k] !== "") hyper[k] = Number(hp[k]);
+      if (recipe) hyper.recipe = recipe;
+      if (!train.file && !train.id) throw new Error("training file: choose a JSONL file");
+      const trainingFile = train.file ? await upload(train.file) : train.id;
+      const validationFile = valid.file ? await upload(valid.file) : valid.id || null;
+      const body = {
+        model,
+        training_file: trainingFile,
+        ...(validationFile ? { validation_file: validationFile } : {}),
+        ...(suffix ? { suffix } : {}),
+        method: { type: "reinforcement", reinforcement: { grader: spec, hyperparameters: hyper } },
+      };
+      const job = await api(jobsPath(), { method: "POST", body, idempotencyKey: crypto.randomUUID() });
+      navigate(`#/jobs/${job.id}`);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return html`<form class="card create" onSubmit=${submit} data-testid="create-job">
+    <h1>New fine-tuning job</h1>
+    <label>Base model
+      <select name="model" value=${model} onChange=${(e) => setModel(e.target.value)}>
+        ${models.map((m) => html`<option key=${m.id} value=${m.id}>${m.id}</option>`)}
+      </select>
+    </label>
+    <${FilePick} label="Training data (JSONL: a prompt per row, plus the columns your grader reads)" name="training_file"
+      files=${files} value=${train} onChange=${setTrain} required />
+    <${FilePick} label="Validation data (optional)" name="validation_file" files=${files} value=${valid} onChange=${setValid} />
+    <fieldset>
+      <legend>Grader</legend>
+      <label>Type
+        <select name="grader_type" value=${graderType} onChange=${(e) => {
+          setGraderType(e.target.value);
+          setGrader(JSON.stringify(GRADERS[e.target.value], null, 2));
+          setCheck(null);
+        }}>
+          ${Object.keys(GRADERS).map((t) => html`<option key=${t} value=${t}>${t}</option>`)}
+        </select>
+      </label>
+      <textarea name="grader" rows=${graderType === "python" ? 3 : 9} spellcheck="false" value=${grader}
+        onInput=${(e) => setGrader(e.target.value)}></textarea>
+      ${graderType === "python" &&
+      html`<label>Python source (runs in the sandbox: no network, numpy/sympy/rapidfuzz available)
+        <textarea name="source" rows="8" spellcheck="false" value=${source} onInput=${(e) => setSource(e.target.value)}></textarea>
+      </label>`}
+      <button type="button" class="small" onClick=${validateGrader}>Check grader</button>
+      ${check && html`<span class="muted" data-testid="grader-check">${check}</span>`}
+    </fieldset>
+    <fieldset>
+      <legend>Hyperparameters</legend>
+      <label>Recipe
+        <select name="recipe" value=${recipe} onChange=${(e) => setRecipe(e.target.value)}>
+          <option value="">none (GRPO defaults)</option>
+          ${recipes.map((r) => html`<option key=${r} value=${r}>${r}</option>`)}
+        </select>
+      </label>
+      <div class="grid">
+        ${FIELDS.map(
+          ([k, label]) => html`<label key=${k}>${label}
+            <input name=${k} type="number" step="any" value=${hp[k]} onInput=${(e) => setHp({ ...hp, [k]: e.target.value })} />
+          </label>`,
+        )}
+      </div>
+      <label>More hyperparameters (JSON, e.g. {"lora": {"rank": 8}, "precision": "bf16"})
+        <textarea name="extra" rows="3" spellcheck="false" value=${extra} onInput=${(e) => setExtra(e.target.value)}></textarea>
+      </label>
+      <label>Suffix <input name="suffix" maxlength="64" value=${suffix} onInput=${(e) => setSuffix(e.target.value)} /></label>
+    </fieldset>
+    <${ErrorNote} error=${error} />
+    <button class="primary" type="submit" disabled=${busy} data-testid="submit-job">${busy ? "Submitting…" : "Create job"}</button>
+  </form>`;
+}

@@ -1,0 +1,238 @@
+"""The dashboard in a real headless chromium against the real API and a real worker (tiny model).
+
+One user's session, in order: sign in (a wrong key is refused), find a job created through the API in the jobs
+list, open it and watch its reward curve gain points as the worker's steps land (the worker is started only
+once the page is open, so every point arrives live over the event stream), see the health warning, read the
+rollout viewer, download a checkpoint's adapter, pause/resume/cancel a second job from its page, and create a
+job with the form (a bad value first: the API's error, naming the field, is shown).
+"""
+
+from __future__ import annotations
+
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Page
+
+from tests.helpers import ARITH_ROWS, job_body, jsonl
+from tests.integration.stack import Stack, wait_status
+from tests.tiny_model import TINY_ID
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+STEPS = 12
+
+
+# The tiny model takes a few ms per step, faster than the event stream's 1 s poll: a grader that takes its time
+# (0.1 s per sample, 8 samples a step) lets the test see the steps land one by one.
+SLOW_GRADER = {
+    "type": "python",
+    "name": "has_digit",
+    "source": (
+        "import time\n"
+        "def grade(sample, item):\n"
+        "    time.sleep(0.1)\n"
+        "    t = sample['output_text']\n"
+        "    return sum(c.isdigit() for c in t) / max(len(t), 1)\n"
+    ),
+}
+
+
+def create_job(client: httpx.Client, grader: dict[str, Any] | None = None, **hp: Any) -> dict[str, Any]:
+    f = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", jsonl(ARITH_ROWS))})
+    assert f.status_code == 201, f.text
+    body = job_body(TINY_ID, f.json()["id"], **hp)
+    if grader is not None:
+        body["method"]["reinforcement"]["grader"] = grader
+    r = client.post("/v1/fine_tuning/jobs", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def js_fmt(v: float | None, digits: int = 3) -> str:
+    """The dashboard's number format (util.js fmt), to compare what it shows with what the API returned."""
+    if v is None:
+        return "–"
+    if float(v).is_integer():
+        return str(int(v))
+    if abs(v) < 1e-3 or abs(v) >= 1e5:
+        mant, exp = f"{v:.2e}".split("e")
+        return f"{mant}e{int(exp):+d}"
+    return f"{v:.{digits}f}"
+
+
+def points(page: Page, chart: str) -> int:
+    return int(page.get_attribute(f'[data-testid="chart-{chart}"]', "data-points") or -1)
+
+
+@pytest.fixture(scope="module")
+def first_job(client: httpx.Client) -> dict[str, Any]:
+    # entropy_min far above any entropy: the health monitor's "Entropy collapse" warning fires at step 1
+    return create_job(
+        client,
+        SLOW_GRADER,
+        max_steps=STEPS,
+        checkpoint_interval=4,
+        sample_log_count=8,
+        health={"entropy_min": 100.0},
+    )
+
+
+def test_login_refuses_a_wrong_key_then_signs_in(
+    page: Page, stack: Stack, api_key: str, artifacts: Path, page_errors: list[str]
+) -> None:
+    page.goto(stack.url + "/")
+    login = page.get_by_test_id("login")
+    login.wait_for()
+    page.fill('input[name="api_key"]', "sk-not-a-key")
+    page.click('button[type="submit"]')
+    page.get_by_text("That API key was not accepted.").wait_for()
+    page.screenshot(path=str(artifacts / "01-login-refused.png"))
+    page.fill('input[name="api_key"]', api_key)
+    page.click('button[type="submit"]')
+    page.get_by_role("heading", name="Fine-tuning jobs").wait_for()
+    assert not page_errors
+
+
+def test_job_created_through_the_api_is_listed(
+    page: Page, first_job: dict[str, Any], artifacts: Path, page_errors: list[str]
+) -> None:
+    row = page.locator(f'tr[data-job-id="{first_job["id"]}"]')
+    row.wait_for()  # the list refreshes itself: the job was created after the page loaded
+    assert row.get_by_test_id("status").inner_text() == "queued"
+    assert f"0/{STEPS}" in row.inner_text()
+    page.screenshot(path=str(artifacts / "02-jobs-list.png"))
+    row.get_by_role("link", name=first_job["id"]).click()
+    page.get_by_test_id("job-page").wait_for()
+    assert page.get_attribute('[data-testid="job-page"]', "data-job-id") == first_job["id"]
+    assert not page_errors
+
+
+def test_reward_curve_gains_points_as_steps_land(
+    page: Page, stack: Stack, client: httpx.Client, first_job: dict[str, Any], artifacts: Path, page_errors: list[str]
+) -> None:
+    assert points(page, "reward") == 0
+    stack.start_worker()  # only now can steps land: each point below came over the live event stream
+    seen = [0]
+    deadline = time.monotonic() + 300
+    while seen[-1] < STEPS and time.monotonic() < deadline:
+        n = points(page, "reward")
+        if n != seen[-1]:
+            seen.append(n)
+        time.sleep(0.05)
+    assert seen[-1] == STEPS, f"the chart showed {seen}\n{stack.logs()}"
+    assert seen == sorted(seen) and len(seen) >= 4, f"points did not arrive step by step: {seen}"
+    for chart in ("kl", "entropy", "length", "clip", "signal"):
+        assert points(page, chart) == STEPS, chart
+    page.get_by_test_id("status").filter(has_text="succeeded").wait_for(timeout=60_000)
+    assert page.get_by_test_id("stream-state").inner_text() == "ended"
+    warning = page.get_by_test_id("warnings")
+    assert "Entropy collapse at step 1" in warning.inner_text()
+    job = client.get(f"/v1/fine_tuning/jobs/{first_job['id']}").json()
+    last = page.get_by_test_id("last-reward").inner_text()
+    metrics = client.get(f"/v1/fine_tuning/jobs/{first_job['id']}/metrics", params={"limit": 100}).json()["data"]
+    assert job["steps_done"] == STEPS and len(metrics) == STEPS
+    assert last == js_fmt(metrics[-1]["metrics"]["scores"]["train_reward_mean"])
+    page.screenshot(path=str(artifacts / "03-job-page.png"), full_page=True)
+    assert not page_errors
+
+
+def test_rollout_viewer_shows_groups_with_rewards_and_advantages(
+    page: Page, client: httpx.Client, first_job: dict[str, Any], page_errors: list[str]
+) -> None:
+    rollouts = page.get_by_test_id("rollouts")
+    step_select = rollouts.get_by_test_id("rollout-step")
+    assert step_select.input_value() == str(STEPS)
+    step_select.select_option("2")
+    expected = client.get(f"/v1/fine_tuning/jobs/{first_job['id']}/samples", params={"step": 2}).json()["data"]
+    groups = rollouts.get_by_test_id("rollout-group")
+    prompts = {s["prompt"] for s in expected}
+    assert groups.count() == len(prompts)
+    text = rollouts.inner_text()
+    for s in expected:
+        assert s["prompt"] in text
+        assert js_fmt(s["advantage"]) in text
+    rows = groups.first.locator("tbody tr")
+    rewards = [float(r.locator("td").nth(1).inner_text()) for r in rows.all()]
+    assert rewards == sorted(rewards, reverse=True)  # best completion first
+    assert not page_errors
+
+
+def test_checkpoint_download_gives_the_adapter(
+    page: Page, first_job: dict[str, Any], tmp_path: Path, page_errors: list[str]
+) -> None:
+    table = page.get_by_test_id("checkpoints")
+    table.get_by_text(str(STEPS), exact=True).wait_for()
+    with page.expect_download() as info:
+        table.get_by_test_id("download").first.click()  # the newest: step 12, from a presigned S3 URL
+    path = tmp_path / "adapter.tar"
+    info.value.save_as(path)
+    with tarfile.open(path) as tar:
+        assert sorted(tar.getnames()) == ["adapter_config.json", "adapter_model.safetensors"]
+    assert not page_errors
+
+
+def test_pause_resume_and_cancel_from_the_job_page(
+    page: Page, stack: Stack, client: httpx.Client, artifacts: Path, page_errors: list[str]
+) -> None:
+    job = create_job(client, max_steps=400)
+    page.goto(f"{stack.url}/#/jobs/{job['id']}")
+    status = page.get_by_test_id("status")
+    status.filter(has_text="running").wait_for(timeout=60_000)
+    page.get_by_test_id("pause").click()
+    status.filter(has_text="paused").wait_for(timeout=60_000)
+    assert wait_status(client, job["id"], {"paused"}, 5, stack)["status"] == "paused"
+    page.get_by_test_id("resume").click()
+    status.filter(has_text="running").wait_for(timeout=60_000)
+    cancel = page.get_by_test_id("cancel")
+    cancel.click()
+    assert cancel.inner_text() == "Really cancel?"  # one click alone cancels nothing
+    assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["status"] == "running"
+    cancel.click()
+    status.filter(has_text="cancelled").wait_for(timeout=60_000)
+    assert wait_status(client, job["id"], {"cancelled"}, 5, stack)["steps_done"] < 400
+    page.screenshot(path=str(artifacts / "04-cancelled.png"), full_page=True)
+    assert not page_errors
+
+
+def test_create_job_with_the_form(
+    page: Page, stack: Stack, client: httpx.Client, tmp_path: Path, artifacts: Path, page_errors: list[str]
+) -> None:
+    data = tmp_path / "sums.jsonl"
+    data.write_bytes(jsonl(ARITH_ROWS))
+    page.goto(f"{stack.url}/#/new")
+    form = page.get_by_test_id("create-job")
+    form.locator('select[name="model"] option', has_text=TINY_ID).wait_for(state="attached")
+    form.locator('input[name="training_file"]').set_input_files(str(data))
+    form.locator('select[name="grader_type"]').select_option("python")
+    form.get_by_role("button", name="Check grader").click()
+    form.get_by_test_id("grader-check").filter(has_text="The grader is valid.").wait_for()
+    form.locator('select[name="recipe"]').select_option("dr_grpo")
+    form.locator('input[name="group_size"]').fill("1")  # below the minimum of 2
+    form.get_by_test_id("submit-job").click()
+    err = form.get_by_test_id("error")
+    err.wait_for()
+    assert "group_size" in err.inner_text()
+    page.screenshot(path=str(artifacts / "05-form-error.png"), full_page=True)
+    form.locator('input[name="group_size"]').fill("4")
+    form.locator('input[name="batch_size"]').fill("2")
+    form.locator('input[name="max_steps"]').fill("2")
+    form.locator('input[name="max_completion_tokens"]').fill("6")
+    form.locator('input[name="suffix"]').fill("from-the-form")
+    form.get_by_test_id("submit-job").click()
+    page.get_by_test_id("job-page").wait_for()
+    job_id = page.get_attribute('[data-testid="job-page"]', "data-job-id")
+    job = client.get(f"/v1/fine_tuning/jobs/{job_id}").json()
+    hp = job["hyperparameters"]
+    assert (job["suffix"], job["model"]) == ("from-the-form", TINY_ID)
+    assert (hp["recipe"], hp["group_size"], hp["batch_size"], hp["max_steps"]) == ("dr_grpo", 4, 2, 2)
+    grader = job["method"]["reinforcement"]["grader"]
+    assert grader["type"] == "python" and grader["source"].startswith("def grade(sample, item):")
+    files = client.get("/v1/files", params={"limit": 100}).json()["data"]
+    assert [f["filename"] for f in files].count("sums.jsonl") == 1  # the rejected first submit left no copy
+    page.get_by_test_id("status").filter(has_text="succeeded").wait_for(timeout=120_000)
+    assert not page_errors
