@@ -486,3 +486,27 @@ def test_worker_image_pins_torch_like_pyproject() -> None:
 def test_worker_image_cmd_matches_compose(services: dict[str, dict[str, Any]]) -> None:
     cmd = next(exec_form(a) for k, a in reversed(dockerfile(DOCKERFILE_WORKER)) if k == "CMD")
     assert cmd == services["worker"]["command"]
+
+
+def test_api_image_builds_the_dashboard_from_its_lockfile() -> None:
+    """The API image serves the dashboard: a Node stage bundles it with `npm ci` (the lockfile's versions) and
+    only dist/ reaches the final image, where api/web.py looks for it."""
+    instructions = dockerfile(DOCKERFILE_API)
+    stages = [(i, a.split()) for i, (k, a) in enumerate(instructions) if k == "FROM"]
+    assert len(stages) == 2, "a Node build stage, then the runtime stage"
+    (first, node_from), (second, _) = stages
+    assert node_from[0].startswith("node:") and node_from[-2].upper() == "AS", node_from
+    name = node_from[-1]
+    build = instructions[first:second]
+    runs = " ".join(a for k, a in build if k == "RUN")
+    assert "npm ci" in runs and "node build.mjs" in runs, runs
+    copied = " ".join(a for k, a in build if k == "COPY")
+    assert "api/dashboard/package-lock.json" in copied and "api/dashboard/src" in copied
+    final_copies = [a for k, a in instructions[second:] if k == "COPY" and a.startswith(f"--from={name} ")]
+    assert final_copies == [f"--from={name} /src/dist ./api/dashboard/dist"], final_copies
+    from api import web
+
+    # where the image puts it: WORKDIR /app holds the repo's layout, and uvicorn imports api/ from there
+    assert web.DIST == ROOT / "api" / "dashboard" / "dist"
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {"api/dashboard/node_modules", "api/dashboard/dist"} <= set(ignored)  # no local build leaks in
