@@ -3,14 +3,21 @@
 acks_late + reject_on_worker_lost: a worker killed mid-job leaves its message to be redelivered, and prefetch 1
 keeps one GPU job per process. The redelivered copy can only claim the job once the lease has expired, so a
 duplicate delivery finds nothing to claim and exits quietly.
+
+Shutdown (SIGTERM: ``docker stop``, a pod's termination, a scale-in): Celery's warm shutdown waits for the running
+task; we tell the pool processes (SIGUSR2), whose running job then stops at the next step boundary, checkpoints
+and is handed back to the queue (worker.runner.stop_for_shutdown), so the wait is one step, not the whole job.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_process_init, worker_shutting_down
 
 from api.settings import get_settings
 
@@ -56,3 +63,24 @@ def _sandbox_self_test(**_: Any) -> None:
     from worker.sandbox_check import run_self_test
 
     run_self_test(settings.reward_sandbox)
+
+
+SHUTDOWN_SIGNAL = signal.SIGUSR2
+
+
+@worker_process_init.connect
+def _stop_jobs_on_shutdown_signal(**_: Any) -> None:
+    """In each pool process: SHUTDOWN_SIGNAL stops the running job at its next step boundary (and hands it back)."""
+    from worker.runner import stop_for_shutdown
+
+    signal.signal(SHUTDOWN_SIGNAL, lambda *_: stop_for_shutdown())
+
+
+@worker_shutting_down.connect
+def _forward_shutdown_to_pool(**_: Any) -> None:
+    """In the main process, when a shutdown starts: pass it on to the pool processes that train."""
+    from billiard.process import active_children
+
+    for child in active_children():
+        with contextlib.suppress(ProcessLookupError):  # it just ended
+            os.kill(child.pid, SHUTDOWN_SIGNAL)

@@ -175,6 +175,18 @@ class _Callbacks:
         return self.run.stop_requested.is_set()
 
 
+_current: JobRun | None = None  # the job this pool process is training, if any
+
+
+def stop_for_shutdown() -> None:
+    """This worker is shutting down (worker.celery_app forwards the warm shutdown to its pool processes): the
+    running job stops at the next step boundary, saves a checkpoint and is handed back to the queue. Called from
+    a signal handler, so it only sets the stop flag."""
+    run = _current
+    if run is not None:
+        run._request_stop("shutdown")
+
+
 class JobRun:
     def __init__(self, job_id: str, settings: Settings) -> None:
         self.job_id = job_id
@@ -185,7 +197,8 @@ class JobRun:
         self.claim_id = uuid.uuid4().hex  # one per run: a retried claim request gets the same lease
         self.epoch = 0
         self.object_prefix = f"jobs/{job_id}/"  # replaced by the claim's (per project); this is the pre-tenant layout
-        self.stop_requested = threading.Event()  # cancel or pause: the loop stops at the next step boundary
+        # cancel, pause or this worker's shutdown: the loop stops at the next step boundary (first reason wins)
+        self.stop_requested = threading.Event()
         self.stop_reason: str | None = None
         self._stop_seen_at = 0.0
         self._done = threading.Event()
@@ -234,6 +247,14 @@ class JobRun:
             os._exit(70)
 
     def run(self) -> None:
+        global _current
+        _current = self
+        try:
+            self._run()
+        finally:
+            _current = None
+
+    def _run(self) -> None:
         try:
             claim = self.client.claim(self.job_id, self.worker_id, self.claim_id)
         except StaleLease as exc:
@@ -297,6 +318,9 @@ class JobRun:
             )
             self.post_events([{"message": msg}])
             return "paused", {"trained_tokens": callbacks.tokens}
+        if result.stopped and self.stop_reason == "shutdown":
+            log.warning("job %s: handed back at step %s (worker shutting down)", self.job_id, result.steps_done)
+            return "preempted", {"trained_tokens": callbacks.tokens}
         if result.stopped:
             msg = f"Stopped after step {result.steps_done}/{result.total_steps} on cancel request"
             self.post_events([{"message": msg}])

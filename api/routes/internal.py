@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Depends, Request
 
 from api.deps import SessionDep, SettingsDep, StoreDep, require_worker
 from api.errors import ERROR_RESPONSES
+from api.queue import enqueue_run_job
 from api.schemas.internal import (
     CheckpointRequest,
     ClaimRequest,
@@ -21,6 +24,7 @@ from api.services import files as files_svc
 from api.services import leases as svc
 from api.services import tenants
 
+log = logging.getLogger(__name__)
 router = APIRouter(
     prefix="/internal/jobs",
     tags=["internal"],
@@ -98,8 +102,10 @@ def checkpoint(job_id: str, body: CheckpointRequest, session: SessionDep, settin
 
 
 @router.post("/{job_id}/finish")
-def finish(job_id: str, body: FinishRequest, session: SessionDep, settings: SettingsDep) -> dict[str, str]:
-    job, _ = svc.finish_job(
+def finish(
+    job_id: str, body: FinishRequest, request: Request, session: SessionDep, settings: SettingsDep
+) -> dict[str, str]:
+    job, delay = svc.finish_job(
         session,
         job_id,
         body.epoch,
@@ -111,4 +117,9 @@ def finish(job_id: str, body: FinishRequest, session: SessionDep, settings: Sett
         retryable=body.retryable,
         retry_base_seconds=settings.retry_backoff_seconds,
     )
+    if delay == 0:  # handed back by a worker that shuts down: ring now (if this fails the reaper rings later)
+        try:
+            enqueue_run_job(request.app.state.producer, job_id)
+        except Exception:
+            log.exception("could not enqueue %s after its worker shut down; the reaper will", job_id)
     return {"status": job.status}

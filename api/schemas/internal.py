@@ -70,7 +70,10 @@ class CheckpointRequest(Fenced):
 
 
 class FinishRequest(Fenced):
-    status: Literal["succeeded", "failed", "cancelled", "paused"]
+    status: Literal["succeeded", "failed", "cancelled", "paused", "preempted"] = Field(
+        description="preempted: the worker is shutting down and stopped at a step boundary after saving a "
+        "checkpoint; the job goes back to the queue without using up an attempt."
+    )
     retryable: bool = Field(False, description="An infrastructure failure: re-queue while attempts remain.")
     error_code: str | None = None
     error_message: str | None = None

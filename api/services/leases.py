@@ -47,6 +47,8 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
         return heartbeat(session, job_id, job.lease_epoch, lease_seconds)
     if job.status == JobStatus.running:
         why = f"after worker loss at step {job.steps_done}"
+    elif job.resume_reason:
+        why = job.resume_reason
     elif job.attempts:
         why = "after a failed attempt"
     else:
@@ -68,6 +70,7 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
             claim_id=claim_id,
             attempts=Job.attempts + 1,
             not_before=None,
+            resume_reason=None,
             started_at=func.coalesce(Job.started_at, t),
         )
     )
@@ -231,6 +234,11 @@ def finish_job(
     """Record how the worker's run ended; returns (job, seconds until a retry). A retryable failure with
     attempts left goes back to queued with a backoff; the reaper rings the doorbell once it has passed."""
     job = _fence(session, job_id, epoch, lease_seconds)
+    if status == PREEMPTED:
+        if job.status == JobStatus.running:
+            return _hand_back(session, job), 0
+        # a cancel or pause arrived while the worker was shutting down: the saved checkpoint serves it
+        status = JobStatus.cancelled if job.status == JobStatus.cancelling else JobStatus.paused
     if status == JobStatus.failed and retryable and job.attempts < job.max_attempts:
         delay = retry_delay(job.attempts, retry_base_seconds)
         # enqueued_at None: the reaper rings the doorbell as soon as not_before has passed
@@ -281,6 +289,35 @@ def finish_job(
     session.commit()
     session.refresh(job)
     return job, None
+
+
+PREEMPTED = "preempted"
+
+
+def _hand_back(session: Session, job: Job) -> Job:
+    """A worker shutting down (a deploy, a scale-in, a drained node, a spot reclaim) stopped at a step boundary
+    and registered its checkpoint: the job is queued again at once, and the claim it used is given back, so a
+    job can outlive any number of worker restarts. The caller rings the doorbell after the commit."""
+    values: dict[str, Any] = {
+        "status": JobStatus.queued,
+        "lease_expires_at": None,
+        "not_before": None,
+        "enqueued_at": now(),
+        "attempts": Job.attempts - 1,
+        "resume_reason": "after its worker shut down",
+    }
+    if not _set_status(session, job.id, [JobStatus.running], **values):
+        raise Conflict(f"job {job.id} is already {job.status}", code="already_finished")
+    add_event(
+        session,
+        job.id,
+        f"Its worker is shutting down: back in the queue at step {job.steps_done}/{job.total_steps}, to resume "
+        "from its checkpoint on the next free worker (this does not count as an attempt)",
+        level="warn",
+    )
+    session.commit()
+    session.refresh(job)
+    return job
 
 
 _EPOCH = re.compile(r"-e(\d+)\.")

@@ -136,3 +136,31 @@ def test_a_worker_killed_without_redelivery_is_recovered_by_the_reaper(
     assert done["status"] == "succeeded", done
     assert steps_of(api, job["id"]) == list(range(1, 13))
     assert epoch_of(pg_url, job["id"]) == 2
+
+
+def test_a_worker_shutting_down_hands_its_job_to_the_next_worker(worker: Stack, api: httpx.Client, pg_url: str) -> None:
+    """SIGTERM to the Celery main process only (`docker stop`, a pod's termination, a scale-in): the running job
+    stops at the next step boundary, checkpoints and goes back to the queue without using up an attempt; the
+    worker exits after that step, not after the job; the next worker resumes from that step."""
+    import signal
+
+    job = submit(api, max_steps=60, checkpoint_interval=100)
+    wait_steps(api, job["id"], 3, worker)
+    assert worker.worker is not None
+    t0 = time.monotonic()
+    worker.worker.popen.send_signal(signal.SIGTERM)
+    assert worker.worker.popen.wait(timeout=120) == 0, worker.logs()
+    exited_after = time.monotonic() - t0
+    worker.worker = None
+    handed = api.get(f"/v1/fine_tuning/jobs/{job['id']}").json()
+    assert handed["status"] == "queued" and 3 <= handed["steps_done"] < 60, (handed, exited_after)
+    ckpts = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"]
+    assert [c["step_number"] for c in ckpts] == [handed["steps_done"]]  # saved on the way out
+    worker.start_worker()
+    done = wait_status(api, job["id"], DONE, 300, worker)
+    assert done["status"] == "succeeded", done
+    assert steps_of(api, job["id"]) == list(range(1, 61))  # nothing lost, nothing trained twice
+    messages = [e["message"] for e in all_events(api, job["id"])]
+    resumed = f"Resumed from step {handed['steps_done']} after its worker shut down (attempt 1 of 3"
+    assert any(m.startswith(resumed) for m in messages), messages
+    assert epoch_of(pg_url, job["id"]) == 2

@@ -297,6 +297,23 @@ def test_cpu_worker(services: dict[str, dict[str, Any]]) -> None:
     assert worker["build"]["args"]["TORCH_INDEX"].endswith("/cpu")
 
 
+def compose_seconds(duration: str) -> float:
+    """Compose's duration syntax (``1m30s``, ``10m``, ``90s``) in seconds."""
+    parts = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?", duration)
+    assert parts and duration, f"not a compose duration: {duration!r}"
+    h, m, sec = (int(x or 0) for x in parts.groups())
+    return 3600 * h + 60 * m + sec
+
+
+@pytest.mark.parametrize("name", WORKERS)
+def test_worker_stop_grace_covers_a_step_and_its_checkpoint(services: dict[str, dict[str, Any]], name: str) -> None:
+    """On SIGTERM the job stops at the next step boundary and checkpoints: Docker's default 10 s would SIGKILL it
+    first (and lose the step and an attempt). At least the bound the worker itself gives a step to end."""
+    grace = compose_seconds(services[name].get("stop_grace_period", "10s"))
+    assert grace >= Settings.model_fields["stop_grace_seconds"].default, grace
+    assert compose_seconds("1m30s") == 90 and compose_seconds("10m") == 600
+
+
 @pytest.mark.parametrize("name", WORKERS)
 def test_worker_command_is_one_job_on_the_gpu_queue(services: dict[str, dict[str, Any]], name: str) -> None:
     argv = services[name]["command"]

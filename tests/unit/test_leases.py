@@ -150,6 +150,34 @@ def test_retryable_failure_requeues_with_backoff_until_attempts_run_out(client: 
     assert err["code"] == "infrastructure_error" and err["message"] == "S3 down (after 3 attempts)"
 
 
+def test_a_worker_shutting_down_hands_the_job_back_without_using_an_attempt(
+    client: TestClient, settings: Settings
+) -> None:
+    job = Job(client, settings)
+    for epoch in (1, 2, 3, 4):  # more hand-backs than max_attempts: none of them counts
+        claim = job.claim(f"claim-000{epoch}").json()
+        assert claim["epoch"] == epoch, claim
+        job.write("checkpoints", epoch, **{**CKPT, "step_number": epoch})
+        assert job.write("finish", epoch, status="preempted").json()["status"] == "queued"
+        assert_fenced(job, epoch)
+    messages = job.messages()
+    assert sum(m.startswith("Its worker is shutting down: back in the queue") for m in messages) == 4
+    assert "Resumed from step 3 after its worker shut down (attempt 1 of 3, worker w)" in messages
+    job.claim("claim-0005")
+    job.sql("update jobs set lease_expires_at = 0 where id = :id")  # a worker lost without notice still counts
+    assert job.claim("claim-0006").json()["epoch"] == 6
+    assert "Resumed from step 4 after worker loss at step 0 (attempt 2 of 3, worker w)" in job.messages()
+
+
+def test_a_stop_request_during_a_shutdown_is_honoured(client: TestClient, settings: Settings) -> None:
+    for action, final in (("cancel", "cancelled"), ("pause", "paused")):
+        job = Job(client, settings)
+        job.claim()
+        job.write("checkpoints", 1, **CKPT)
+        assert job.user(action).json()["status"] in ("cancelling", "pausing")
+        assert job.write("finish", 1, status="preempted").json()["status"] == final
+
+
 def test_a_user_error_is_never_retried(client: TestClient, settings: Settings) -> None:
     job = Job(client, settings)
     job.claim()
