@@ -8,12 +8,14 @@ this test cannot fill, or that needs a body it does not know, fails the test unt
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from api.routes.downloads import sign
 from api.settings import Settings
 from api.storage import LocalStore
 from tests.helpers import ARITH_ROWS, job_body, jsonl
@@ -21,6 +23,7 @@ from tests.tiny_model import TINY_ID
 from tests.unit.test_tenants import bearer, new_key
 
 JOBS = "/v1/fine_tuning/jobs"
+DOWNLOADS = "/v1/downloads/{token}"
 WORKER = {"Authorization": "Bearer t0k"}
 PARAM = re.compile(r"{(\w+)}")
 BODIES: dict[tuple[str, str], dict[str, Any]] = {}  # (method, path) -> a valid body, for routes that need one
@@ -137,6 +140,8 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
             for hdr in (a_hdr, b_hdr):
                 assert call(client, method, path, a_ids | {"job_id": a["fine_tuning_job_id"]}, hdr).status_code == 401
             continue
+        if path == DOWNLOADS:  # no key at all: the signed token is the credential (checked below)
+            continue
         if not path.startswith("/v1/"):  # health, readiness, metrics: must address no tenant object
             assert not PARAM.search(path), f"{method} {path} takes an id outside /v1/: decide how it is scoped"
             continue
@@ -181,6 +186,18 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
     assert_nothing_of(
         {k: v for k, v in a.items() if k != "object_prefix"} | {"a_prefix": a["object_prefix"]}, seen_by_b
     )
+
+    # Download links: only A's key gets one for A's checkpoint (…/download_link is walked above: 404 for B). A
+    # token naming A's object that B forges without the service's secret is refused like any bad token; a real
+    # one is a 5-minute bearer link, whoever holds it (that is what a link is for).
+    link = f"{JOBS}/{a['fine_tuning_job_id']}/checkpoints/{a['checkpoint_id']}/download_link"
+    forged = sign(
+        Settings(worker_token="not-this-services-secret"), a["checkpoint_key"], "x.tar", int(time.time()) + 60
+    )
+    theirs = client.get(DOWNLOADS.format(token=forged), headers=b_hdr)
+    assert_like_never(theirs, client.get(DOWNLOADS.format(token="x.y"), headers=b_hdr), a_ids, "a forged link")
+    real = client.get(link, headers=a_hdr).json()["url"]
+    assert client.get(real).content == f"adapter of {a['fine_tuning_job_id']}".encode()
 
     # B changed nothing of A's: and A's key reaches every walked route (the ids were real), deletes last.
     assert client.get(f"{JOBS}/{a['fine_tuning_job_id']}", headers=a_hdr).json()["status"] == "succeeded"
