@@ -40,6 +40,11 @@ class Settings(BaseSettings):
     api_key: str | None = Field(None, description="Bearer key for the public API; unset = open (local use only).")
     worker_token: str | None = Field(None, description="Shared secret of the internal worker API.")
     api_url: str = Field("http://127.0.0.1:8000", description="Where workers reach the API.")
+    public_url: str | None = Field(
+        None,
+        description="Where users reach the API (e.g. https://rft.example.com), for the download links it makes; "
+        "unset: the URL of the request (behind a TLS proxy, set this or uvicorn's --forwarded-allow-ips).",
+    )
     max_upload_bytes: int = Field(512 * 1024 * 1024, description="Largest accepted upload.")
     lease_seconds: int = Field(600, description="A running job's lease; the worker renews it between steps.")
     max_attempts: int = Field(3, ge=1, description="Claims a job may use (worker losses and retryable failures).")

@@ -31,7 +31,7 @@ _SECURITY = {
 class _Assets(StaticFiles):
     async def get_response(self, path: str, scope) -> Response:  # type: ignore[no-untyped-def]
         response = await super().get_response(path, scope)
-        response.headers.update(_NO_CACHE)
+        response.headers.update(_NO_CACHE | _SECURITY)  # index.html is reachable here too
         return response
 
 

@@ -172,19 +172,20 @@ class _Callbacks:
         )
 
     def should_stop(self) -> bool:
+        if _shutting_down:
+            self.run._request_stop("shutdown")  # unless a cancel or pause came first
         return self.run.stop_requested.is_set()
 
 
-_current: JobRun | None = None  # the job this pool process is training, if any
+_shutting_down = False  # set once by stop_for_shutdown; read at every step boundary
 
 
 def stop_for_shutdown() -> None:
     """This worker is shutting down (worker.celery_app forwards the warm shutdown to its pool processes): the
-    running job stops at the next step boundary, saves a checkpoint and is handed back to the queue. Called from
-    a signal handler, so it only sets the stop flag."""
-    run = _current
-    if run is not None:
-        run._request_stop("shutdown")
+    running job, or one that is only starting, stops at the next step boundary, saves a checkpoint and is handed
+    back to the queue. Called from a signal handler: it sets a plain flag and nothing else (no lock)."""
+    global _shutting_down
+    _shutting_down = True
 
 
 class JobRun:
@@ -247,14 +248,6 @@ class JobRun:
             os._exit(70)
 
     def run(self) -> None:
-        global _current
-        _current = self
-        try:
-            self._run()
-        finally:
-            _current = None
-
-    def _run(self) -> None:
         try:
             claim = self.client.claim(self.job_id, self.worker_id, self.claim_id)
         except StaleLease as exc:

@@ -87,7 +87,12 @@ def checkpoint_download_link(
     url = store.presigned_url(ckpt.object_key, LINK_SECONDS, filename=filename, content_type="application/x-tar")
     if url is None:
         token = sign(settings, ckpt.object_key, filename, expires_at)
-        url = str(request.url_for("download", token=token))
+        path = request.app.url_path_for("download", token=token)
+        url = (
+            f"{settings.public_url.rstrip('/')}{path}"
+            if settings.public_url
+            else str(request.url_for("download", token=token))
+        )
     return DownloadLink(url=url, expires_at=expires_at)
 
 

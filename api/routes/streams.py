@@ -11,12 +11,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 from sqlalchemy import select
@@ -136,21 +137,27 @@ def stream_events(
     start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
     sessions = request.app.state.sessionmaker
 
-    def gen() -> Iterator[str]:
+    def poll(after: int) -> tuple[str | None, list[JobEvent]]:
+        with sessions() as s:
+            # status first: a job's final events commit with its final status, so once the status reads
+            # terminal, the query below sees every event it will ever have
+            status = s.scalar(select(Job.status).where(Job.id == fine_tuning_job_id))
+            rows = list(
+                s.scalars(
+                    select(JobEvent)
+                    .where(JobEvent.job_id == fine_tuning_job_id, JobEvent.seq > after)
+                    .order_by(JobEvent.seq)
+                    .limit(200)
+                )
+            )
+            s.expunge_all()
+        return status, rows
+
+    async def gen() -> AsyncIterator[str]:
+        # async, so an open stream (a dashboard tab) holds no thread between polls: only each poll takes one
         seq, idle = start, 0.0
         while True:
-            with sessions() as s:
-                # status first: a job's final events commit with its final status, so once the status reads
-                # terminal, the query below sees every event it will ever have
-                status = s.scalar(select(Job.status).where(Job.id == fine_tuning_job_id))
-                rows = list(
-                    s.scalars(
-                        select(JobEvent)
-                        .where(JobEvent.job_id == fine_tuning_job_id, JobEvent.seq > seq)
-                        .order_by(JobEvent.seq)
-                        .limit(200)
-                    )
-                )
+            status, rows = await run_in_threadpool(poll, seq)
             for row in rows:
                 seq = row.seq
                 yield _sse(row)
@@ -163,6 +170,6 @@ def stream_events(
             if idle >= 15:  # a comment keeps proxies from closing an idle stream
                 idle = 0.0
                 yield ": keep-alive\n\n"
-            time.sleep(1.0)
+            await asyncio.sleep(1.0)
 
     return StreamingResponse(gen(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

@@ -224,7 +224,13 @@ def pause_job(session: Session, project_id: str, job_id: str) -> Job:
 def resume_job(session: Session, project_id: str, job_id: str, enqueue: Callable[[str], None]) -> Job:
     """paused -> queued with a fresh attempt budget; the claim resumes from the checkpoint taken at the pause."""
     job = get_job(session, project_id, job_id)
-    values = {"status": JobStatus.queued, "attempts": 0, "not_before": None, "enqueued_at": now()}
+    values = {
+        "status": JobStatus.queued,
+        "attempts": 0,
+        "not_before": None,
+        "enqueued_at": now(),
+        "resume_reason": None,  # it resumes after the pause, whatever queued it before
+    }
     if not _set_status(session, job_id, [JobStatus.paused], **values):
         session.refresh(job)
         raise Conflict(

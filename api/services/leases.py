@@ -235,9 +235,11 @@ def finish_job(
     attempts left goes back to queued with a backoff; the reaper rings the doorbell once it has passed."""
     job = _fence(session, job_id, epoch, lease_seconds)
     if status == PREEMPTED:
-        if job.status == JobStatus.running:
-            return _hand_back(session, job), 0
-        # a cancel or pause arrived while the worker was shutting down: the saved checkpoint serves it
+        if job.status == JobStatus.running and _hand_back(session, job):
+            return job, 0
+        # a cancel or pause arrived while the worker was shutting down (read above, or committed since): the
+        # checkpoint it saved serves that request
+        session.refresh(job)
         status = JobStatus.cancelled if job.status == JobStatus.cancelling else JobStatus.paused
     if status == JobStatus.failed and retryable and job.attempts < job.max_attempts:
         delay = retry_delay(job.attempts, retry_base_seconds)
@@ -294,7 +296,7 @@ def finish_job(
 PREEMPTED = "preempted"
 
 
-def _hand_back(session: Session, job: Job) -> Job:
+def _hand_back(session: Session, job: Job) -> bool:
     """A worker shutting down (a deploy, a scale-in, a drained node, a spot reclaim) stopped at a step boundary
     and registered its checkpoint: the job is queued again at once, and the claim it used is given back, so a
     job can outlive any number of worker restarts. The caller rings the doorbell after the commit."""
@@ -307,7 +309,8 @@ def _hand_back(session: Session, job: Job) -> Job:
         "resume_reason": "after its worker shut down",
     }
     if not _set_status(session, job.id, [JobStatus.running], **values):
-        raise Conflict(f"job {job.id} is already {job.status}", code="already_finished")
+        session.rollback()
+        return False
     add_event(
         session,
         job.id,
@@ -317,7 +320,7 @@ def _hand_back(session: Session, job: Job) -> Job:
     )
     session.commit()
     session.refresh(job)
-    return job
+    return True
 
 
 _EPOCH = re.compile(r"-e(\d+)\.")

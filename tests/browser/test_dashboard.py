@@ -129,7 +129,7 @@ def test_reward_curve_gains_points_as_steps_land(
     for chart in ("kl", "entropy", "length", "clip", "signal"):
         assert points(page, chart) == STEPS, chart
     page.get_by_test_id("status").filter(has_text="succeeded").wait_for(timeout=60_000)
-    assert page.get_by_test_id("stream-state").inner_text() == "ended"
+    page.get_by_test_id("stream-state").filter(has_text="ended").wait_for()  # its last events read
     warning = page.get_by_test_id("warnings")
     assert "Entropy collapse at step 1" in warning.inner_text()
     job = client.get(f"/v1/fine_tuning/jobs/{first_job['id']}").json()
@@ -179,7 +179,7 @@ def test_checkpoint_download_gives_the_adapter(
 def test_pause_resume_and_cancel_from_the_job_page(
     page: Page, stack: Stack, client: httpx.Client, artifacts: Path, page_errors: list[str]
 ) -> None:
-    job = create_job(client, max_steps=400)
+    job = create_job(client, SLOW_GRADER, max_steps=400)  # ~1 s a step: it cannot end before the clicks
     page.goto(f"{stack.url}/#/jobs/{job['id']}")
     status = page.get_by_test_id("status")
     status.filter(has_text="running").wait_for(timeout=60_000)

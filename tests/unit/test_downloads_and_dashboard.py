@@ -85,3 +85,15 @@ def test_the_built_dashboard_is_served_by_the_app(client: TestClient) -> None:
         u for u in re.findall(r"""https?://[^"'\s)]*""", js.text) if not u.startswith("http://www.w3.org/")
     } == set()
     assert client.get("/dashboard/app.css").status_code == 200
+
+
+def test_a_link_uses_the_public_url_when_set(settings: Settings) -> None:
+    """Behind a TLS proxy the request's URL is the proxy's upstream (http://10.0.0.5:8000): PUBLIC_URL wins."""
+    from api.main import create_app
+
+    public = settings.model_copy(update={"public_url": "https://rft.example.com/"})
+    with TestClient(create_app(public)) as c:
+        job_id = make_job(c)
+        ckpt = c.get(f"/v1/fine_tuning/jobs/{job_id}/checkpoints").json()["data"][0]
+        link = c.get(f"/v1/fine_tuning/jobs/{job_id}/checkpoints/{ckpt['id']}/download_link").json()
+    assert link["url"].startswith("https://rft.example.com/v1/downloads/")

@@ -176,6 +176,14 @@ def test_a_stop_request_during_a_shutdown_is_honoured(client: TestClient, settin
         job.write("checkpoints", 1, **CKPT)
         assert job.user(action).json()["status"] in ("cancelling", "pausing")
         assert job.write("finish", 1, status="preempted").json()["status"] == final
+    # handed back, then paused and resumed by the user: the next claim says why it really resumes
+    job.user("resume")
+    job.claim("claim-0002")
+    job.write("finish", 2, status="preempted")
+    job.user("pause")
+    job.user("resume")
+    job.claim("claim-0003")
+    assert "Resumed from step 1 after a pause (attempt 1 of 3, worker w)" in job.messages()
 
 
 def test_a_user_error_is_never_retried(client: TestClient, settings: Settings) -> None:

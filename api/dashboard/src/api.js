@@ -61,11 +61,13 @@ export const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
 
 const sleep = (ms, signal) =>
   new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
+    const done = () => {
       clearTimeout(t);
+      signal?.removeEventListener("abort", done);
       resolve();
-    });
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
   });
 
 // Calls onEvent(event) for every event of the job, oldest first, then live, until the job is finished and its
@@ -74,13 +76,14 @@ export async function followEvents(jobId, onEvent, { signal, onState } = {}) {
   let lastId = null;
   let backoff = 1000;
   while (!signal?.aborted) {
+    let received = 0;
+    let reader = null;
     try {
       const h = headers(lastId ? { "Last-Event-ID": lastId } : {});
       const r = await fetch(`${jobsPath(jobId)}/events/stream`, { headers: h, signal });
       if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
       onState?.("live");
-      backoff = 1000;
-      const reader = r.body.getReader();
+      reader = r.body.getReader();
       const decoder = new TextDecoder();
       let buf = "";
       for (;;) {
@@ -97,15 +100,23 @@ export async function followEvents(jobId, onEvent, { signal, onState } = {}) {
             if (line.startsWith("id:")) id = line.slice(3).trim();
             else if (line.startsWith("data:")) data += line.slice(5).trim();
           }
+          if (data) {
+            onEvent(JSON.parse(data));
+            received += 1;
+            backoff = 1000; // only a stream that delivers resets the backoff
+          }
           if (id) lastId = id;
-          if (data) onEvent(JSON.parse(data));
         }
       }
-      // the server ends the stream after a finished job's last event; anything else was a dropped connection
+      // The server ends the stream after a finished job's last event, but a proxy or a restart ends it too: a
+      // finished job is done once a stream resumed after the last event seen brings nothing more.
       const job = await api(jobsPath(jobId), { signal });
       if (TERMINAL.has(job.status)) {
-        onState?.("ended");
-        return;
+        if (received === 0) {
+          onState?.("ended");
+          return;
+        }
+        continue; // at once: ask for anything after lastId
       }
     } catch (e) {
       if (signal?.aborted) return;
@@ -113,6 +124,8 @@ export async function followEvents(jobId, onEvent, { signal, onState } = {}) {
         onState?.(`error: ${e}`);
         return;
       }
+    } finally {
+      reader?.cancel().catch(() => {}); // never leave a half-read response (and its server thread) open
     }
     onState?.("reconnecting");
     await sleep(backoff, signal);

@@ -32,14 +32,21 @@ const PYTHON_SOURCE = `def grade(sample, item):
     return float(sample["output_text"].strip() == item["answer"])
 `;
 
+// empty = not sent: the recipe's value, or the API's default (shown as the placeholder)
 const FIELDS = [
   ["group_size", "Group size G", 8],
   ["batch_size", "Prompts per step", 4],
-  ["max_steps", "Max steps (empty: n_epochs)", ""],
-  ["learning_rate", "Learning rate", ""],
-  ["max_completion_tokens", "Max completion tokens", ""],
-  ["beta", "KL coefficient β", ""],
+  ["max_steps", "Max steps", "n_epochs"],
+  ["learning_rate", "Learning rate", "1e-5"],
+  ["max_completion_tokens", "Max completion tokens", 128],
+  ["beta", "KL coefficient β", 0.04],
 ];
+
+// crypto.randomUUID exists only in secure contexts (https, localhost): not on http://gpu-box:8000
+function randomKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `dash-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
 
 // a file picked once is uploaded once, however often the form is submitted (a rejected job leaves no copies)
 const uploaded = new WeakMap();
@@ -77,12 +84,14 @@ export function CreateJob() {
   const [grader, setGrader] = useState(JSON.stringify(GRADERS.string_check, null, 2));
   const [source, setSource] = useState(PYTHON_SOURCE);
   const [recipe, setRecipe] = useState("");
-  const [hp, setHp] = useState(Object.fromEntries(FIELDS.map(([k, , d]) => [k, String(d)])));
+  const [hp, setHp] = useState(Object.fromEntries(FIELDS.map(([k]) => [k, ""])));
   const [extra, setExtra] = useState("{}");
   const [suffix, setSuffix] = useState("");
   const [error, setError] = useState(null);
   const [check, setCheck] = useState(null);
   const [busy, setBusy] = useState(false);
+  // one Idempotency-Key per job body: a retry after a timeout replays the first answer, a changed form is new
+  const [attempt, setAttempt] = useState({ body: "", key: "" });
 
   useEffect(() => {
     api("/v1/models").then((m) => (setModels(m.data), setModel((cur) => cur || m.data[0]?.id || ""))).catch(setError);
@@ -128,7 +137,11 @@ export function CreateJob() {
         throw new Error(`more hyperparameters: not JSON (${err.message})`);
       }
       const hyper = { ...more };
-      for (const [k] of FIELDS) if (hp[k] !== "") hyper[k] = Number(hp[k]);
+      for (const [k] of FIELDS) {
+        if (hp[k] === "") continue;
+        if (k in more) throw new Error(`${k} is set both in its box and in "more hyperparameters"`);
+        hyper[k] = Number(hp[k]);
+      }
       if (recipe) hyper.recipe = recipe;
       if (!train.file && !train.id) throw new Error("training file: choose a JSONL file");
       const trainingFile = train.file ? await upload(train.file) : train.id;
@@ -140,7 +153,10 @@ export function CreateJob() {
         ...(suffix ? { suffix } : {}),
         method: { type: "reinforcement", reinforcement: { grader: spec, hyperparameters: hyper } },
       };
-      const job = await api(jobsPath(), { method: "POST", body, idempotencyKey: crypto.randomUUID() });
+      const text = JSON.stringify(body);
+      const key = text === attempt.body ? attempt.key : randomKey();
+      setAttempt({ body: text, key });
+      const job = await api(jobsPath(), { method: "POST", body, idempotencyKey: key });
       navigate(`#/jobs/${job.id}`);
     } catch (err) {
       setError(err);
@@ -190,7 +206,8 @@ export function CreateJob() {
       <div class="grid">
         ${FIELDS.map(
           ([k, label]) => html`<label key=${k}>${label}
-            <input name=${k} type="number" step="any" value=${hp[k]} onInput=${(e) => setHp({ ...hp, [k]: e.target.value })} />
+            <input name=${k} type="number" step="any" value=${hp[k]} placeholder=${String(FIELDS.find((f) => f[0] === k)[2])}
+              onInput=${(e) => setHp({ ...hp, [k]: e.target.value })} />
           </label>`,
         )}
       </div>

@@ -37,7 +37,8 @@ function useJobFeed(jobId) {
       }
     };
     const loadSoon = () => {
-      if (!refresh) refresh = setTimeout(() => ((refresh = 0), loadJob()), 500);
+      // at most one job read per 2 s however fast events flow (the API's rate limit is per key, across tabs)
+      if (!refresh) refresh = setTimeout(() => ((refresh = 0), loadJob()), 2000);
     };
     const onEvent = (e) => {
       const f = feed.current;
@@ -200,7 +201,7 @@ export function JobPage({ jobId }) {
     <${Warnings} job=${job} messages=${feed.messages} />
     <${MetricCharts} rows=${rows} hyperparameters=${hp} />
     <${Rollouts} samples=${feed.samples} />
-    <${Checkpoints} job=${job} version=${`${job.steps_done}:${job.status}`} />
+    <${Checkpoints} job=${job} version=${`${feed.messages.length}:${job.status}`} />
     <${EventLog} messages=${feed.messages} />
     <details class="card"><summary>Hyperparameters and grader</summary><pre>${JSON.stringify(job.method, null, 2)}</pre></details>
   </section>`;
