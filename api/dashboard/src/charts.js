@@ -9,6 +9,14 @@ const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2
 // shares (clip fraction, zero-std groups) start at 0 and keep a visible scale when everything is 0
 const FRACTION = { range: (u, lo, hi) => [0, hi > 0 ? Math.min(1, hi * 1.15) : 0.01] };
 
+// y tick labels: small values (a KL of 5e-4) in exponent form, not rounded to a column of zeros
+const ticks = (u, splits) =>
+  splits.map((v) => {
+    if (v == null) return "";
+    const a = Math.abs(v);
+    return a !== 0 && a < 1e-3 ? v.toExponential(1) : String(+v.toPrecision(4));
+  });
+
 function options(title, series, width, fraction) {
   return {
     title,
@@ -17,7 +25,7 @@ function options(title, series, width, fraction) {
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },
     scales: { x: { time: false }, ...(fraction ? { y: FRACTION } : {}) },
-    axes: [{ label: "step", size: 40 }, { size: 56 }],
+    axes: [{ label: "step", size: 40 }, { size: 60, values: ticks }],
     series: [
       { label: "step" },
       ...series.map((s, i) => ({
