@@ -40,6 +40,11 @@ SLOW_GRADER = {
         "    return sum(c.isdigit() for c in t) / max(len(t), 1)\n"
     ),
 }
+# Two reward columns (a multi without a formula): the reward chart draws each grader's line beside the total.
+TWO_GRADERS = {
+    "type": "multi",
+    "graders": {"has_digit": SLOW_GRADER, "short": {"type": "length", "mode": "linear", "target": 3, "scale": 10}},
+}
 
 
 def create_job(client: httpx.Client, grader: dict[str, Any] | None = None, **hp: Any) -> dict[str, Any]:
@@ -74,7 +79,7 @@ def first_job(client: httpx.Client) -> dict[str, Any]:
     # entropy_min far above any entropy: the health monitor's "Entropy collapse" warning fires at step 1
     return create_job(
         client,
-        SLOW_GRADER,
+        TWO_GRADERS,
         max_steps=STEPS,
         checkpoint_interval=4,
         sample_log_count=8,
@@ -128,6 +133,8 @@ def test_reward_curve_gains_points_as_steps_land(
     assert seen == sorted(seen) and len(seen) >= 4, f"points did not arrive step by step: {seen}"
     for chart in ("kl", "entropy", "length", "clip", "signal"):
         assert points(page, chart) == STEPS, chart
+    drawn = page.get_attribute('[data-testid="chart-reward"]', "data-series")
+    assert drawn == f"train reward={STEPS};grader has_digit={STEPS};grader short={STEPS}", drawn
     page.get_by_test_id("status").filter(has_text="succeeded").wait_for(timeout=60_000)
     page.get_by_test_id("stream-state").filter(has_text="ended").wait_for()  # its last events read
     warning = page.get_by_test_id("warnings")
@@ -156,6 +163,8 @@ def test_rollout_viewer_shows_groups_with_rewards_and_advantages(
     for s in expected:
         assert s["prompt"] in text
         assert js_fmt(s["advantage"]) in text
+    header = groups.first.locator("thead").inner_text()
+    assert "has_digit" in header and "short" in header  # a column per grader
     rows = groups.first.locator("tbody tr")
     rewards = [float(r.locator("td").nth(1).inner_text()) for r in rows.all()]
     assert rewards == sorted(rewards, reverse=True)  # best completion first

@@ -65,9 +65,12 @@ export function Chart({ id, title, steps, series, fraction = false, emptyNote = 
     plot.current?.setData(data);
   });
 
-  const points = series.length ? series[0].values.filter((v) => v !== null && v !== undefined).length : 0;
+  const counts = series.map((s) => s.values.filter((v) => v !== null && v !== undefined).length);
+  const points = counts.length ? counts[0] : 0;
   const empty = !series.some((s) => s.values.some((v) => v !== null && v !== undefined));
-  return html`<div class="chart" data-testid=${`chart-${id}`} data-points=${points}>
+  // what is drawn, for the browser tests: points of the first series, and label=count for every series
+  const drawn = series.map((s, i) => `${s.label}=${counts[i]}`).join(";");
+  return html`<div class="chart" data-testid=${`chart-${id}`} data-points=${points} data-series=${drawn}>
     <div ref=${box}></div>
     ${empty && html`<div class="chart-empty">${emptyNote}</div>`}
   </div>`;
