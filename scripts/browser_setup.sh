@@ -8,4 +8,4 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 echo "browser_setup: installing chromium from Debian"
-apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
