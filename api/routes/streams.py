@@ -6,7 +6,8 @@
   total and per-grader rewards, advantage; the latest step by default.
 - ``GET …/jobs/{id}/events/stream``: server-sent events, oldest first, each with ``id: <sequence>`` so a client
   that reconnects with ``Last-Event-ID`` continues exactly where it stopped; the stream ends after the job's last
-  event once the job is finished.
+  event once the job is finished. ``samples=false`` leaves the rollouts out of the metrics events (the dashboard
+  replays a long job's curves that way and reads a step's rollouts from …/samples).
 """
 
 from __future__ import annotations
@@ -107,7 +108,10 @@ def list_samples(
     return SamplesResponse(step=row.step or 0, data=[Sample(**s) for s in (row.data or {}).get("samples", [])])
 
 
-def _sse(row: JobEvent) -> str:
+def _sse(row: JobEvent, samples: bool = True) -> str:
+    data = row.data
+    if not samples and data and "samples" in data:
+        data = {k: v for k, v in data.items() if k != "samples"}
     body = {
         "object": "fine_tuning.job.event",
         "id": row.id,
@@ -115,7 +119,7 @@ def _sse(row: JobEvent) -> str:
         "level": row.level,
         "type": row.type,
         "message": row.message,
-        "data": row.data,
+        "data": data,
     }
     return f"id: {row.seq}\nevent: {row.type}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
 
@@ -131,6 +135,13 @@ def stream_events(
     session: SessionDep,
     project: CurrentProject,
     last_event_id: Annotated[str | None, Header(description="Resume after this event's stream id.")] = None,
+    samples: Annotated[
+        bool,
+        Query(
+            description="Keep each metrics event's rollouts (data.samples). false: a light replay of a long job; "
+            "…/samples?step=N has them per step."
+        ),
+    ] = True,
 ) -> StreamingResponse:
     """The job's events as server-sent events, oldest first; resumes after ``Last-Event-ID``."""
     svc.get_job(session, project, fine_tuning_job_id)
@@ -160,7 +171,7 @@ def stream_events(
             status, rows = await run_in_threadpool(poll, seq)
             for row in rows:
                 seq = row.seq
-                yield _sse(row)
+                yield _sse(row, samples)
             if not rows and status in TERMINAL:
                 return
             if rows:

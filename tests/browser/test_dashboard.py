@@ -152,9 +152,12 @@ def test_rollout_viewer_shows_groups_with_rewards_and_advantages(
     page: Page, client: httpx.Client, first_job: dict[str, Any], page_errors: list[str]
 ) -> None:
     rollouts = page.get_by_test_id("rollouts")
-    step_select = rollouts.get_by_test_id("rollout-step")
-    assert step_select.input_value() == str(STEPS)
-    step_select.select_option("2")
+    step_input = rollouts.get_by_test_id("rollout-step")
+    assert step_input.input_value() == str(STEPS)  # it follows the newest step
+    rollouts.locator(f'[data-testid="rollout-group"][data-step="{STEPS}"]').first.wait_for()
+    step_input.fill("2")
+    step_input.press("Enter")
+    rollouts.locator('[data-testid="rollout-group"][data-step="2"]').first.wait_for()  # read from …/samples?step=2
     expected = client.get(f"/v1/fine_tuning/jobs/{first_job['id']}/samples", params={"step": 2}).json()["data"]
     groups = rollouts.get_by_test_id("rollout-group")
     prompts = {s["prompt"] for s in expected}
@@ -168,6 +171,10 @@ def test_rollout_viewer_shows_groups_with_rewards_and_advantages(
     rows = groups.first.locator("tbody tr")
     rewards = [float(r.locator("td").nth(1).inner_text()) for r in rows.all()]
     assert rewards == sorted(rewards, reverse=True)  # best completion first
+    rollouts.get_by_title("previous step").click()
+    rollouts.locator('[data-testid="rollout-group"][data-step="1"]').first.wait_for()
+    rollouts.get_by_test_id("rollouts-latest").click()
+    rollouts.locator(f'[data-testid="rollout-group"][data-step="{STEPS}"]').first.wait_for()
     assert not page_errors
 
 

@@ -72,6 +72,12 @@ def test_event_stream_ends_with_the_job_and_resumes_from_last_event_id(client: T
     with client.stream("GET", f"/v1/fine_tuning/jobs/{job}/events/stream", headers={"Last-Event-ID": str(cut)}) as r:
         resumed = _parse_sse(r.read().decode())
     assert [e["id"] for e in resumed] == [e["id"] for e in events[4:]]
+    assert all(e["data"]["data"]["samples"] for e in events if e["event"] == "metrics")
+    with client.stream("GET", f"/v1/fine_tuning/jobs/{job}/events/stream", params={"samples": "false"}) as r:
+        light = _parse_sse(r.read().decode())
+    assert [e["id"] for e in light] == [e["id"] for e in events]  # the same events, the rollouts left out
+    metrics = [e["data"]["data"] for e in light if e["event"] == "metrics"]
+    assert [m["step"] for m in metrics] == [1, 2, 3] and not any("samples" in m for m in metrics)
 
 
 def test_readiness_prometheus_and_request_ids(client: TestClient) -> None:

@@ -80,7 +80,8 @@ export async function followEvents(jobId, onEvent, { signal, onState } = {}) {
     let reader = null;
     try {
       const h = headers(lastId ? { "Last-Event-ID": lastId } : {});
-      const r = await fetch(`${jobsPath(jobId)}/events/stream`, { headers: h, signal });
+      // rollouts left out: a long job's replay stays light; the viewer reads a step's rollouts from …/samples
+      const r = await fetch(`${jobsPath(jobId)}/events/stream?samples=false`, { headers: h, signal });
       if (!r.ok) throw new ApiError(r.status, await r.json().catch(() => null));
       onState?.("live");
       reader = r.body.getReader();

@@ -9,13 +9,17 @@ const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2
 // shares (clip fraction, zero-std groups) start at 0 and keep a visible scale when everything is 0
 const FRACTION = { range: (u, lo, hi) => [0, hi > 0 ? Math.min(1, hi * 1.15) : 0.01] };
 
-// y tick labels: small values (a KL of 5e-4) in exponent form, not rounded to a column of zeros
-const ticks = (u, splits) =>
-  splits.map((v) => {
+// y tick labels: as many decimals as the tick spacing needs (an entropy of 4.3341..4.3358 keeps them apart), and
+// small values (a KL of 5e-4) in exponent form rather than a column of zeros
+const ticks = (u, splits, axisIdx, space, incr) => {
+  const decimals = Math.min(8, Math.max(0, Math.ceil(-Math.log10(incr || 1))));
+  const tiny = splits.every((v) => v == null || Math.abs(v) < 1e-3);
+  return splits.map((v) => {
     if (v == null) return "";
-    const a = Math.abs(v);
-    return a !== 0 && a < 1e-3 ? v.toExponential(1) : String(+v.toPrecision(4));
+    if (v === 0) return "0";
+    return tiny ? v.toExponential(1) : v.toFixed(decimals);
   });
+};
 
 function options(title, series, width, fraction) {
   return {

@@ -18,7 +18,7 @@ function useJobFeed(jobId) {
   const [error, setError] = useState(null);
   const [stream, setStream] = useState("connecting");
   const [, setTick] = useState(0);
-  const feed = useRef({ steps: new Map(), samples: new Map(), messages: [] });
+  const feed = useRef({ steps: new Map(), messages: [] });
 
   useEffect(() => {
     const ctl = new AbortController();
@@ -43,9 +43,7 @@ function useJobFeed(jobId) {
     const onEvent = (e) => {
       const f = feed.current;
       if (e.type === "metrics" && e.data) {
-        const { samples, ...rest } = e.data;
-        f.steps.set(rest.step, rest); // a step redone after a resume replaces the earlier one
-        if (samples?.length) f.samples.set(rest.step, samples);
+        f.steps.set(e.data.step, e.data); // a step redone after a resume replaces the earlier one
       } else {
         f.messages.push(e);
       }
@@ -200,7 +198,7 @@ export function JobPage({ jobId }) {
     </div>
     <${Warnings} job=${job} messages=${feed.messages} />
     <${MetricCharts} rows=${rows} hyperparameters=${hp} />
-    <${Rollouts} samples=${feed.samples} />
+    <${Rollouts} jobId=${job.id} latest=${last?.step ?? null} />
     <${Checkpoints} job=${job} version=${`${feed.messages.length}:${job.status}`} />
     <${EventLog} messages=${feed.messages} />
     <details class="card"><summary>Hyperparameters and grader</summary><pre>${JSON.stringify(job.method, null, 2)}</pre></details>

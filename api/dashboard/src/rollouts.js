@@ -1,8 +1,9 @@
 // The rollout viewer: the completions of one step (the first sample_log_count the worker kept), grouped by
 // prompt, each with its total and per-grader rewards and its advantage. Follows the newest step unless the
-// user picks one.
-import { useState } from "preact/hooks";
-import { fmt, html } from "./util.js";
+// user picks one (a number, or ◀ ▶: a long job has too many steps for a list).
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, jobsPath } from "./api.js";
+import { ErrorNote, fmt, html } from "./util.js";
 
 function Prompt({ prompt }) {
   if (Array.isArray(prompt)) {
@@ -23,33 +24,70 @@ function groups(samples) {
   return [...out.values()];
 }
 
-export function Rollouts({ samples }) {
-  const steps = [...samples.keys()].sort((a, b) => a - b);
+// one step's rollouts, read from …/samples?step=N (the event stream is replayed without them); a step's
+// rollouts never change, so each is read once
+function useSamples(jobId, step) {
+  const cache = useRef(new Map());
+  const [, setTick] = useState(0);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    if (step === null || cache.current.has(step)) return undefined;
+    let live = true;
+    // following the newest step of a fast job: read it once it has stayed newest for a moment
+    const t = setTimeout(() => {
+      api(`${jobsPath(jobId)}/samples?step=${step}`)
+        .then((r) => {
+          cache.current.set(step, r.data);
+          if (live) (setError(null), setTick((n) => n + 1));
+        })
+        .catch((e) => live && setError(e));
+    }, 300);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
+  }, [jobId, step]);
+  // until a new step's rollouts arrive, the last ones shown stay (no flash of "Loading…" on every step)
+  const shown = useRef({ step: null, samples: null });
+  if (step !== null && cache.current.has(step)) shown.current = { step, samples: cache.current.get(step) };
+  return { ...shown.current, loading: step !== null && !cache.current.has(step), error };
+}
+
+export function Rollouts({ jobId, latest }) {
   const [picked, setPicked] = useState(null); // null: follow the newest step
   const [open, setOpen] = useState(true);
-  if (!steps.length) {
+  const step = picked !== null && latest !== null ? Math.min(Math.max(1, picked), latest) : latest;
+  const { step: shownStep, samples, loading, error } = useSamples(jobId, open ? step : null);
+  if (latest === null) {
     return html`<section class="card" data-testid="rollouts"><h2>Rollouts</h2>
-      <p class="muted">No rollouts yet: they arrive with each step's metrics (sample_log_count).</p></section>`;
+      <p class="muted">No rollouts yet: each step keeps its first sample_log_count completions.</p></section>`;
   }
-  const step = picked !== null && samples.has(picked) ? picked : steps[steps.length - 1];
-  const graderNames = [...new Set(samples.get(step).flatMap((s) => Object.keys(s.rewards || {})))];
+  const go = (s) => setPicked(s >= latest ? null : Math.max(1, s));
+  const graderNames = [...new Set((samples || []).flatMap((s) => Object.keys(s.rewards || {})))];
   return html`<section class="card" data-testid="rollouts">
     <div class="row-between">
-      <h2>Rollouts <span class="muted small">step ${step}: ${samples.get(step).length} completions kept</span></h2>
-      <div class="controls"><label>Step
-        <select data-testid="rollout-step" value=${String(step)} onChange=${(e) => {
-          const v = Number(e.target.value);
-          setPicked(v === steps[steps.length - 1] ? null : v);
-        }}>
-          ${steps.map((s) => html`<option key=${s} value=${String(s)}>${s}${s === steps[steps.length - 1] ? " (latest)" : ""}</option>`)}
-        </select>
-      </label>
-      <button class="small" onClick=${() => setOpen(!open)} data-testid="rollouts-toggle">${open ? "Hide" : "Show"}</button>
+      <h2>Rollouts <span class="muted small">${samples && `step ${shownStep}: ${samples.length} completions kept`}
+        ${loading && ` (reading step ${step}…)`}</span></h2>
+      <div class="controls">
+        <button class="small" onClick=${() => go(step - 1)} disabled=${step <= 1} title="previous step">◀</button>
+        <label>Step
+          <input type="number" class="step-input" data-testid="rollout-step" min="1" max=${latest} value=${step}
+            onChange=${(e) => go(Number(e.target.value) || latest)} />
+        </label>
+        <span class="muted small">of ${latest}</span>
+        <button class="small" onClick=${() => go(step + 1)} disabled=${step >= latest} title="next step">▶</button>
+        <button class="small" data-testid="rollouts-latest" onClick=${() => setPicked(null)} disabled=${picked === null}>
+          Latest</button>
+        <button class="small" onClick=${() => setOpen(!open)} data-testid="rollouts-toggle">${open ? "Hide" : "Show"}</button>
       </div>
     </div>
+    <${ErrorNote} error=${error} />
+    ${open && samples === null && !error && html`<p class="muted">Loading…</p>`}
+    ${open && samples?.length === 0 && html`<p class="muted">This step kept no rollouts (sample_log_count = 0).</p>`}
     ${open &&
-    groups(samples.get(step)).map(
-      (g, i) => html`<div class="group" key=${i} data-testid="rollout-group">
+    samples &&
+    groups(samples).map(
+      (g, i) => html`<div class="group" key=${`${shownStep}-${i}`} data-testid="rollout-group" data-step=${shownStep}>
         <${Prompt} prompt=${g.prompt} />
         <table class="table completions">
           <thead><tr><th>Completion</th><th>Reward</th>${graderNames.map((n) => html`<th key=${n}>${n}</th>`)}<th>Advantage</th><th>Tokens</th></tr></thead>

@@ -13,6 +13,7 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     fine_tuning_job_id: str,
     *,
+    samples: bool | Unset = True,
     last_event_id: None | str | Unset = UNSET,
     authorization: None | str | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -23,11 +24,18 @@ def _get_kwargs(
     if not isinstance(authorization, Unset):
         headers["authorization"] = authorization
 
+    params: dict[str, Any] = {}
+
+    params["samples"] = samples
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/v1/fine_tuning/jobs/{fine_tuning_job_id}/events/stream".format(
             fine_tuning_job_id=quote(str(fine_tuning_job_id), safe=""),
         ),
+        "params": params,
     }
 
     _kwargs["headers"] = headers
@@ -93,6 +101,7 @@ def sync_detailed(
     fine_tuning_job_id: str,
     *,
     client: AuthenticatedClient | Client,
+    samples: bool | Unset = True,
     last_event_id: None | str | Unset = UNSET,
     authorization: None | str | Unset = UNSET,
 ) -> Response[Any | ErrorResponse]:
@@ -102,6 +111,8 @@ def sync_detailed(
 
     Args:
         fine_tuning_job_id (str):
+        samples (bool | Unset): Keep each metrics event's rollouts (data.samples). false: a light
+            replay of a long job; …/samples?step=N has them per step. Default: True.
         last_event_id (None | str | Unset): Resume after this event's stream id.
         authorization (None | str | Unset):
 
@@ -115,6 +126,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         fine_tuning_job_id=fine_tuning_job_id,
+        samples=samples,
         last_event_id=last_event_id,
         authorization=authorization,
     )
@@ -130,6 +142,7 @@ def sync(
     fine_tuning_job_id: str,
     *,
     client: AuthenticatedClient | Client,
+    samples: bool | Unset = True,
     last_event_id: None | str | Unset = UNSET,
     authorization: None | str | Unset = UNSET,
 ) -> Any | ErrorResponse | None:
@@ -139,6 +152,8 @@ def sync(
 
     Args:
         fine_tuning_job_id (str):
+        samples (bool | Unset): Keep each metrics event's rollouts (data.samples). false: a light
+            replay of a long job; …/samples?step=N has them per step. Default: True.
         last_event_id (None | str | Unset): Resume after this event's stream id.
         authorization (None | str | Unset):
 
@@ -153,6 +168,7 @@ def sync(
     return sync_detailed(
         fine_tuning_job_id=fine_tuning_job_id,
         client=client,
+        samples=samples,
         last_event_id=last_event_id,
         authorization=authorization,
     ).parsed
@@ -162,6 +178,7 @@ async def asyncio_detailed(
     fine_tuning_job_id: str,
     *,
     client: AuthenticatedClient | Client,
+    samples: bool | Unset = True,
     last_event_id: None | str | Unset = UNSET,
     authorization: None | str | Unset = UNSET,
 ) -> Response[Any | ErrorResponse]:
@@ -171,6 +188,8 @@ async def asyncio_detailed(
 
     Args:
         fine_tuning_job_id (str):
+        samples (bool | Unset): Keep each metrics event's rollouts (data.samples). false: a light
+            replay of a long job; …/samples?step=N has them per step. Default: True.
         last_event_id (None | str | Unset): Resume after this event's stream id.
         authorization (None | str | Unset):
 
@@ -184,6 +203,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         fine_tuning_job_id=fine_tuning_job_id,
+        samples=samples,
         last_event_id=last_event_id,
         authorization=authorization,
     )
@@ -197,6 +217,7 @@ async def asyncio(
     fine_tuning_job_id: str,
     *,
     client: AuthenticatedClient | Client,
+    samples: bool | Unset = True,
     last_event_id: None | str | Unset = UNSET,
     authorization: None | str | Unset = UNSET,
 ) -> Any | ErrorResponse | None:
@@ -206,6 +227,8 @@ async def asyncio(
 
     Args:
         fine_tuning_job_id (str):
+        samples (bool | Unset): Keep each metrics event's rollouts (data.samples). false: a light
+            replay of a long job; …/samples?step=N has them per step. Default: True.
         last_event_id (None | str | Unset): Resume after this event's stream id.
         authorization (None | str | Unset):
 
@@ -221,6 +244,7 @@ async def asyncio(
         await asyncio_detailed(
             fine_tuning_job_id=fine_tuning_job_id,
             client=client,
+            samples=samples,
             last_event_id=last_event_id,
             authorization=authorization,
         )
