@@ -108,7 +108,8 @@ class Job(Base):
     # When the doorbell was last rung, and when the next retry may run (backoff); the reaper reads both.
     enqueued_at: Mapped[int | None] = mapped_column(BigInteger)
     not_before: Mapped[int | None] = mapped_column(BigInteger)
-    # Why a job that already ran is queued again, when its claim cannot tell (a worker that shut down).
+    # Why a job that already ran is queued again (a pause, a failed attempt, a worker that shut down), for the
+    # next claim's event; set by whatever queues it again, cleared by the claim.
     resume_reason: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     started_at: Mapped[int | None] = mapped_column(BigInteger)

@@ -229,7 +229,8 @@ def resume_job(session: Session, project_id: str, job_id: str, enqueue: Callable
         "attempts": 0,
         "not_before": None,
         "enqueued_at": now(),
-        "resume_reason": None,  # it resumes after the pause, whatever queued it before
+        # for the next claim's event; a job paused before it ever ran just starts
+        "resume_reason": "after a pause" if job.started_at else None,
     }
     if not _set_status(session, job_id, [JobStatus.paused], **values):
         session.refresh(job)

@@ -45,14 +45,8 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
         raise NotFound(f"no job {job_id!r}", param="job_id")
     if job.status in ACTIVE and job.claim_id == claim_id:
         return heartbeat(session, job_id, job.lease_epoch, lease_seconds)
-    if job.status == JobStatus.running:
-        why = f"after worker loss at step {job.steps_done}"
-    elif job.resume_reason:
-        why = job.resume_reason
-    elif job.attempts:
-        why = "after a failed attempt"
-    else:
-        why = "after a pause" if job.started_at else ""
+    # a running job here has an expired lease; a queued one carries why it was queued again (None: first run)
+    why = f"after worker loss at step {job.steps_done}" if job.status == JobStatus.running else job.resume_reason or ""
     lease_gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
     res = session.execute(
         update(Job)
@@ -249,6 +243,7 @@ def finish_job(
             "lease_expires_at": None,
             "not_before": now() + delay,
             "enqueued_at": None,
+            "resume_reason": "after a failed attempt",
         }
         if not _set_status(session, job_id, ACTIVE, **values):
             raise Conflict(f"job {job_id} is already {job.status}", code="already_finished")

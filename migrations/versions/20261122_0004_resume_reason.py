@@ -4,8 +4,9 @@ Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-22
 
-Set when a worker hands a job back because it is shutting down (the finish status ``preempted``): the next
-claim then says "Resumed from step N after its worker shut down" and clears it.
+Set by whatever queues a job that already ran again (resume after a pause, a retried failure, a worker that
+shuts down: the finish status ``preempted``); the next claim says why ("Resumed from step N after its worker
+shut down") and clears it. It replaces guessing the reason from ``attempts`` and ``started_at``.
 """
 
 from collections.abc import Sequence

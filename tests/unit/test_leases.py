@@ -110,6 +110,7 @@ def test_pause_resume_continues_from_the_checkpoint_with_fresh_attempts(client: 
     assert job.claim().status_code == 409  # a paused job is not claimable
     assert job.user("resume").json()["status"] == "queued"
     job.claim()
+    assert "Fine-tuning job started (attempt 1 of 3, worker w)" in job.messages()  # paused before it ever ran
     job.write("checkpoints", 1, **CKPT)
     job.user("pause")
     job.write("finish", 1, status="paused")
@@ -141,6 +142,8 @@ def test_retryable_failure_requeues_with_backoff_until_attempts_run_out(client: 
         assert held.status_code == 409 and int(held.headers["Retry-After"]) > 0  # backoff 30 s, then 60 s
         assert_fenced(job, attempt)
     assert any("Attempt 2 of 3 failed (S3 down); retrying in 60 s" in m for m in job.messages())
+    restarted = "Restarted from the beginning after a failed attempt: no checkpoint yet (attempt 2 of 3, worker w)"
+    assert restarted in job.messages()
     job.sql("update jobs set not_before = null where id = :id")
     job.claim("claim-0003")
     body = {"status": "failed", "error_code": "infrastructure_error", "error_message": "S3 down", "retryable": True}
