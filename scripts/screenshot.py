@@ -12,12 +12,17 @@ import shutil
 from pathlib import Path
 
 
+def chromium_path() -> str | None:
+    """Debian's chromium (``make browser``), or the binary RFT_CHROMIUM names; None when there is none."""
+    return os.environ.get("RFT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
 def capture_job_page(base_url: str, job_id: str, out: Path, api_key: str | None = None, height: int = 1300) -> Path:
     """Open the job page (signing in when the service wants a key), wait until every step's point is drawn and
     the rollouts are in, and save the top ``height`` pixels (header, warnings, curves, first rollouts)."""
     from playwright.sync_api import sync_playwright
 
-    chromium = os.environ.get("RFT_CHROMIUM") or shutil.which("chromium")
+    chromium = chromium_path()
     if not chromium:
         raise RuntimeError("chromium is not installed (make browser, or set RFT_CHROMIUM)")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,9 @@ import pytest
 
 from tests.tiny_model import TINY_ID, build_tiny_model
 
+# Postgres, Redis and S3 fixtures for tests/integration and tests/browser (made only when a test asks for one)
+pytest_plugins = ["tests.services"]
+
 
 @pytest.fixture(scope="session")
 def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -8,7 +8,6 @@ Screenshots go to ``$RFT_ARTIFACTS_DIR`` (default ``.state/artifacts/browser``).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,14 +18,15 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from scripts.local_stack import ROOT
-from tests.integration.conftest import logs_dir, pg_url, redis_url, s3  # noqa: F401 - the same real services
-from tests.integration.stack import Stack, production_env
+from scripts.screenshot import chromium_path
+from tests.integration.stack import Stack, production_env, running_api
+from tests.services import fresh_database, fresh_redis_db
 
 pytestmark = pytest.mark.integration
 
 
-def chromium_path() -> str:
-    path = os.environ.get("RFT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+def chromium() -> str:
+    path = chromium_path()
     if not path:
         pytest.fail("chromium is not installed: `make browser` (apt-get install chromium) or set RFT_CHROMIUM")
     return path
@@ -41,18 +41,14 @@ def artifacts() -> Path:
 
 @pytest.fixture(scope="module")
 def stack(
-    pg_url: str,  # noqa: F811
-    redis_url: str,  # noqa: F811
-    s3: dict[str, str],  # noqa: F811
-    catalog_dir: Path,
-    logs_dir: Path,  # noqa: F811
-    tmp_path_factory: pytest.TempPathFactory,
+    s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack]:
-    env = production_env(pg_url, redis_url, s3, catalog_dir, tmp_path_factory.mktemp("state"))
-    stack = Stack(env, logs_dir)
-    stack.start_api()
-    yield stack
-    stack.stop()
+    """A database and a broker queue of its own: the key made below must not close the integration tests'
+    open-mode stack, and its worker must not take their jobs."""
+    with fresh_database() as pg_url:
+        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
+        with running_api(env, logs_dir) as stack:
+            yield stack
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +78,7 @@ def browser() -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), headless=True)
+        b = p.chromium.launch(executable_path=chromium(), headless=True)
         yield b
         b.close()
 

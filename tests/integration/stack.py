@@ -106,6 +106,17 @@ class Stack:
         return "\n".join(f"--- {p.name} ---\n{p.tail()}" for p in (self.api, self.worker) if p)
 
 
+@contextmanager
+def running_api(env: dict[str, str], log_dir: Path) -> Iterator[Stack]:
+    """The API up (a worker when the test starts one); everything stopped on the way out."""
+    stack = Stack(env, log_dir)
+    try:
+        stack.start_api()
+        yield stack
+    finally:
+        stack.stop()
+
+
 def wait_status(client: httpx.Client, job_id: str, statuses: set[str], timeout: float, stack: Stack) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     job: dict[str, Any] = {}
