@@ -22,12 +22,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
+from api.db.models import Checkpoint as CheckpointRow
 from api.deps import CurrentProject, SessionDep, SettingsDep, StoreDep
 from api.errors import ERROR_RESPONSES, NotFound
 from api.services import jobs as svc
 from api.settings import Settings
+from api.storage import ObjectStore
 
-LINK_SECONDS = 300
+LINK_SECONDS = 300  # long enough to start a download, short enough that a leaked URL soon dies
 router = APIRouter(tags=["fine_tuning"], responses=ERROR_RESPONSES)
 
 
@@ -70,6 +72,13 @@ def verify(settings: Settings, token: str, now: float | None = None) -> tuple[st
     return claims["k"], claims["f"]
 
 
+def presigned_adapter(store: ObjectStore, ckpt: CheckpointRow) -> tuple[str | None, str]:
+    """(a presigned URL of the checkpoint's adapter tar, or None on a store without URLs; its filename)."""
+    filename = f"{ckpt.id}.tar"
+    url = store.presigned_url(ckpt.object_key, LINK_SECONDS, filename=filename, content_type="application/x-tar")
+    return url, filename
+
+
 @router.get("/v1/fine_tuning/jobs/{fine_tuning_job_id}/checkpoints/{checkpoint_id}/download_link")
 def checkpoint_download_link(
     fine_tuning_job_id: str,
@@ -82,9 +91,8 @@ def checkpoint_download_link(
 ) -> DownloadLink:
     """A URL that downloads the checkpoint's adapter tar for 5 minutes, no API key needed (for links)."""
     ckpt = svc.get_checkpoint(session, project, fine_tuning_job_id, checkpoint_id)
-    filename = f"{ckpt.id}.tar"
     expires_at = int(time.time()) + LINK_SECONDS
-    url = store.presigned_url(ckpt.object_key, LINK_SECONDS, filename=filename, content_type="application/x-tar")
+    url, filename = presigned_adapter(store, ckpt)
     if url is None:
         token = sign(settings, ckpt.object_key, filename, expires_at)
         path = request.app.url_path_for("download", token=token)

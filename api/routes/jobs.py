@@ -13,6 +13,7 @@ from api.deps import CurrentProject, SessionDep, StoreDep
 from api.errors import ERROR_RESPONSES
 from api.idempotency import JsonIdempotencyDep
 from api.queue import enqueue_run_job
+from api.routes.downloads import presigned_adapter
 from api.schemas.common import ListResponse
 from api.schemas.jobs import Checkpoint, Job, JobCreate, JobError, JobEvent
 from api.services import graders as graders_svc
@@ -178,9 +179,6 @@ def list_checkpoints(
     return ListResponse[Checkpoint].page([checkpoint_schema(r, job, best) for r in rows], more)
 
 
-PRESIGNED_SECONDS = 300  # long enough to start a download, short enough that a leaked URL soon dies
-
-
 @router.get(
     "/{fine_tuning_job_id}/checkpoints/{checkpoint_id}/content",
     response_class=StreamingResponse,
@@ -198,8 +196,7 @@ def download_checkpoint(
     """The PEFT LoRA adapter of a checkpoint, as a tar: streamed from a local store, or a 302 to a presigned
     S3 URL (5 minutes) so the bytes never pass through the API."""
     ckpt = svc.get_checkpoint(session, project, fine_tuning_job_id, checkpoint_id)
-    filename = f"{ckpt.id}.tar"
-    url = store.presigned_url(ckpt.object_key, PRESIGNED_SECONDS, filename=filename, content_type="application/x-tar")
+    url, filename = presigned_adapter(store, ckpt)
     if url is not None:
         return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
     return StreamingResponse(
