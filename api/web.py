@@ -20,7 +20,7 @@ _NO_CACHE = {"Cache-Control": "no-cache"}
 _SECURITY = {
     # everything the page loads is ours; the API key sits in sessionStorage, so no third-party script may run
     "Content-Security-Policy": (
-        "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; "
+        "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; "
         "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
     ),
     "X-Content-Type-Options": "nosniff",

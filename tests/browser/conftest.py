@@ -85,7 +85,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture(scope="module")
 def page_errors() -> list[str]:
-    """Uncaught exceptions of the page's scripts (every test asserts there were none)."""
+    """Uncaught exceptions and console errors of the page (every test asserts there were none)."""
     return []
 
 
@@ -96,5 +96,14 @@ def page(browser: Browser, page_errors: list[str]) -> Iterator[Page]:
     page = context.new_page()
     page.set_default_timeout(20_000)
     page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+    # console errors too (a CSP refusal is only reported there), but not the 401 of the wrong-key sign-in
+    page.on(
+        "console",
+        lambda m: (
+            page_errors.append(m.text)
+            if m.type == "error" and not m.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     yield page
     context.close()

@@ -32,14 +32,14 @@ const PYTHON_SOURCE = `def grade(sample, item):
     return float(sample["output_text"].strip() == item["answer"])
 `;
 
-// empty = not sent: the recipe's value, or the API's default (shown as the placeholder)
+// empty = not sent: the recipe's value, or the API's default (the placeholder, from the API's own schema)
 const FIELDS = [
-  ["group_size", "Group size G", 8],
-  ["batch_size", "Prompts per step", 4],
-  ["max_steps", "Max steps", "n_epochs"],
-  ["learning_rate", "Learning rate", "1e-5"],
-  ["max_completion_tokens", "Max completion tokens", 128],
-  ["beta", "KL coefficient β", 0.04],
+  ["group_size", "Group size G"],
+  ["batch_size", "Prompts per step"],
+  ["max_steps", "Max steps"],
+  ["learning_rate", "Learning rate"],
+  ["max_completion_tokens", "Max completion tokens"],
+  ["beta", "KL coefficient β"],
 ];
 
 // crypto.randomUUID exists only in secure contexts (https, localhost): not on http://gpu-box:8000
@@ -76,6 +76,7 @@ function FilePick({ label, name, files, value, onChange, required }) {
 export function CreateJob() {
   const [models, setModels] = useState([]);
   const [recipes, setRecipes] = useState([]);
+  const [hpSchema, setHpSchema] = useState({}); // GRPOConfig's properties: defaults and descriptions
   const [files, setFiles] = useState([]);
   const [model, setModel] = useState("");
   const [train, setTrain] = useState({ file: null, id: "" });
@@ -96,10 +97,14 @@ export function CreateJob() {
   useEffect(() => {
     api("/v1/models").then((m) => (setModels(m.data), setModel((cur) => cur || m.data[0]?.id || ""))).catch(setError);
     api("/v1/files?purpose=fine-tune&limit=100").then((p) => setFiles(p.data)).catch(() => {});
-    // the recipe names come from the API's own schema, so this list never drifts from grpo_core.presets
+    // recipe names and defaults come from the API's own schema, so they never drift from grpo_core
     fetch("/openapi.json")
       .then((r) => r.json())
-      .then((spec) => setRecipes(spec.components.schemas.GRPOConfig.properties.recipe.anyOf[0].enum))
+      .then((spec) => {
+        const props = spec.components.schemas.GRPOConfig.properties;
+        setHpSchema(props);
+        setRecipes(props.recipe.anyOf[0].enum);
+      })
       .catch(() => {});
   }, []);
 
@@ -206,8 +211,8 @@ export function CreateJob() {
       <div class="grid">
         ${FIELDS.map(
           ([k, label]) => html`<label key=${k}>${label}
-            <input name=${k} type="number" step="any" value=${hp[k]} placeholder=${String(FIELDS.find((f) => f[0] === k)[2])}
-              onInput=${(e) => setHp({ ...hp, [k]: e.target.value })} />
+            <input name=${k} type="number" step="any" value=${hp[k]} placeholder=${String(hpSchema[k]?.default ?? "")}
+              title=${hpSchema[k]?.description ?? ""} onInput=${(e) => setHp({ ...hp, [k]: e.target.value })} />
           </label>`,
         )}
       </div>
