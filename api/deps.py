@@ -12,11 +12,11 @@ from sqlalchemy.orm import Session
 from api.db.models import DEFAULT_PROJECT
 from api.errors import Unauthorized
 from api.services import tenants
-from api.settings import Settings
-from api.storage import ObjectStore
+from api.settings import ApiSettings
+from runtime.storage import ObjectStore
 
 
-def get_settings_dep(request: Request) -> Settings:
+def get_settings_dep(request: Request) -> ApiSettings:
     return request.app.state.settings
 
 
@@ -29,7 +29,7 @@ def get_store(request: Request) -> ObjectStore:
     return request.app.state.store
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+SettingsDep = Annotated[ApiSettings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
 StoreDep = Annotated[ObjectStore, Depends(get_store)]
 

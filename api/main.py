@@ -16,8 +16,7 @@ from api.queue import enqueue_run_job, make_producer
 from api.routes import downloads, files, graders, internal, jobs, models, streams, webhooks
 from api.services.reaper import Reaper
 from api.services.webhook_dispatch import start_dispatcher
-from api.settings import Settings, get_settings
-from api.storage import make_store
+from api.settings import ApiSettings, get_settings
 from api.web import install as install_dashboard
 
 
@@ -26,7 +25,7 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
     @asynccontextmanager
@@ -34,7 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(settings.db_url)
         app.state.settings = settings
         app.state.sessionmaker = make_sessionmaker(engine)
-        app.state.store = make_store(settings)
+        app.state.store = settings.store()
         app.state.producer = make_producer(settings)
         settings.internal_token  # noqa: B018 - create the embedded worker token before any worker asks
         dispatcher = start_dispatcher(settings, app.state.sessionmaker)  # webhook deliveries, off the request path

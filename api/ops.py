@@ -29,7 +29,8 @@ from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select, text
 
 from api.db.models import Job
-from api.settings import Settings
+from api.settings import ApiSettings
+from runtime.queue import GPU_QUEUE
 
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 log = logging.getLogger("api")
@@ -52,7 +53,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
-def configure_logging(settings: Settings) -> None:
+def configure_logging(settings: ApiSettings) -> None:
     """Add one JSON handler to the root logger (once per process) and route uvicorn's loggers through it."""
     if settings.log_format != "json":
         return
@@ -87,13 +88,13 @@ class _StateCollector:
             yield GaugeMetricFamily("rft_queue_depth", "Messages waiting in the gpu queue", value=depth)
 
 
-def queue_depth(settings: Settings) -> int | None:
+def queue_depth(settings: ApiSettings) -> int | None:
     """Messages waiting in the ``gpu`` queue: Redis list length, or files in the filesystem transport."""
     try:
         if settings.broker_url and settings.broker_url.startswith("redis"):
             import redis
 
-            return int(redis.Redis.from_url(settings.broker_url, socket_timeout=2).llen("gpu"))
+            return int(redis.Redis.from_url(settings.broker_url, socket_timeout=2).llen(GPU_QUEUE))
         if not settings.broker_url:
             folder = settings.broker_transport_options["data_folder_in"]
             from pathlib import Path
@@ -180,7 +181,7 @@ class ObserveMiddleware:
             self.latency.labels(scope["method"], path, str(status)).observe(time.perf_counter() - start)
 
 
-def install(app: FastAPI, settings: Settings) -> None:
+def install(app: FastAPI, settings: ApiSettings) -> None:
     """Middleware, /metrics and /readyz on ``app``."""
     registry = CollectorRegistry()  # one per app: tests build many apps in one process
     app.state.steps_counter = Counter(

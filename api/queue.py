@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from celery import Celery
 
-from api.settings import Settings
-
-RUN_JOB = "worker.tasks.run_job"
-GPU_QUEUE = "gpu"
+from api.settings import ApiSettings
+from runtime.queue import GPU_QUEUE, RUN_JOB
 
 
-def make_producer(settings: Settings) -> Celery:
+def make_producer(settings: ApiSettings) -> Celery:
     app = Celery("rft-api", broker=settings.celery_broker_url)
     app.conf.update(
         broker_transport_options=settings.broker_transport_options,

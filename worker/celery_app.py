@@ -1,4 +1,4 @@
-"""The worker's Celery app. Settings come from the same env vars as the API (api.settings, no DB import).
+"""The worker's Celery app (worker.settings: the shared settings plus the worker's own; no database).
 
 acks_late + reject_on_worker_lost: a worker killed mid-job leaves its message to be redelivered, and prefetch 1
 keeps one GPU job per process. The redelivered copy can only claim the job once the lease has expired, so a
@@ -19,7 +19,8 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
 
-from api.settings import get_settings
+from runtime.queue import GPU_QUEUE
+from worker.settings import get_settings
 
 settings = get_settings()
 
@@ -36,7 +37,7 @@ app.conf.update(
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
-    task_default_queue="gpu",
+    task_default_queue=GPU_QUEUE,
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
     # The operator's budget per attempt: the soft limit ends the run with a clear error (time_limit); the hard

@@ -1,16 +1,23 @@
-"""HTTP client of the API's internal worker endpoints.
+"""HTTP client of the API's internal worker endpoints (runtime.internal): typed requests in, typed answers out.
 
 Transport errors and 5xx are retried with backoff. A 409 is sorted by its code: ``stale_lease`` /
 ``not_claimable`` mean "another worker owns this job, or it is over: stop quietly" (StaleLease); ``lease_held``
-means "ask again after Retry-After seconds" (LeaseHeld); any other 409 is a bug worth a loud error.
+means "ask again after Retry-After seconds" (LeaseHeld); any other 409 is a bug worth a loud error. When the
+API stays unreachable through every retry the run ends with ``ApiUnreachable``, an infrastructure failure.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TypeVar
 
 import httpx
+from pydantic import BaseModel
+
+from runtime import internal as api
+from runtime.errors import InfrastructureError
+
+Answer = TypeVar("Answer", bound=BaseModel)
 
 
 class StaleLease(Exception):
@@ -25,8 +32,12 @@ class LeaseHeld(Exception):
         self.retry_after = retry_after
 
 
-class InternalApiError(RuntimeError):
+class InternalApiError(InfrastructureError):
     """The API answered with an error the worker cannot act on."""
+
+
+class ApiUnreachable(InfrastructureError):
+    """The API could not be reached through every retry (the httpx error is the cause)."""
 
 
 class InternalClient:
@@ -35,16 +46,17 @@ class InternalClient:
         self.http = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
         self.retries = retries
 
-    def _post(self, path: str, body: dict[str, Any], retries: int | None = None) -> dict[str, Any]:
+    def _post(self, path: str, body: BaseModel, answer: type[Answer], retries: int | None = None) -> Answer:
         tries = retries or self.retries
         delay = 0.5
+        payload = body.model_dump(mode="json")
         for attempt in range(tries):
             last = attempt == tries - 1
             try:
-                resp = self.http.post(path, json=body)
-            except httpx.TransportError:
+                resp = self.http.post(path, json=payload)
+            except httpx.TransportError as exc:
                 if last:
-                    raise
+                    raise ApiUnreachable(f"{path}: {type(exc).__name__}: {exc}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 30)
                 continue
@@ -61,26 +73,27 @@ class InternalClient:
                 if resp.status_code == 409 and code == "lease_held":
                     raise LeaseHeld(message, int(resp.headers.get("Retry-After", "30")))
                 raise InternalApiError(f"{path} -> {resp.status_code} {code}: {message}")
-            return resp.json()
+            return answer.model_validate(resp.json())
         raise AssertionError("unreachable")
 
-    def claim(self, job_id: str, worker_id: str, claim_id: str) -> dict[str, Any]:
-        return self._post(f"/internal/jobs/{job_id}/claim", {"worker_id": worker_id, "claim_id": claim_id})
+    def claim(self, job_id: str, worker_id: str, claim_id: str) -> api.ClaimResponse:
+        body = api.ClaimRequest(worker_id=worker_id, claim_id=claim_id)
+        return self._post(api.url(api.CLAIM, job_id), body, api.ClaimResponse)
 
-    def heartbeat(self, job_id: str, epoch: int) -> dict[str, Any]:
-        return self._post(f"/internal/jobs/{job_id}/heartbeat", {"epoch": epoch})
+    def heartbeat(self, job_id: str, epoch: int) -> api.HeartbeatResponse:
+        return self._post(api.url(api.HEARTBEAT, job_id), api.Fenced(epoch=epoch), api.HeartbeatResponse)
 
-    def events(self, job_id: str, epoch: int, events: list[dict[str, Any]]) -> str | None:
+    def events(self, job_id: str, epoch: int, events: list[api.EventIn]) -> api.Stop | None:
         """Post events; returns what the user asked the job to do at the next step boundary: cancel, pause, None."""
-        return self._post(f"/internal/jobs/{job_id}/events", {"epoch": epoch, "events": events}).get("stop")
+        body = api.EventsRequest(epoch=epoch, events=events)
+        return self._post(api.url(api.EVENTS, job_id), body, api.EventsResponse).stop
 
-    def checkpoint(self, job_id: str, epoch: int, step: int, key: str, state_key: str, metrics: dict[str, Any]) -> None:
-        body = {"epoch": epoch, "step_number": step, "object_key": key, "state_key": state_key, "metrics": metrics}
-        self._post(f"/internal/jobs/{job_id}/checkpoints", body)
+    def checkpoint(self, job_id: str, body: api.CheckpointRequest) -> api.CheckpointResponse:
+        return self._post(api.url(api.CHECKPOINTS, job_id), body, api.CheckpointResponse)
 
-    def finish(self, job_id: str, epoch: int, status: str, **extra: Any) -> None:
+    def finish(self, job_id: str, body: api.FinishRequest) -> api.FinishResponse:
         # The one write that must not be lost: keep trying for about five minutes.
-        self._post(f"/internal/jobs/{job_id}/finish", {"epoch": epoch, "status": status, **extra}, retries=15)
+        return self._post(api.url(api.FINISH, job_id), body, api.FinishResponse, retries=15)
 
     def close(self) -> None:
         self.http.close()

@@ -1,16 +1,19 @@
+"""The Celery task: one line that hands the job to a JobRun."""
+
 from __future__ import annotations
 
 import logging
 
-from api.settings import get_settings
+from runtime.queue import RUN_JOB
 from worker.celery_app import app
 from worker.client import LeaseHeld
 from worker.runner import JobRun
+from worker.settings import get_settings
 
 log = logging.getLogger(__name__)
 
 
-@app.task(name="worker.tasks.run_job")
+@app.task(name=RUN_JOB)
 def run_job(job_id: str) -> None:
     """Claim ``job_id`` through the internal API and train it; every outcome is reported to the API.
 

@@ -26,8 +26,8 @@ from api.db.models import Checkpoint as CheckpointRow
 from api.deps import CurrentProject, SessionDep, SettingsDep, StoreDep
 from api.errors import ERROR_RESPONSES, NotFound
 from api.services import jobs as svc
-from api.settings import Settings
-from api.storage import ObjectStore
+from api.settings import ApiSettings
+from runtime.storage import ObjectStore
 
 LINK_SECONDS = 300  # long enough to start a download, short enough that a leaked URL soon dies
 router = APIRouter(tags=["fine_tuning"], responses=ERROR_RESPONSES)
@@ -47,18 +47,18 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _signing_key(settings: Settings) -> bytes:
+def _signing_key(settings: ApiSettings) -> bytes:
     # a key of its own, so a leaked link never helps forge anything the worker token guards
     return hashlib.sha256(b"rft-download-link\0" + settings.internal_token.encode()).digest()
 
 
-def sign(settings: Settings, key: str, filename: str, expires_at: int) -> str:
+def sign(settings: ApiSettings, key: str, filename: str, expires_at: int) -> str:
     body = _b64(json.dumps({"k": key, "f": filename, "e": expires_at}, separators=(",", ":")).encode())
     mac = hmac.new(_signing_key(settings), body.encode(), hashlib.sha256).digest()
     return f"{body}.{_b64(mac)}"
 
 
-def verify(settings: Settings, token: str, now: float | None = None) -> tuple[str, str]:
+def verify(settings: ApiSettings, token: str, now: float | None = None) -> tuple[str, str]:
     """The (object key, filename) a token names; NotFound for a forged, damaged or expired one (no oracle)."""
     body, _, mac = token.partition(".")
     expected = hmac.new(_signing_key(settings), body.encode(), hashlib.sha256).digest()

@@ -9,24 +9,27 @@ from fastapi import APIRouter, Depends, Request
 from api.deps import SessionDep, SettingsDep, StoreDep, require_worker
 from api.errors import ERROR_RESPONSES
 from api.queue import enqueue_run_job
-from api.schemas.internal import (
+from api.services import files as files_svc
+from api.services import leases as svc
+from runtime import internal as contract
+from runtime.internal import (
     CheckpointRequest,
+    CheckpointResponse,
     ClaimRequest,
     ClaimResponse,
     EventsRequest,
     EventsResponse,
     Fenced,
     FinishRequest,
+    FinishResponse,
     HeartbeatResponse,
     ResumePoint,
 )
-from api.services import files as files_svc
-from api.services import leases as svc
-from api.services import tenants
+from runtime.keys import checkpoints_prefix, job_prefix
 
 log = logging.getLogger(__name__)
 router = APIRouter(
-    prefix="/internal/jobs",
+    prefix=contract.PREFIX,
     tags=["internal"],
     dependencies=[Depends(require_worker)],
     responses=ERROR_RESPONSES,
@@ -34,14 +37,14 @@ router = APIRouter(
 )
 
 
-@router.post("/{job_id}/claim")
+@router.post(contract.CLAIM)
 def claim(
     job_id: str, body: ClaimRequest, session: SessionDep, settings: SettingsDep, store: StoreDep
 ) -> ClaimResponse:
     job = svc.claim_job(session, job_id, body.worker_id, body.claim_id, settings.lease_seconds)
-    prefix = tenants.job_prefix(job.project_id, job.id)
+    prefix = job_prefix(job.project_id, job.id)
     if job.lease_epoch > 1:  # a new attempt: what the dead ones uploaded but never registered is garbage
-        keys = store.list_keys(f"{prefix}checkpoints/")
+        keys = store.list_keys(checkpoints_prefix(prefix))
         for key in svc.orphaned_checkpoint_keys(session, job_id, keys, job.lease_epoch):
             store.delete(key)
     ckpt = svc.last_checkpoint(session, job_id)
@@ -52,6 +55,7 @@ def claim(
         job_id=job.id,
         epoch=job.lease_epoch,
         lease_expires_at=job.lease_expires_at or 0,
+        lease_seconds=settings.lease_seconds,
         model=job.model,
         seed=job.seed,
         hyperparameters=rl["hyperparameters"],
@@ -66,7 +70,7 @@ def claim(
     )
 
 
-@router.post("/{job_id}/heartbeat")
+@router.post(contract.HEARTBEAT)
 def heartbeat(job_id: str, body: Fenced, session: SessionDep, settings: SettingsDep) -> HeartbeatResponse:
     job = svc.heartbeat(session, job_id, body.epoch, settings.lease_seconds)
     stop = svc.stop_request(job)
@@ -75,7 +79,7 @@ def heartbeat(job_id: str, body: Fenced, session: SessionDep, settings: Settings
     )
 
 
-@router.post("/{job_id}/events")
+@router.post(contract.EVENTS)
 def events(
     job_id: str, body: EventsRequest, request: Request, session: SessionDep, settings: SettingsDep
 ) -> EventsResponse:
@@ -86,8 +90,8 @@ def events(
     return EventsResponse(added=added, cancel_requested=stop == "cancel", stop=stop)
 
 
-@router.post("/{job_id}/checkpoints")
-def checkpoint(job_id: str, body: CheckpointRequest, session: SessionDep, settings: SettingsDep) -> dict[str, str]:
+@router.post(contract.CHECKPOINTS)
+def checkpoint(job_id: str, body: CheckpointRequest, session: SessionDep, settings: SettingsDep) -> CheckpointResponse:
     ckpt = svc.register_checkpoint(
         session,
         job_id,
@@ -98,13 +102,13 @@ def checkpoint(job_id: str, body: CheckpointRequest, session: SessionDep, settin
         body.metrics,
         settings.lease_seconds,
     )
-    return {"id": ckpt.id}
+    return CheckpointResponse(id=ckpt.id)
 
 
-@router.post("/{job_id}/finish")
+@router.post(contract.FINISH)
 def finish(
     job_id: str, body: FinishRequest, request: Request, session: SessionDep, settings: SettingsDep
-) -> dict[str, str]:
+) -> FinishResponse:
     job, delay = svc.finish_job(
         session,
         job_id,
@@ -122,4 +126,4 @@ def finish(
             enqueue_run_job(request.app.state.producer, job_id)
         except Exception:
             log.exception("could not enqueue %s after its worker shut down; the reaper will", job_id)
-    return {"status": job.status}
+    return FinishResponse(status=job.status)

@@ -14,8 +14,9 @@ from sqlalchemy.orm import Session
 
 from api.db.models import TERMINAL, File, Job, new_id
 from api.errors import Conflict, InvalidRequest, NotFound, TooLarge
-from api.storage import ObjectStore
 from grpo_core.data import RowError, check_row
+from runtime.keys import file_key
+from runtime.storage import ObjectStore
 
 # The purpose of a deleted file that finished jobs still name (their training_file / validation_file are foreign
 # keys, so the row stays as a tombstone: 404 everywhere, absent from lists, its bytes gone). Uploads only accept
@@ -68,7 +69,7 @@ def create_file(
     if purpose != "fine-tune":
         raise InvalidRequest(f"purpose must be 'fine-tune', got {purpose!r}", param="purpose")
     file_id = new_id("file")
-    key = f"projects/{project_id}/files/{file_id}.jsonl"
+    key = file_key(project_id, file_id)
     with tempfile.NamedTemporaryFile(prefix="rft-upload-") as tmp:
         size, rows, sha = _validate_into(src, tmp, max_bytes)
         tmp.flush()

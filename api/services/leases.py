@@ -14,7 +14,6 @@ backoff while attempts remain.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
@@ -22,16 +21,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, new_id, now
-from api.errors import Conflict, InvalidRequest, NotFound
-from api.schemas.internal import EventIn
+from api.errors import Conflict, NotFound
 from api.services.jobs import _set_status, add_event
 from api.services.webhooks import record_job_event
+from runtime.internal import EventIn, MetricsEvent, Stop
+from runtime.keys import CheckpointKey
 
 ACTIVE = (JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
 STOP = {JobStatus.cancelling: "cancel", JobStatus.pausing: "pause"}
 
 
-def stop_request(job: Job) -> str | None:
+def stop_request(job: Job) -> Stop | None:
     """What the worker must do at the next step boundary: "cancel", "pause" or nothing."""
     return STOP.get(job.status)  # type: ignore[call-overload]
 
@@ -153,7 +153,7 @@ def heartbeat(session: Session, job_id: str, epoch: int, lease_seconds: int) -> 
 
 def record_events(
     session: Session, job_id: str, epoch: int, events: list[EventIn], lease_seconds: int
-) -> tuple[int, str | None]:
+) -> tuple[int, Stop | None]:
     """Append events; a metrics event for a step already recorded is skipped (retries never duplicate).
 
     Returns (events added, stop request): the worker posts after every step, so it learns of a cancel or a
@@ -162,15 +162,14 @@ def record_events(
     job = _fence(session, job_id, epoch, lease_seconds)
     added = 0
     for ev in events:
-        if ev.type == "metrics" and ev.step is None:
-            raise InvalidRequest("a metrics event needs a step", param="events.step")
+        data = ev.data if isinstance(ev, MetricsEvent) else None
         try:
             with session.begin_nested():
-                add_event(session, job_id, ev.message, level=ev.level, type_=ev.type, step=ev.step, data=ev.data)
+                add_event(session, job_id, ev.message, level=ev.level, type_=ev.type, step=ev.step, data=data)
             added += 1
         except IntegrityError:
             continue
-        if ev.type == "metrics":
+        if isinstance(ev, MetricsEvent):
             session.execute(update(Job).where(Job.id == job_id, Job.steps_done < ev.step).values(steps_done=ev.step))
     session.commit()
     return added, stop_request(job)
@@ -318,9 +317,6 @@ def _hand_back(session: Session, job: Job) -> bool:
     return True
 
 
-_EPOCH = re.compile(r"-e(\d+)\.")
-
-
 def orphaned_checkpoint_keys(session: Session, job_id: str, keys: list[str], current_epoch: int) -> list[str]:
     """Checkpoint objects written under an older epoch's prefix and never registered: a worker died between its
     upload and the fenced registration (the commit point). They can never become part of the job: delete them."""
@@ -329,9 +325,5 @@ def orphaned_checkpoint_keys(session: Session, job_id: str, keys: list[str], cur
         select(Checkpoint.object_key, Checkpoint.state_key).where(Checkpoint.job_id == job_id)
     ):
         registered |= {obj, state}
-    out = []
-    for key in keys:
-        m = _EPOCH.search(key.rsplit("/", 1)[-1])
-        if m and int(m.group(1)) < current_epoch and key not in registered:
-            out.append(key)
-    return out
+    parsed = ((key, CheckpointKey.parse(key)) for key in keys)
+    return [key for key, ck in parsed if ck is not None and ck.epoch < current_epoch and key not in registered]

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.db.models import Job, JobStatus, now
 from api.services.jobs import add_event
-from api.settings import Settings
+from api.settings import ApiSettings
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def _webhook(session: Session, job: Job, status: str) -> None:
     record_job_event(session, job, f"fine_tuning.job.{status}")
 
 
-def reap(session: Session, enqueue: Callable[[str], None], settings: Settings) -> dict[str, int]:
+def reap(session: Session, enqueue: Callable[[str], None], settings: ApiSettings) -> dict[str, int]:
     """One pass; returns how many jobs each rule touched (for logs and tests)."""
     t = now()
     counts = {"requeued_lost_worker": 0, "failed_exhausted": 0, "finished_stopping": 0, "requeued_queued": 0}
@@ -117,7 +117,7 @@ def _requeue_lost(session: Session, job: Job, guard: Any, t: int, counts: dict[s
 class Reaper:
     """``reap`` every ``reaper_interval_seconds`` in a daemon thread of the API process."""
 
-    def __init__(self, settings: Settings, sessions: sessionmaker[Session], enqueue: Callable[[str], None]) -> None:
+    def __init__(self, settings: ApiSettings, sessions: sessionmaker[Session], enqueue: Callable[[str], None]) -> None:
         self.settings, self.sessions, self.enqueue = settings, sessions, enqueue
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="reaper", daemon=True)

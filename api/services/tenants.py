@@ -31,12 +31,6 @@ class TenantError(ValueError):
     """An admin action that cannot be done (unknown project or key, empty name)."""
 
 
-def job_prefix(project_id: str, job_id: str) -> str:
-    """Where a job's objects live (checkpoints under ``checkpoints/``), beside the project's ``files/``: one
-    project's objects share one prefix, so they can be listed, exported or deleted, or fenced by a bucket policy."""
-    return f"projects/{project_id}/jobs/{job_id}/"
-
-
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 

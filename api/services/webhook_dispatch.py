@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.db.models import WebhookDelivery, WebhookEndpoint, now
 from api.services.webhooks import SECRET_PREFIX
-from api.settings import Settings
+from api.settings import ApiSettings
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class WebhookDispatcher:
         self._client.close()
 
 
-def start_dispatcher(settings: Settings, sessions: sessionmaker[Session]) -> WebhookDispatcher | None:
+def start_dispatcher(settings: ApiSettings, sessions: sessionmaker[Session]) -> WebhookDispatcher | None:
     """The API lifespan's one call: a running dispatcher, or None when this process is told not to send."""
     if not settings.webhook_dispatcher:
         return None

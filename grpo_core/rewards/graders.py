@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+from grpo_core.rewards.base import GraderEnv
 from grpo_core.rewards.formula import evaluate_formula, parse_formula
 from grpo_core.rewards.schemas import (
     GraderSpec,
@@ -34,20 +35,6 @@ from grpo_core.rewards.schemas import (
 )
 from grpo_core.rewards.similarity import similarity
 from grpo_core.rewards.templates import make_sample, render
-
-
-@dataclass(frozen=True)
-class GraderEnv:
-    """What the operator configures for graders (the worker and the API pass their settings in)."""
-
-    sandbox_tier: str = "auto"  # grpo_core.rewards.python_runner tiers; fail-closed by default
-    judge_url: str | None = None  # OpenAI-compatible base URL for score_model graders, e.g. http://judge/v1
-    judge_api_key: str | None = None
-    judge_timeout: float = 60.0
-    judge_concurrency: int = 8
-    embedding_url: str | None = None  # OpenAI-compatible /embeddings for text_similarity "cosine"
-    embedding_model: str | None = None
-    embedding_api_key: str | None = None
 
 
 @dataclass

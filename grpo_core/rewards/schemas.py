@@ -229,3 +229,10 @@ def reward_columns(spec: BaseModel) -> list[str]:
     if isinstance(spec, MultiGrader) and spec.calculate_output is None:
         return list(spec.graders)
     return [spec.name]  # type: ignore[attr-defined]
+
+
+def uses_python(spec: BaseModel) -> bool:
+    """Whether a grader runs user Python (itself or as a part of a multi): it then needs the sandbox."""
+    if isinstance(spec, MultiGrader):
+        return any(uses_python(part) for part in spec.graders.values())
+    return isinstance(spec, PythonGrader)

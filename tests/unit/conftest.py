@@ -1,4 +1,4 @@
-"""API fixtures of the unit tests: a Settings on a fresh SQLite schema built by Alembic, and a TestClient.
+"""API fixtures of the unit tests: ApiSettings on a fresh SQLite schema built by Alembic, and a TestClient.
 
 A test module changes the settings by defining its own ``settings_overrides`` fixture.
 """
@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
-from api.settings import Settings
+from api.settings import ApiSettings
 from tests.helpers import migrate
 
 
@@ -23,13 +23,15 @@ def settings_overrides() -> dict[str, Any]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path, catalog_dir: Path, settings_overrides: dict[str, Any]) -> Settings:
-    s = Settings(state_dir=tmp_path / "state", model_catalog_dir=catalog_dir, worker_token="t0k", **settings_overrides)
+def settings(tmp_path: Path, catalog_dir: Path, settings_overrides: dict[str, Any]) -> ApiSettings:
+    s = ApiSettings(
+        state_dir=tmp_path / "state", model_catalog_dir=catalog_dir, worker_token="t0k", **settings_overrides
+    )
     migrate(s.db_url)
     return s
 
 
 @pytest.fixture
-def client(settings: Settings) -> Iterator[TestClient]:
+def client(settings: ApiSettings) -> Iterator[TestClient]:
     with TestClient(create_app(settings)) as c:
         yield c

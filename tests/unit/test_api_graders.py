@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
 from api.main import create_app
-from api.settings import Settings
+from api.settings import ApiSettings
 from tests.helpers import ARITH_ROWS, job_body, jsonl, migrate
 from tests.tiny_model import TINY_ID
 
@@ -66,7 +66,7 @@ MULTI = {
 
 @pytest.fixture
 def client(tmp_path: Path, catalog_dir: Path) -> Iterator[TestClient]:
-    s = Settings(state_dir=tmp_path / "state", model_catalog_dir=catalog_dir, worker_token="t0k")
+    s = ApiSettings(state_dir=tmp_path / "state", model_catalog_dir=catalog_dir, worker_token="t0k")
     migrate(s.db_url)
     with TestClient(create_app(s)) as c:
         c.db_url = s.db_url  # type: ignore[attr-defined]

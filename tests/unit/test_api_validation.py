@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
 from api.main import create_app
-from api.settings import Settings
+from api.settings import ApiSettings
 from tests.helpers import ARITH_ROWS, job_body, jsonl, migrate
 from tests.tiny_model import TINY_ID
 
@@ -18,12 +18,12 @@ def upload(client: TestClient, body: bytes, name: str = "d.jsonl") -> dict:
     return client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": (name, body)}).json()
 
 
-def count(settings: Settings, table: str) -> int:
+def count(settings: ApiSettings, table: str) -> int:
     with create_engine(settings.db_url).connect() as conn:
         return conn.execute(text(f"select count(*) from {table}")).scalar_one()
 
 
-def test_upload_stores_counts_and_hash(client: TestClient, settings: Settings) -> None:
+def test_upload_stores_counts_and_hash(client: TestClient, settings: ApiSettings) -> None:
     body = jsonl(ARITH_ROWS) + b"\n"
     f = upload(client, body)
     assert f["object"] == "file" and f["row_count"] == len(ARITH_ROWS) and f["bytes"] == len(body)
@@ -45,7 +45,7 @@ def test_upload_stores_counts_and_hash(client: TestClient, settings: Settings) -
     ],
 )
 def test_bad_jsonl_names_the_line_and_stores_nothing(
-    client: TestClient, settings: Settings, body: bytes, reason: str
+    client: TestClient, settings: ApiSettings, body: bytes, reason: str
 ) -> None:
     r = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("d.jsonl", body)})
     assert r.status_code == 400
@@ -56,7 +56,7 @@ def test_bad_jsonl_names_the_line_and_stores_nothing(
 
 
 def test_upload_over_limit_is_413(tmp_path: Path, catalog_dir: Path) -> None:
-    s = Settings(state_dir=tmp_path / "s", model_catalog_dir=catalog_dir, max_upload_bytes=20)
+    s = ApiSettings(state_dir=tmp_path / "s", model_catalog_dir=catalog_dir, max_upload_bytes=20)
     migrate(s.db_url)
     with TestClient(create_app(s)) as c:
         r = c.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("d.jsonl", jsonl(ARITH_ROWS))})
@@ -68,7 +68,7 @@ def test_unknown_file_is_404(client: TestClient) -> None:
     assert r.status_code == 404 and r.json()["error"]["param"] == "file_id"
 
 
-def test_job_validation_errors_name_the_param(client: TestClient, settings: Settings) -> None:
+def test_job_validation_errors_name_the_param(client: TestClient, settings: ApiSettings) -> None:
     fid = upload(client, jsonl(ARITH_ROWS))["id"]
     cases = [
         (job_body("no-such-model", fid), 400, "model", "unknown model"),
@@ -89,7 +89,7 @@ def test_job_validation_errors_name_the_param(client: TestClient, settings: Sett
     assert count(settings, "jobs") == 0
 
 
-def test_job_create_list_get_and_cancel_rules(client: TestClient, settings: Settings) -> None:
+def test_job_create_list_get_and_cancel_rules(client: TestClient, settings: ApiSettings) -> None:
     fid = upload(client, jsonl(ARITH_ROWS))["id"]
     r = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid, max_steps=None, n_epochs=2))
     assert r.status_code == 201
@@ -110,7 +110,7 @@ def test_job_create_list_get_and_cancel_rules(client: TestClient, settings: Sett
     assert events[0]["message"] == "Job cancelled before it started"
 
 
-def test_cancel_of_a_finished_job_is_409(client: TestClient, settings: Settings) -> None:
+def test_cancel_of_a_finished_job_is_409(client: TestClient, settings: ApiSettings) -> None:
     fid = upload(client, jsonl(ARITH_ROWS))["id"]
     job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
     with create_engine(settings.db_url).begin() as conn:
@@ -151,14 +151,14 @@ def test_internal_api_needs_the_worker_token_and_fences_epochs(client: TestClien
     assert got["status"] == "failed" and got["error"]["message"] == "boom"
 
 
-def test_migrations_match_the_models(settings: Settings) -> None:
+def test_migrations_match_the_models(settings: ApiSettings) -> None:
     from tests.helpers import alembic_check
 
     alembic_check(settings.db_url)
 
 
 def test_cancel_reaches_the_worker_and_a_dead_workers_cancelling_job_ends(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     fid = upload(client, jsonl(ARITH_ROWS))["id"]
     job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
@@ -176,7 +176,7 @@ def test_cancel_reaches_the_worker_and_a_dead_workers_cancelling_job_ends(
 
 
 def test_expired_lease_is_reclaimed_with_a_new_epoch_and_the_last_checkpoint(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     fid = upload(client, jsonl(ARITH_ROWS))["id"]
     job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid)).json()
@@ -209,7 +209,7 @@ def test_utf8_bom_and_unknown_cursor(client: TestClient) -> None:
 
 
 def test_worker_token_required_beyond_one_machine(tmp_path: Path) -> None:
-    s = Settings(state_dir=tmp_path, broker_url="redis://127.0.0.1:6379/0")
+    s = ApiSettings(state_dir=tmp_path, broker_url="redis://127.0.0.1:6379/0")
     with pytest.raises(ValueError, match="WORKER_TOKEN must be set"):
         _ = s.internal_token
 
@@ -226,7 +226,7 @@ def test_a_recipe_is_expanded_in_the_job_object(client: TestClient) -> None:
 
 
 def test_service_caps_lower_hyperparameters_and_say_so(tmp_path: Path, catalog_dir: Path) -> None:
-    s = Settings(
+    s = ApiSettings(
         state_dir=tmp_path / "state",
         model_catalog_dir=catalog_dir,
         worker_token="t0k",
@@ -248,7 +248,7 @@ def test_service_caps_lower_hyperparameters_and_say_so(tmp_path: Path, catalog_d
         assert bad.status_code == 422 and "gfpo_sample_size" in bad.json()["error"]["message"]
 
 
-def test_best_checkpoint_is_the_highest_validation_reward(client: TestClient, settings: Settings) -> None:
+def test_best_checkpoint_is_the_highest_validation_reward(client: TestClient, settings: ApiSettings) -> None:
     from sqlalchemy.orm import Session
 
     from api.db.models import Checkpoint

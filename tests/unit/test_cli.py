@@ -19,10 +19,10 @@ from fastapi.testclient import TestClient
 from rft_client import Client
 from typer.testing import CliRunner, Result
 
-from api.settings import Settings
-from api.storage import make_store
+from api.settings import ApiSettings
 from rft_cli import api as cli_api
 from rft_cli.main import app
+from runtime.storage import make_store
 from tests.helpers import ARITH_ROWS, PY_GRADER, jsonl
 from tests.tiny_model import TINY_ID
 
@@ -174,7 +174,7 @@ def adapter_tar() -> bytes:
     return buf.getvalue()
 
 
-def play_worker(client: TestClient, settings: Settings, job_id: str, outcome: str, tmp_path: Path) -> None:
+def play_worker(client: TestClient, settings: ApiSettings, job_id: str, outcome: str, tmp_path: Path) -> None:
     """What a worker would post: 3 metrics events with rollouts, a checkpoint, then ``outcome``."""
     url = f"/internal/jobs/{job_id}"
     claim = client.post(f"{url}/claim", json={"worker_id": "w", "claim_id": "claim-0001"}, headers=AUTH).json()
@@ -207,7 +207,7 @@ def play_worker(client: TestClient, settings: Settings, job_id: str, outcome: st
 
 
 def test_follow_samples_and_adapter_download(
-    rft: Rft, client: TestClient, settings: Settings, data: dict[str, Path], tmp_path: Path
+    rft: Rft, client: TestClient, settings: ApiSettings, data: dict[str, Path], tmp_path: Path
 ) -> None:
     job = create_job(rft, data)
     play_worker(client, settings, job["id"], "succeeded", tmp_path)
@@ -228,7 +228,7 @@ def test_follow_samples_and_adapter_download(
 
 
 def test_follow_draws_a_live_bar_on_a_terminal(
-    rft: Rft, client: TestClient, settings: Settings, data: dict[str, Path], tmp_path: Path
+    rft: Rft, client: TestClient, settings: ApiSettings, data: dict[str, Path], tmp_path: Path
 ) -> None:
     from rich.console import Console
 
@@ -245,7 +245,7 @@ def test_follow_draws_a_live_bar_on_a_terminal(
 
 
 def test_follow_exits_nonzero_with_the_error_of_a_failed_job(
-    rft: Rft, client: TestClient, settings: Settings, data: dict[str, Path], tmp_path: Path
+    rft: Rft, client: TestClient, settings: ApiSettings, data: dict[str, Path], tmp_path: Path
 ) -> None:
     job = create_job(rft, data)
     play_worker(client, settings, job["id"], "failed", tmp_path)

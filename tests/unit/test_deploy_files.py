@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from api.settings import Settings
+from api.settings import ApiSettings
+from worker.settings import WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -310,7 +311,7 @@ def test_worker_stop_grace_covers_a_step_and_its_checkpoint(services: dict[str, 
     """On SIGTERM the job stops at the next step boundary and checkpoints: Docker's default 10 s would SIGKILL it
     first (and lose the step and an attempt). At least the bound the worker itself gives a step to end."""
     grace = compose_seconds(services[name].get("stop_grace_period", "10s"))
-    assert grace >= Settings.model_fields["stop_grace_seconds"].default, grace
+    assert grace >= WorkerSettings.model_fields["stop_grace_seconds"].default, grace
     assert compose_seconds("1m30s") == 90 and compose_seconds("10m") == 600
 
 
@@ -374,25 +375,29 @@ def test_only_sandboxed_services_loosen_security(services: dict[str, dict[str, A
 # ---------------------------------------------------------------- the env file
 
 
+# The env file is shared by the API and the workers: each name is read by one of them.
+SETTINGS_FIELDS = {name.upper() for name in ApiSettings.model_fields | WorkerSettings.model_fields}
+
+
 def test_env_file_provides_what_a_deployment_needs(env_example: dict[str, str]) -> None:
-    fields = {name.upper() for name in Settings.model_fields}
-    assert fields >= REQUIRED_ENV, f"not Settings fields any more: {REQUIRED_ENV - fields}"
+    fields = SETTINGS_FIELDS
+    assert fields >= REQUIRED_ENV, f"not settings fields any more: {REQUIRED_ENV - fields}"
     missing = {var for var in REQUIRED_ENV if not env_example.get(var)}
     assert not missing, f"env file lacks {missing}"
 
 
 def test_env_file_names_are_settings_fields(env_example: dict[str, str]) -> None:
-    fields = {name.upper() for name in Settings.model_fields}
+    fields = SETTINGS_FIELDS
     unknown = set(env_example) - fields - NON_SETTINGS_ENV
-    assert not unknown, f"not Settings fields (typos?): {unknown}"
+    assert not unknown, f"not settings fields (typos?): {unknown}"
 
 
 def test_env_file_values_are_valid_settings(env_example: dict[str, str]) -> None:
-    fields = set(Settings.model_fields)
-    values = {k.lower(): v for k, v in env_example.items() if k.lower() in fields}
-    settings = Settings(_env_file=None, **values)  # type: ignore[call-arg]
-    assert settings.internal_token  # WORKER_TOKEN is mandatory once DATABASE_URL / BROKER_URL are set
-    assert settings.reward_sandbox in ("auto", "bwrap")  # a shared deployment needs the strong tier
+    for cls in (ApiSettings, WorkerSettings):
+        values = {k.lower(): v for k, v in env_example.items() if k.lower() in cls.model_fields}
+        settings = cls(_env_file=None, **values)  # type: ignore[call-arg]
+        assert settings.internal_token  # WORKER_TOKEN is mandatory once DATABASE_URL / BROKER_URL are set
+        assert settings.reward_sandbox in ("auto", "bwrap")  # a shared deployment needs the strong tier
 
 
 def test_every_service_env_file_exists_when_required(services: dict[str, dict[str, Any]]) -> None:
@@ -477,6 +482,24 @@ def test_dockerfile_builds_the_grader_sandbox(path: Path) -> None:
     assert "bubblewrap" in runs, f"{path.name}: python graders need bwrap"
     copied = " ".join(a for k, a in dockerfile(path) if k == "COPY")
     assert "scripts/sandbox_setup.sh" in copied, f"{path.name}: the sandbox env should follow sandbox_setup.sh"
+
+
+@pytest.mark.parametrize(
+    ("path", "packages", "absent"),
+    [
+        (DOCKERFILE_API, {"api", "runtime", "grpo_core", "migrations"}, "worker"),
+        (DOCKERFILE_WORKER, {"worker", "runtime", "grpo_core"}, "api"),
+    ],
+    ids=["api", "worker"],
+)
+def test_each_image_holds_its_own_code_and_the_shared_runtime(path: Path, packages: set[str], absent: str) -> None:
+    """The worker never imports api (tests/unit/test_layering.py), so its image does not carry it, nor the API's
+    the worker."""
+    copied = {
+        args.split()[0].rstrip("/") for keyword, args in dockerfile(path) if keyword == "COPY" and "--from" not in args
+    }
+    assert packages <= copied, f"{path.name} lacks {packages - copied}"
+    assert absent not in copied, f"{path.name} copies {absent}/"
 
 
 def test_api_image_never_installs_torch() -> None:

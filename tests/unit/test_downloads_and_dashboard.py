@@ -13,11 +13,11 @@ from fastapi.testclient import TestClient
 from api import web
 from api.errors import NotFound
 from api.routes.downloads import sign, verify
-from api.settings import Settings
+from api.settings import ApiSettings
 from tests.unit.test_api_ops import make_job
 
 
-def test_a_link_downloads_the_checkpoint_without_a_key(client: TestClient, settings: Settings) -> None:
+def test_a_link_downloads_the_checkpoint_without_a_key(client: TestClient, settings: ApiSettings) -> None:
     job_id = make_job(client)
     ckpt = client.get(f"/v1/fine_tuning/jobs/{job_id}/checkpoints").json()["data"][0]
     settings.objects_dir.mkdir(parents=True, exist_ok=True)
@@ -32,11 +32,11 @@ def test_a_link_downloads_the_checkpoint_without_a_key(client: TestClient, setti
     assert r.headers["content-type"] == "application/x-tar"
 
 
-def test_a_link_is_refused_when_forged_damaged_or_expired(client: TestClient, settings: Settings) -> None:
+def test_a_link_is_refused_when_forged_damaged_or_expired(client: TestClient, settings: ApiSettings) -> None:
     token = sign(settings, "projects/p/secret.tar", "x.tar", int(time.time()) + 60)
     assert verify(settings, token) == ("projects/p/secret.tar", "x.tar")
     body, mac = token.split(".")
-    other = Settings(state_dir=settings.state_dir, worker_token="another-token")
+    other = ApiSettings(state_dir=settings.state_dir, worker_token="another-token")
     forged = [
         sign(other, "projects/p/secret.tar", "x.tar", int(time.time()) + 60),  # signed under another key
         f"{body}A.{mac}",  # the claims changed
@@ -87,7 +87,7 @@ def test_the_built_dashboard_is_served_by_the_app(client: TestClient) -> None:
     assert client.get("/dashboard/app.css").status_code == 200
 
 
-def test_a_link_uses_the_public_url_when_set(settings: Settings) -> None:
+def test_a_link_uses_the_public_url_when_set(settings: ApiSettings) -> None:
     """Behind a TLS proxy the request's URL is the proxy's upstream (http://10.0.0.5:8000): PUBLIC_URL wins."""
     from api.main import create_app
 

@@ -13,14 +13,14 @@ from sqlalchemy.orm import Session
 from api.db.models import now
 from api.errors import Conflict
 from api.services import idempotency as idem
-from api.settings import Settings
+from api.settings import ApiSettings
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 
 JOBS = "/v1/fine_tuning/jobs"
 
 
-def sql(settings: Settings, query: str, **params: object) -> object:
+def sql(settings: ApiSettings, query: str, **params: object) -> object:
     with create_engine(settings.db_url).begin() as conn:
         res = conn.execute(text(query), params)
         return res.scalar() if res.returns_rows else None
@@ -36,11 +36,11 @@ def post_job(client: TestClient, body: dict, key: str | None = None, *, indent: 
     return client.post(JOBS, content=json.dumps(body, indent=indent).encode(), headers=headers)
 
 
-def broker_messages(settings: Settings) -> int:
+def broker_messages(settings: ApiSettings) -> int:
     return sum(p.is_file() for p in (settings.state_dir / "broker").iterdir())
 
 
-def test_job_retry_replays_the_first_response_and_does_no_work(client: TestClient, settings: Settings) -> None:
+def test_job_retry_replays_the_first_response_and_does_no_work(client: TestClient, settings: ApiSettings) -> None:
     fid = upload(client, jsonl(ARITH_ROWS)).json()["id"]
     body = job_body(TINY_ID, fid)
     first = post_job(client, body, "job-key-1")
@@ -59,7 +59,7 @@ def test_job_retry_replays_the_first_response_and_does_no_work(client: TestClien
     assert post_job(client, body).json()["id"] != first.json()["id"]
 
 
-def test_upload_retry_with_a_new_multipart_boundary_is_replayed(client: TestClient, settings: Settings) -> None:
+def test_upload_retry_with_a_new_multipart_boundary_is_replayed(client: TestClient, settings: ApiSettings) -> None:
     data = jsonl(ARITH_ROWS)
     first, again = upload(client, data, "file-key"), upload(client, data, "file-key")
     # httpx draws a fresh boundary per request: the raw bodies differ, the request's meaning does not
@@ -75,7 +75,7 @@ def test_upload_retry_with_a_new_multipart_boundary_is_replayed(client: TestClie
         assert r.status_code == 422 and r.json()["error"]["code"] == "idempotency_key_reused"
 
 
-def test_same_key_different_request_is_422(client: TestClient, settings: Settings) -> None:
+def test_same_key_different_request_is_422(client: TestClient, settings: ApiSettings) -> None:
     fid = upload(client, jsonl(ARITH_ROWS)).json()["id"]
     assert post_job(client, job_body(TINY_ID, fid), "k").status_code == 201
     r = post_job(client, job_body(TINY_ID, fid) | {"seed": 8}, "k")
@@ -86,7 +86,7 @@ def test_same_key_different_request_is_422(client: TestClient, settings: Setting
     assert sql(settings, "select count(*) from jobs") == 1
 
 
-def test_in_flight_key_is_409_with_retry_after(client: TestClient, settings: Settings) -> None:
+def test_in_flight_key_is_409_with_retry_after(client: TestClient, settings: ApiSettings) -> None:
     fid = upload(client, jsonl(ARITH_ROWS)).json()["id"]
     sql(
         settings,
@@ -100,7 +100,7 @@ def test_in_flight_key_is_409_with_retry_after(client: TestClient, settings: Set
     assert sql(settings, "select count(*) from jobs") == 0
 
 
-def test_a_refused_request_saves_nothing_and_the_key_is_reusable(client: TestClient, settings: Settings) -> None:
+def test_a_refused_request_saves_nothing_and_the_key_is_reusable(client: TestClient, settings: ApiSettings) -> None:
     fid = upload(client, jsonl(ARITH_ROWS)).json()["id"]
     assert post_job(client, job_body("no-such-model", fid), "fix-me").status_code == 400  # refused by the service
     assert post_job(client, job_body(TINY_ID, fid, group_size=1), "fix-me").status_code == 422  # by the schema
@@ -113,7 +113,7 @@ def test_a_refused_request_saves_nothing_and_the_key_is_reusable(client: TestCli
 
 
 def test_a_server_error_is_saved_and_replayed(
-    client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    client: TestClient, settings: ApiSettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = client.app.state.store  # type: ignore[attr-defined]
 
@@ -129,7 +129,7 @@ def test_a_server_error_is_saved_and_replayed(
     assert again.content == first.content and sql(settings, "select count(*) from files") == 0
 
 
-def test_keys_expire_after_24_hours(client: TestClient, settings: Settings) -> None:
+def test_keys_expire_after_24_hours(client: TestClient, settings: ApiSettings) -> None:
     fid = upload(client, jsonl(ARITH_ROWS)).json()["id"]
     old = post_job(client, job_body(TINY_ID, fid), "day").json()["id"]
     sql(settings, "update idempotency_keys set created_at = created_at - 86401")
@@ -141,14 +141,14 @@ def test_keys_expire_after_24_hours(client: TestClient, settings: Settings) -> N
 
 
 @pytest.mark.parametrize("key", ["", "k" * 256])
-def test_key_length_is_checked(client: TestClient, settings: Settings, key: str) -> None:
+def test_key_length_is_checked(client: TestClient, settings: ApiSettings, key: str) -> None:
     r = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("d.jsonl", jsonl(ARITH_ROWS))},
                     headers={"Idempotency-Key": key})  # fmt: skip
     assert r.status_code == 400 and r.json()["error"]["param"] == "Idempotency-Key"
     assert sql(settings, "select count(*) from files") == 0
 
 
-def test_concurrent_first_uses_one_winner_per_project(settings: Settings) -> None:
+def test_concurrent_first_uses_one_winner_per_project(settings: ApiSettings) -> None:
     """Eight threads take the same key at once: the primary key lets exactly one through."""
     engine = create_engine(settings.db_url, connect_args={"timeout": 30})
     barrier, outcomes = threading.Barrier(8), []

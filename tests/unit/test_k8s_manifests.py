@@ -2,7 +2,7 @@
 
 Core kinds are validated, offline, against the Kubernetes JSON schemas that kubernetes-validate ships (strict:
 unknown fields are errors); the KEDA objects (CRDs) get structural checks of their own. The manifests are then
-checked against each other and against the code they deploy: Settings field names, the Celery queue name, the
+checked against each other and against the code they deploy: each process's settings fields, the Celery queue name, the
 probe routes of the app, the uvicorn/celery commands and images of docker-compose.yml, the Dockerfiles' uid.
 """
 
@@ -22,10 +22,12 @@ from fastapi.testclient import TestClient
 
 from api.db.models import JobStatus
 from api.main import create_app
-from api.queue import GPU_QUEUE
-from api.settings import Settings
+from api.settings import ApiSettings
+from runtime.queue import GPU_QUEUE
+from runtime.settings import CommonSettings
 from tests.helpers import migrate
 from tests.unit.test_deploy_files import option  # the same reading of -Q / --port as the compose checks
+from worker.settings import WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
@@ -124,11 +126,16 @@ def effective(pod: Doc, container: Doc, field: str) -> Any:
     return container.get("securityContext", {}).get(field, pod.get("securityContext", {}).get(field))
 
 
-def settings_env_names() -> set[str]:
+def settings_env_names(cls: type[CommonSettings]) -> set[str]:
     """Environment names pydantic-settings reads: field names (or string aliases), case-blind, no prefix."""
-    assert Settings.model_config.get("env_prefix", "") == "" and not Settings.model_config.get("case_sensitive")
-    fields = Settings.model_fields.items()
+    assert cls.model_config.get("env_prefix", "") == "" and not cls.model_config.get("case_sensitive")
+    fields = cls.model_fields.items()
     return {((f.validation_alias if isinstance(f.validation_alias, str) else f.alias) or n).upper() for n, f in fields}
+
+
+# Which process reads a workload's environment (the migration Job runs alembic with the API's settings).
+PROCESS_SETTINGS: dict[str, type[CommonSettings]] = {"worker": WorkerSettings}
+ANY_PROCESS = settings_env_names(ApiSettings) | settings_env_names(WorkerSettings)
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +147,7 @@ def compose() -> dict[str, Doc]:
 def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     """The real app on a migrated SQLite schema (no reaper/dispatcher threads): the probes hit its routes."""
     state = tmp_path_factory.mktemp("k8s-app")
-    settings = Settings(  # type: ignore[call-arg]
+    settings = ApiSettings(  # type: ignore[call-arg]
         _env_file=None, state_dir=state, worker_token="t0k", reaper=False, webhook_dispatcher=False, log_format="text"
     )
     migrate(settings.db_url)
@@ -200,15 +207,18 @@ def test_kustomization_lists_every_manifest() -> None:
 
 
 def test_containers_take_settings_fields_and_bounded_memory() -> None:
-    fields = settings_env_names()
+    """What a container sets itself is read by its own process; the shared ConfigMap by one process or the other."""
+    shared = set(find("ConfigMap", "rft-config")["data"])
+    assert shared <= ANY_PROCESS, f"not a settings field of any process: {shared - ANY_PROCESS}"
     for workload in workloads():
+        name = workload["metadata"]["name"]
+        fields = settings_env_names(PROCESS_SETTINGS.get(name, ApiSettings))
         for container in pod_spec(workload)["containers"]:
-            unknown = set(container_env(container)) - fields
-            assert not unknown, f"{workload['metadata']['name']}: not Settings fields (typos?): {unknown}"
+            unknown = {var["name"] for var in container.get("env", [])} - fields
+            assert not unknown, f"{name}: not settings fields of its process (typos?): {unknown}"
             resources = container.get("resources", {})
             assert resources.get("requests", {}).get("memory"), f"{container['name']}: no memory request"
             assert resources.get("limits", {}).get("memory"), f"{container['name']}: no memory limit"
-    assert set(find("ConfigMap", "rft-config")["data"]) <= fields
 
 
 def test_secrets_hold_placeholders_and_config_holds_no_secret() -> None:
@@ -304,7 +314,7 @@ def test_worker_has_a_gpu_and_no_database_credentials(compose: dict[str, Doc]) -
     assert set(env) >= WORKER_NEEDS, f"the worker lacks {WORKER_NEEDS - set(env)}"
     secrets = {node["secretKeyRef"]["name"] for node in walk(container) if "secretKeyRef" in node}
     assert "DATABASE_URL" not in set().union(*(data_keys("Secret", s) for s in secrets)), "a DB secret is referenced"
-    stop_grace = Settings.model_fields["stop_grace_seconds"].default
+    stop_grace = WorkerSettings.model_fields["stop_grace_seconds"].default
     assert pod["terminationGracePeriodSeconds"] >= stop_grace, "shorter than the worker's own bound on a step"
 
 

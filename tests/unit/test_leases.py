@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 from api.services.reaper import reap
-from api.settings import Settings
+from api.settings import ApiSettings
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 
@@ -31,7 +31,7 @@ def settings_overrides() -> dict[str, Any]:
 class Job:
     """One job seen from the user's API and from a worker's internal API."""
 
-    def __init__(self, client: TestClient, settings: Settings) -> None:
+    def __init__(self, client: TestClient, settings: ApiSettings) -> None:
         self.c, self.settings = client, settings
         fid = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("d.jsonl", jsonl(ARITH_ROWS))})
         self.id = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid.json()["id"])).json()["id"]
@@ -72,7 +72,7 @@ def assert_fenced(job: Job, epoch: int) -> None:
         assert r.status_code == 409 and r.json()["error"]["code"] == "stale_lease", (kind, r.text)
 
 
-def test_a_new_claim_fences_out_the_old_worker_on_every_write(client: TestClient, settings: Settings) -> None:
+def test_a_new_claim_fences_out_the_old_worker_on_every_write(client: TestClient, settings: ApiSettings) -> None:
     job = Job(client, settings)
     assert job.claim().json()["epoch"] == 1 and job.status() == "running"
     assert job.write("checkpoints", 1, **CKPT).status_code == 200
@@ -89,7 +89,7 @@ def test_a_new_claim_fences_out_the_old_worker_on_every_write(client: TestClient
     [("cancel", "cancelled", "cancelling"), ("pause", "paused", "pausing")],
 )
 def test_stop_requests_reach_the_worker_and_only_the_current_epoch_finishes(
-    client: TestClient, settings: Settings, action: str, final: str, request_state: str
+    client: TestClient, settings: ApiSettings, action: str, final: str, request_state: str
 ) -> None:
     job = Job(client, settings)
     job.claim()
@@ -104,7 +104,9 @@ def test_stop_requests_reach_the_worker_and_only_the_current_epoch_finishes(
     assert_fenced(job, 1)  # nothing writes after the end
 
 
-def test_pause_resume_continues_from_the_checkpoint_with_fresh_attempts(client: TestClient, settings: Settings) -> None:
+def test_pause_resume_continues_from_the_checkpoint_with_fresh_attempts(
+    client: TestClient, settings: ApiSettings
+) -> None:
     job = Job(client, settings)
     assert job.user("pause").json()["status"] == "paused"  # queued -> paused at once
     assert job.claim().status_code == 409  # a paused job is not claimable
@@ -124,14 +126,16 @@ def test_pause_resume_continues_from_the_checkpoint_with_fresh_attempts(client: 
     assert job.user("cancel").json()["status"] == "cancelling"
 
 
-def test_cancel_of_a_paused_job_is_immediate(client: TestClient, settings: Settings) -> None:
+def test_cancel_of_a_paused_job_is_immediate(client: TestClient, settings: ApiSettings) -> None:
     job = Job(client, settings)
     job.user("pause")
     assert job.user("cancel").json()["status"] == "cancelled"
     assert job.user("pause").status_code == 409
 
 
-def test_retryable_failure_requeues_with_backoff_until_attempts_run_out(client: TestClient, settings: Settings) -> None:
+def test_retryable_failure_requeues_with_backoff_until_attempts_run_out(
+    client: TestClient, settings: ApiSettings
+) -> None:
     job = Job(client, settings)
     for attempt in (1, 2):
         job.sql("update jobs set not_before = null where id = :id")  # skip the backoff wait
@@ -154,7 +158,7 @@ def test_retryable_failure_requeues_with_backoff_until_attempts_run_out(client: 
 
 
 def test_a_worker_shutting_down_hands_the_job_back_without_using_an_attempt(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     job = Job(client, settings)
     for epoch in (1, 2, 3, 4):  # more hand-backs than max_attempts: none of them counts
@@ -172,7 +176,7 @@ def test_a_worker_shutting_down_hands_the_job_back_without_using_an_attempt(
     assert "Resumed from step 4 after worker loss at step 0 (attempt 2 of 3, worker w)" in job.messages()
 
 
-def test_a_stop_request_during_a_shutdown_is_honoured(client: TestClient, settings: Settings) -> None:
+def test_a_stop_request_during_a_shutdown_is_honoured(client: TestClient, settings: ApiSettings) -> None:
     for action, final in (("cancel", "cancelled"), ("pause", "paused")):
         job = Job(client, settings)
         job.claim()
@@ -189,7 +193,7 @@ def test_a_stop_request_during_a_shutdown_is_honoured(client: TestClient, settin
     assert "Resumed from step 1 after a pause (attempt 1 of 3, worker w)" in job.messages()
 
 
-def test_a_user_error_is_never_retried(client: TestClient, settings: Settings) -> None:
+def test_a_user_error_is_never_retried(client: TestClient, settings: ApiSettings) -> None:
     job = Job(client, settings)
     job.claim()
     body = {"status": "failed", "error_code": "invalid_job", "error_message": "bad row"}
@@ -197,13 +201,13 @@ def test_a_user_error_is_never_retried(client: TestClient, settings: Settings) -
     assert job.claim("claim-0002").json()["error"]["code"] == "not_claimable"
 
 
-def _reap(settings: Settings) -> tuple[dict[str, int], list[str]]:
+def _reap(settings: ApiSettings) -> tuple[dict[str, int], list[str]]:
     rung: list[str] = []
     with Session(create_engine(settings.db_url)) as session:
         return reap(session, rung.append, settings), rung
 
 
-def test_reaper_requeues_a_lost_worker_once_per_expiry_then_gives_up(client: TestClient, settings: Settings) -> None:
+def test_reaper_requeues_a_lost_worker_once_per_expiry_then_gives_up(client: TestClient, settings: ApiSettings) -> None:
     job = Job(client, settings)
     job.claim()
     t = int(time.time())  # enqueued 10 min ago, claimed, and its lease ran out a second ago
@@ -224,7 +228,7 @@ def test_reaper_requeues_a_lost_worker_once_per_expiry_then_gives_up(client: Tes
 
 @pytest.mark.parametrize(("action", "final"), [("cancel", "cancelled"), ("pause", "paused")])
 def test_reaper_finishes_a_stop_whose_worker_is_gone(
-    client: TestClient, settings: Settings, action: str, final: str
+    client: TestClient, settings: ApiSettings, action: str, final: str
 ) -> None:
     job = Job(client, settings)
     job.claim()
@@ -234,7 +238,7 @@ def test_reaper_finishes_a_stop_whose_worker_is_gone(
     assert_fenced(job, 1)
 
 
-def test_reaper_rings_again_for_a_queued_job_whose_doorbell_was_lost(client: TestClient, settings: Settings) -> None:
+def test_reaper_rings_again_for_a_queued_job_whose_doorbell_was_lost(client: TestClient, settings: ApiSettings) -> None:
     job = Job(client, settings)
     assert _reap(settings)[1] == []  # just enqueued: leave it
     job.sql("update jobs set enqueued_at = 1 where id = :id")  # e.g. Redis was flushed
@@ -243,8 +247,10 @@ def test_reaper_rings_again_for_a_queued_job_whose_doorbell_was_lost(client: Tes
     assert _reap(settings)[1] == []
 
 
-def test_a_new_attempt_deletes_the_dead_attempts_unregistered_uploads(client: TestClient, settings: Settings) -> None:
-    from api.storage import LocalStore
+def test_a_new_attempt_deletes_the_dead_attempts_unregistered_uploads(
+    client: TestClient, settings: ApiSettings
+) -> None:
+    from runtime.storage import LocalStore
 
     store = LocalStore(settings.objects_dir)
     job = Job(client, settings)

@@ -16,8 +16,8 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from api.routes.downloads import sign
-from api.settings import Settings
-from api.storage import LocalStore
+from api.settings import ApiSettings
+from runtime.storage import LocalStore
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 from tests.unit.test_tenants import bearer, new_key
@@ -35,7 +35,7 @@ def settings_overrides() -> dict[str, Any]:
     return {"reaper": False, "webhook_dispatcher": False}
 
 
-def make_project_objects(client: TestClient, settings: Settings, headers: dict[str, str]) -> dict[str, str]:
+def make_project_objects(client: TestClient, settings: ApiSettings, headers: dict[str, str]) -> dict[str, str]:
     """One of everything a project owns, made through the public API and a worker's internal API: a file, a
     succeeded job with events, metrics and a checkpoint (bytes in the store), a webhook endpoint with a delivery.
     Keys are the path parameter names of the routes (``file_id``, ``fine_tuning_job_id``, …)."""
@@ -122,7 +122,7 @@ def assert_nothing_of(a: dict[str, str], responses: list[Any]) -> None:
 
 
 def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     _, _, key_a = new_key(settings, name="A")
     _, _, key_b = new_key(settings, name="B")
@@ -192,7 +192,7 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
     # one is a 5-minute bearer link, whoever holds it (that is what a link is for).
     link = f"{JOBS}/{a['fine_tuning_job_id']}/checkpoints/{a['checkpoint_id']}/download_link"
     forged = sign(
-        Settings(worker_token="not-this-services-secret"), a["checkpoint_key"], "x.tar", int(time.time()) + 60
+        ApiSettings(worker_token="not-this-services-secret"), a["checkpoint_key"], "x.tar", int(time.time()) + 60
     )
     theirs = client.get(DOWNLOADS.format(token=forged), headers=b_hdr)
     assert_like_never(theirs, client.get(DOWNLOADS.format(token="x.y"), headers=b_hdr), a_ids, "a forged link")

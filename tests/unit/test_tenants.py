@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from api.db.models import DEFAULT_PROJECT, ApiKey, now
 from api.services import tenants
-from api.settings import Settings
+from api.settings import ApiSettings
 from tests.helpers import ARITH_ROWS, ROOT, jsonl
 
 JOBS = "/v1/fine_tuning/jobs"
@@ -34,7 +34,7 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def new_key(settings: Settings, project: str | None = None, name: str = "p") -> tuple[str, str, str]:
+def new_key(settings: ApiSettings, project: str | None = None, name: str = "p") -> tuple[str, str, str]:
     """(project id, key id, key) — a new project unless ``project`` is given."""
     with Session(create_engine(settings.db_url)) as s:
         pid = project or tenants.create_project(s, name).id
@@ -59,7 +59,7 @@ def assert_401(r: Any, code: str) -> None:
 
 
 def test_open_mode_lasts_until_the_first_key_then_every_request_needs_one(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     assert client.get(JOBS).status_code == 200  # no key, no API_KEY: open, everything is the default project's
     assert client.get(JOBS, headers=bearer("sk-whatever-the-sdk-sends")).status_code == 200  # ignored while open
@@ -75,7 +75,7 @@ def test_open_mode_lasts_until_the_first_key_then_every_request_needs_one(
 
 
 def test_keys_are_stored_only_as_sha256_and_a_revoked_key_is_refused_at_once(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     pid, key_id, key = new_key(settings)
     assert key.startswith("rft_") and len(key) == 4 + 43  # 32 random bytes, URL-safe base64
@@ -118,7 +118,7 @@ def test_keys_are_stored_only_as_sha256_and_a_revoked_key_is_refused_at_once(
 
 @pytest.mark.parametrize("settings_overrides", [{"api_key": "legacy-secret", "reaper": False}])
 def test_the_legacy_api_key_opens_the_default_project_beside_project_keys(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     assert_401(client.get(JOBS), "missing_api_key")  # API_KEY set: closed even with no key in the table
     legacy = bearer("legacy-secret")
@@ -132,7 +132,7 @@ def test_the_legacy_api_key_opens_the_default_project_beside_project_keys(
     assert client.get(f"/v1/files/{default_file}", headers=bearer(default_key)).status_code == 200
 
 
-def test_a_non_ascii_bearer_is_a_401_not_a_500(client: TestClient, settings: Settings) -> None:
+def test_a_non_ascii_bearer_is_a_401_not_a_500(client: TestClient, settings: ApiSettings) -> None:
     new_key(settings)
     r = client.get(JOBS, headers={"Authorization": "Bearer clé".encode("latin-1")})  # type: ignore[dict-item]
     assert_401(r, "invalid_api_key")
@@ -155,7 +155,7 @@ class _PresigningStore:
 
 
 def test_checkpoint_content_is_a_302_to_a_presigned_url_when_the_store_has_urls(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     from tests.unit.test_tenant_isolation import make_project_objects
 
@@ -175,18 +175,18 @@ def test_checkpoint_content_is_a_302_to_a_presigned_url_when_the_store_has_urls(
     ]
 
 
-def test_s3_presigned_urls_expire_in_five_minutes_and_use_the_public_endpoint(settings: Settings) -> None:
-    from api.storage import LocalStore, S3Store
+def test_s3_presigned_urls_expire_in_five_minutes_and_use_the_public_endpoint(settings: ApiSettings) -> None:
+    from runtime.storage import LocalStore
 
     assert LocalStore(settings.objects_dir).presigned_url("k", 300) is None
-    s3 = Settings(
+    s3 = ApiSettings(
         s3_endpoint_url="http://minio:9000",
         s3_public_endpoint_url="https://files.example.com",
         s3_bucket="b",
         aws_access_key_id="id",
         aws_secret_access_key="secret",
     )
-    url = S3Store(s3).presigned_url("projects/p/jobs/j/checkpoints/a.tar", 300, filename="c.tar",
+    url = s3.store().presigned_url("projects/p/jobs/j/checkpoints/a.tar", 300, filename="c.tar",
                                     content_type="application/x-tar")  # fmt: skip
     assert url is not None
     parts = urlsplit(url)
@@ -197,7 +197,7 @@ def test_s3_presigned_urls_expire_in_five_minutes_and_use_the_public_endpoint(se
     assert query["response-content-disposition"] == ['attachment; filename="c.tar"']
 
 
-def admin(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+def admin(settings: ApiSettings, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("API_KEY", "S3_ENDPOINT_URL", "S3_BUCKET")}
     env["DATABASE_URL"] = settings.db_url
     return subprocess.run(
@@ -207,7 +207,7 @@ def admin(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_admin_cli_creates_projects_and_keys_that_the_api_accepts_until_revoked(
-    client: TestClient, settings: Settings
+    client: TestClient, settings: ApiSettings
 ) -> None:
     made = admin(settings, "projects", "create", "Acme Research")
     assert made.returncode == 0, made.stderr

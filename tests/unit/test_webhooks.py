@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.db.models import Job, now
 from api.services import webhook_dispatch, webhooks
-from api.settings import Settings
+from api.settings import ApiSettings
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 
@@ -137,7 +137,7 @@ def test_failed_job_is_delivered_signed_after_two_retries(client: TestClient, re
     assert len(receiver.requests) == 3
 
 
-def test_cancel_paths_and_subscriptions(client: TestClient, settings: Settings, receiver: Receiver) -> None:
+def test_cancel_paths_and_subscriptions(client: TestClient, settings: ApiSettings, receiver: Receiver) -> None:
     receiver.codes = [204]
     only_cancel = client.post(
         "/v1/webhook_endpoints", json={"url": receiver.url, "event_types": ["fine_tuning.job.cancelled"]}
@@ -164,7 +164,7 @@ def test_cancel_paths_and_subscriptions(client: TestClient, settings: Settings, 
     assert client.get(f"/v1/webhook_endpoints/{only_success['id']}/deliveries").json()["data"] == []
 
 
-def test_endpoint_api_validation_secrets_and_projects(client: TestClient, settings: Settings) -> None:
+def test_endpoint_api_validation_secrets_and_projects(client: TestClient, settings: ApiSettings) -> None:
     for body, param in (
         ({"url": "ftp://example.com/x"}, "url"),
         ({"url": "not a url"}, "url"),
@@ -188,7 +188,7 @@ def test_endpoint_api_validation_secrets_and_projects(client: TestClient, settin
     assert client.get("/v1/webhook_endpoints").json()["data"] == []
 
 
-def test_gives_up_after_the_schedule_and_claims_are_exclusive(settings: Settings) -> None:
+def test_gives_up_after_the_schedule_and_claims_are_exclusive(settings: ApiSettings) -> None:
     """Unit level: two dispatchers never claim the same attempt; an endpoint that never answers 2xx is failed."""
     receiver = Receiver([503])
     engine = create_engine(settings.db_url)
@@ -218,7 +218,7 @@ def test_gives_up_after_the_schedule_and_claims_are_exclusive(settings: Settings
         receiver.close()
 
 
-def test_dispatcher_survives_a_failing_tick(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dispatcher_survives_a_failing_tick(settings: ApiSettings, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = create_engine(settings.db_url)
     calls = []
 

@@ -7,15 +7,27 @@ from pathlib import Path
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 
-from api.settings import Settings
 from grpo_core.errors import GraderFailed, UserError
+from runtime import internal as api
+from runtime.errors import StoreError
+from worker.client import ApiUnreachable
 from worker.runner import JobRun
+from worker.settings import WorkerSettings
 
-
-def _botocore_error() -> Exception:
-    from botocore.exceptions import EndpointConnectionError
-
-    return EndpointConnectionError(endpoint_url="http://s3.invalid")
+CLAIM = api.ClaimResponse(
+    job_id="ftjob-x",
+    epoch=1,
+    lease_expires_at=0,
+    lease_seconds=600,
+    model="m",
+    seed=0,
+    hyperparameters={},
+    grader={},
+    training_file_key="k",
+    validation_file_key=None,
+    total_steps=1,
+    object_prefix="projects/p/jobs/ftjob-x/",
+)
 
 
 @pytest.mark.parametrize(
@@ -25,22 +37,28 @@ def _botocore_error() -> Exception:
         (GraderFailed("grader 'g' failed on 90%"), "grader_error", False),
         (SoftTimeLimitExceeded(), "time_limit", False),
         (MemoryError(), "out_of_memory", False),
+        (
+            RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 GB"),
+            "out_of_memory",
+            False,
+        ),
         (ValueError("a bug"), "internal_error", False),
-        (_botocore_error(), "infrastructure_error", True),
+        (StoreError("object store: download of 'k' failed"), "infrastructure_error", True),
+        (ApiUnreachable("/internal/jobs/x/events: ConnectError"), "infrastructure_error", True),
         (ConnectionResetError("peer"), "infrastructure_error", True),
     ],
 )
 def test_failures_map_to_codes_and_only_infrastructure_retries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exc: Exception, code: str, retryable: bool
 ) -> None:
-    run = JobRun("ftjob-x", Settings(state_dir=tmp_path, worker_token="t", job_time_limit_seconds=3600))
+    run = JobRun("ftjob-x", WorkerSettings(state_dir=tmp_path, worker_token="t", job_time_limit_seconds=3600))
 
     def boom(*_: object) -> None:
         raise exc
 
     monkeypatch.setattr(run, "_run_training", boom)
-    status, extra = run._train({}, tmp_path)
-    assert status == "failed" and extra["error_code"] == code
-    assert extra.get("retryable", False) is retryable
+    outcome = run._train(CLAIM, tmp_path)
+    assert outcome.status == "failed" and outcome.error_code == code
+    assert outcome.retryable is retryable
     if code == "time_limit":
-        assert "3600 s time limit" in extra["error_message"]
+        assert "3600 s time limit" in (outcome.error_message or "")

@@ -1,8 +1,9 @@
 """Object store: a local folder by default, any S3-compatible server through boto3 otherwise.
 
-Both the API (uploads, downloads) and the worker (datasets in, checkpoints out) use it; it imports neither
-FastAPI nor SQLAlchemy. Writes are whole-object (a local write goes to a temp file renamed into place), so a
-reader never sees half an object.
+Both the API (uploads, downloads) and the worker (datasets in, checkpoints out) use it. Writes are whole-object
+(a local write goes to a temp file renamed into place), so a reader never sees half an object. An S3 failure is
+raised as ``runtime.errors.StoreError`` (the botocore error is its cause), so callers tell an unreachable store
+from their own bugs by type.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from api.settings import Settings
+from runtime.errors import StoreError
+
+if TYPE_CHECKING:
+    from runtime.settings import CommonSettings
 
 CHUNK = 1024 * 1024
 
@@ -87,77 +91,104 @@ class LocalStore:
         return None  # a local folder has no URL of its own: the API streams the bytes
 
 
+@contextlib.contextmanager
+def _s3_errors(action: str, key: str) -> Iterator[None]:
+    """botocore's failures (unreachable endpoint, refused credentials, missing bucket) as StoreError."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except (BotoCoreError, ClientError) as exc:
+        raise StoreError(f"object store: {action} {key!r} failed: {exc}") from exc
+
+
 class S3Store:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: CommonSettings, public_endpoint_url: str | None = None) -> None:
+        """``public_endpoint_url``: where clients reach the store, when not where this process does (the API's
+        presigned download links in compose, where S3 is ``minio:9000`` inside and ``localhost:9000`` outside)."""
         if not settings.s3_bucket:
             raise ValueError("S3_BUCKET must be set when S3_ENDPOINT_URL is")
         self.bucket = settings.s3_bucket
-        self.client = self._client(settings, settings.s3_endpoint_url)
         self._settings = settings
-        self._public_client = None  # signs URLs for the host clients use (SigV4 signs the host)
+        self.client = self._client(settings.s3_endpoint_url)
+        self._public_endpoint_url = public_endpoint_url
+        self._public_client: Any = None  # signs URLs for the host clients use (SigV4 signs the host)
 
-    @staticmethod
-    def _client(settings: Settings, endpoint_url: str | None):  # type: ignore[no-untyped-def]
+    def _client(self, endpoint_url: str | None) -> Any:
         import boto3
         from botocore.config import Config
 
+        s = self._settings
         return boto3.client(
             "s3",
             endpoint_url=endpoint_url,
-            region_name=settings.s3_region,
-            aws_access_key_id=settings.aws_access_key_id,
-            aws_secret_access_key=settings.aws_secret_access_key,
+            region_name=s.s3_region,
+            aws_access_key_id=s.aws_access_key_id,
+            aws_secret_access_key=s.aws_secret_access_key,
             # explicit: botocore otherwise presigns with legacy SigV2, which MinIO and newer AWS regions refuse
             config=Config(signature_version="s3v4"),
         )
 
     def put_file(self, key: str, path: Path) -> None:
-        self.client.upload_file(str(path), self.bucket, key)
+        from boto3.exceptions import S3UploadFailedError
+
+        with _s3_errors("upload of", key):
+            try:
+                self.client.upload_file(str(path), self.bucket, key)
+            except S3UploadFailedError as exc:
+                raise StoreError(f"object store: upload of {key!r} failed: {exc}") from exc
 
     def get_file(self, key: str, path: Path) -> None:
-        self.client.download_file(self.bucket, key, str(path))
+        with _s3_errors("download of", key):
+            self.client.download_file(self.bucket, key, str(path))
 
     def iter_bytes(self, key: str) -> Iterator[bytes]:
-        body: BinaryIO = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
-        while chunk := body.read(CHUNK):
-            yield chunk
+        with _s3_errors("read of", key):
+            body: BinaryIO = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            while chunk := body.read(CHUNK):
+                yield chunk
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError
 
-        try:
-            self.client.head_object(Bucket=self.bucket, Key=key)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
+        with _s3_errors("lookup of", key):
+            try:
+                self.client.head_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                    return False
+                raise
         return True
 
     def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=key)
+        with _s3_errors("delete of", key):
+            self.client.delete_object(Bucket=self.bucket, Key=key)
 
     def list_keys(self, prefix: str) -> list[str]:
-        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
-        return sorted(obj["Key"] for page in pages for obj in page.get("Contents", []))
+        with _s3_errors("listing of", prefix):
+            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+            return sorted(obj["Key"] for page in pages for obj in page.get("Contents", []))
 
     def presigned_url(
         self, key: str, seconds: int, *, filename: str | None = None, content_type: str | None = None
     ) -> str | None:
         """A presigned GET (signed locally, no network call); S3 answers with these filename and content type."""
         client = self.client
-        if self._settings.s3_public_endpoint_url:
+        if self._public_endpoint_url:
             if self._public_client is None:
-                self._public_client = self._client(self._settings, self._settings.s3_public_endpoint_url)
+                self._public_client = self._client(self._public_endpoint_url)
             client = self._public_client
         params = {"Bucket": self.bucket, "Key": key}
         if filename:
             params["ResponseContentDisposition"] = f'attachment; filename="{filename}"'
         if content_type:
             params["ResponseContentType"] = content_type
-        return client.generate_presigned_url("get_object", Params=params, ExpiresIn=seconds)
+        with _s3_errors("signing of", key):
+            url: str = client.generate_presigned_url("get_object", Params=params, ExpiresIn=seconds)
+        return url
 
 
-def make_store(settings: Settings) -> ObjectStore:
+def make_store(settings: CommonSettings, *, public_endpoint_url: str | None = None) -> ObjectStore:
     if settings.s3_endpoint_url or settings.s3_bucket:
-        return S3Store(settings)
+        return S3Store(settings, public_endpoint_url)
     return LocalStore(settings.objects_dir)

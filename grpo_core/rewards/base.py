@@ -1,0 +1,106 @@
+"""What a grader is, what it returns, and the per-sample failures it reports (no scoring code here).
+
+Two kinds of "no score", as the two reference systems define them:
+- a ``SampleError`` (the grader raised, timed out, returned a non-number, a template named a missing column, the
+  judge failed) scores 0.0 and is reported with its reason — OpenAI's rule, so a completion that breaks the
+  grader is never rewarded. Its class says whose failure it is (the pre-flight and OpenAI's ``metadata.errors``
+  flags read the class, never the message);
+- ``None`` returned by the grader means "does not apply to this sample" — TRL's rule: NaN, left out of the
+  advantages (grpo_core.rewards.combine).
+
+Like grpo_core.rewards.schemas this module imports nothing heavy: the service's settings build a ``GraderEnv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class GraderEnv:
+    """What the operator configures for graders (the worker and the API pass their settings in)."""
+
+    sandbox_tier: str = "auto"  # grpo_core.rewards.python_runner tiers; fail-closed by default
+    judge_url: str | None = None  # OpenAI-compatible base URL for score_model graders, e.g. http://judge/v1
+    judge_api_key: str | None = None
+    judge_timeout: float = 60.0
+    judge_concurrency: int = 8
+    embedding_url: str | None = None  # OpenAI-compatible /embeddings for text_similarity "cosine"
+    embedding_model: str | None = None
+    embedding_api_key: str | None = None
+
+
+class SampleError(Exception):
+    """One sample could not be scored: it scores 0 and ``str(error)`` is what the job's owner reads."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else type(self).__name__
+
+    def leaves(self) -> Iterator[SampleError]:
+        """The failures this one stands for (a multi grader's part failures stand for themselves)."""
+        yield self
+
+
+class GraderCodeError(SampleError):
+    """The grader's code raised on the sample, or returned something that is not a finite number."""
+
+
+class InvalidVariable(SampleError):
+    """A template names something the sample or the dataset row does not have (OpenAI's invalid variable)."""
+
+
+class SourceLoadError(SampleError):
+    """The python grader's source could not be imported in the sandbox (every sample fails the same way)."""
+
+
+class SandboxFailure(SampleError):
+    """The sandbox was killed while scoring (timeout, crash, a malformed reply); the grader's code is not at fault."""
+
+
+class FormulaError(SampleError):
+    """A multi grader's ``calculate_output`` could not be evaluated on the sample (e.g. a division by zero)."""
+
+
+class JudgeRequestError(SampleError):
+    """The judge or embeddings endpoint failed (network, HTTP status, malformed body)."""
+
+
+class JudgeReplyError(SampleError):
+    """The judge answered, but with no number in its reply."""
+
+
+class PartErrors(SampleError):
+    """The failures of a multi grader's parts on one sample, by part name."""
+
+    def __init__(self, parts: dict[str, SampleError]) -> None:
+        super().__init__("; ".join(f"{name}: {err}" for name, err in parts.items()))
+        self.parts = parts
+
+    def leaves(self) -> Iterator[SampleError]:
+        for err in self.parts.values():
+            yield from err.leaves()
+
+
+def has_error(error: SampleError | None, kind: type[SampleError]) -> bool:
+    """Whether ``error`` is, or (for a multi grader) contains, a failure of class ``kind``."""
+    return error is not None and any(isinstance(leaf, kind) for leaf in error.leaves())
+
+
+@dataclass
+class GraderResult:
+    scores: list[float | None]  # None: not applicable (TRL); an error scores 0.0 and sets errors[i]
+    errors: list[SampleError | None] = field(default_factory=list)
+    sub_scores: dict[str, list[float | None]] = field(default_factory=dict)  # a multi grader's parts
+
+
+class Grader(Protocol):
+    """A reward column: scores a batch of completions against their dataset rows; ``close`` frees what it holds
+    (the sandbox process of a python grader, the HTTP client of a judge)."""
+
+    name: str
+
+    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult: ...
+
+    def close(self) -> None: ...

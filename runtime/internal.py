@@ -1,0 +1,139 @@
+"""The internal worker API, both sides of it: paths, request bodies and responses.
+
+The API serves these under ``/internal/jobs`` (api.routes.internal, token-authenticated); the worker calls them
+(worker.client.InternalClient) and gets these models back, not dicts. Every write after the claim carries the
+lease epoch the claim returned (the fencing token): a stale one is refused with 409 ``stale_lease``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Discriminator, Field, Tag
+
+PREFIX = "/internal/jobs"
+CLAIM = "/{job_id}/claim"
+HEARTBEAT = "/{job_id}/heartbeat"
+EVENTS = "/{job_id}/events"
+CHECKPOINTS = "/{job_id}/checkpoints"
+FINISH = "/{job_id}/finish"
+
+
+def url(path: str, job_id: str) -> str:
+    """The full path of one of the routes above for ``job_id``."""
+    return PREFIX + path.format(job_id=job_id)
+
+
+# The worker stops at the next step boundary when an answer carries one of these; None: carry on.
+Stop = Literal["cancel", "pause"]
+Level = Literal["info", "warn", "error"]
+
+
+class ClaimRequest(BaseModel):
+    worker_id: str = Field(min_length=1, max_length=256)
+    claim_id: str = Field(min_length=8, max_length=64, description="Random per run: a retried claim is idempotent.")
+
+
+class ResumePoint(BaseModel):
+    step: int
+    adapter_key: str
+    state_key: str
+
+
+class ClaimResponse(BaseModel):
+    job_id: str
+    epoch: int = Field(description="The fencing token every later write of this run carries.")
+    lease_expires_at: int
+    lease_seconds: int = Field(description="How long a heartbeat extends the lease (the worker beats well within).")
+    model: str
+    seed: int
+    # Kept as JSON here and validated by the worker, so a spec this worker cannot run fails the job with a
+    # clear message instead of failing to read the claim (after which the job could not even be reported).
+    hyperparameters: dict[str, Any]
+    grader: dict[str, Any]
+    training_file_key: str
+    validation_file_key: str | None
+    total_steps: int
+    object_prefix: str = Field(description="Where this job's objects go: checkpoints under <prefix>checkpoints/.")
+    resume: ResumePoint | None = Field(None, description="The last registered checkpoint to continue from.")
+
+
+class Fenced(BaseModel):
+    epoch: int
+
+
+class HeartbeatResponse(BaseModel):
+    status: str
+    cancel_requested: bool
+    stop: Stop | None = Field(None, description="Stop at the next step boundary, and why.")
+    lease_expires_at: int
+
+
+class MessageEvent(BaseModel):
+    """A line of the job's event log."""
+
+    type: Literal["message"] = "message"
+    level: Level = "info"
+    message: str
+    step: int | None = None
+
+
+class MetricsEvent(BaseModel):
+    """One step's metrics; a retried post of a step already recorded is skipped."""
+
+    type: Literal["metrics"] = "metrics"
+    level: Level = "info"
+    message: str
+    step: int
+    data: dict[str, Any]  # typed as grpo_core.metrics_schema.StepMetrics in the next commit
+
+
+def _event_type(value: Any) -> str:
+    """The union's tag; an event posted without ``type`` is a message (the common case)."""
+    if isinstance(value, dict):
+        return str(value.get("type", "message"))
+    return str(getattr(value, "type", "message"))
+
+
+EventIn = Annotated[
+    Annotated[MessageEvent, Tag("message")] | Annotated[MetricsEvent, Tag("metrics")], Discriminator(_event_type)
+]
+
+
+class EventsRequest(Fenced):
+    events: list[EventIn] = Field(max_length=1000)
+
+
+class EventsResponse(BaseModel):
+    added: int
+    cancel_requested: bool
+    stop: Stop | None = Field(None, description="Stop at the next step boundary, and why.")
+
+
+class CheckpointRequest(Fenced):
+    step_number: int = Field(ge=0)
+    object_key: str
+    state_key: str | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+class CheckpointResponse(BaseModel):
+    id: str
+
+
+FinishStatus = Literal["succeeded", "failed", "cancelled", "paused", "preempted"]
+
+
+class FinishRequest(Fenced):
+    status: FinishStatus = Field(
+        description="preempted: the worker is shutting down and stopped at a step boundary after saving a "
+        "checkpoint; the job goes back to the queue without using up an attempt."
+    )
+    retryable: bool = Field(False, description="An infrastructure failure: re-queue while attempts remain.")
+    error_code: str | None = None
+    error_message: str | None = None
+    trained_tokens: int | None = None
+
+
+class FinishResponse(BaseModel):
+    status: str

@@ -1,0 +1,11 @@
+"""The job queue's names, shared by the API (which rings) and the worker (which serves).
+
+The message is a doorbell: ``run_job(job_id)`` on the ``gpu`` queue. The job row is committed before it is sent
+and the worker claims the job through the internal API, so a lost or duplicated message can delay a job but
+never corrupt it.
+"""
+
+from __future__ import annotations
+
+RUN_JOB = "worker.tasks.run_job"  # the task's registered name (worker.tasks.run_job declares it with this)
+GPU_QUEUE = "gpu"  # one Celery worker process per GPU serves it (prefetch 1)

@@ -1,0 +1,35 @@
+"""Config rules: ranges, OpenAI's "auto", cross-field checks, step counts (import walls: test_layering.py)."""
+
+import pytest
+from pydantic import ValidationError
+
+from grpo_core.config import GRPOConfig
+
+
+def test_defaults_and_auto() -> None:
+    cfg = GRPOConfig.model_validate({"n_epochs": "auto", "batch_size": "auto", "group_size": 4})
+    assert cfg.n_epochs == 1 and cfg.batch_size == 4 and cfg.clip_high == cfg.epsilon
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("group_size", 1), ("beta", -0.1), ("epsilon", 0), ("temperature", 0), ("learning_rate", 1.0), ("batch_size", 0)],
+)
+def test_out_of_range_rejected(field: str, value: float) -> None:
+    with pytest.raises(ValidationError, match=field):
+        GRPOConfig.model_validate({field: value})
+
+
+def test_epsilon_high_below_epsilon_rejected() -> None:
+    with pytest.raises(ValidationError, match="epsilon_high"):
+        GRPOConfig(epsilon=0.2, epsilon_high=0.1)
+
+
+def test_unknown_field_rejected() -> None:
+    with pytest.raises(ValidationError, match="grup_size"):
+        GRPOConfig.model_validate({"grup_size": 4})
+
+
+def test_total_steps() -> None:
+    assert GRPOConfig(batch_size=4, n_epochs=2).total_steps(10) == 6
+    assert GRPOConfig(max_steps=7).total_steps(10) == 7

@@ -1,0 +1,36 @@
+"""A worker's settings: the shared ones (runtime.settings.CommonSettings) plus what only a worker reads.
+
+No database URL here, by design: a GPU machine that runs untrusted reward code talks to the API, never to
+Postgres. The lease's length comes from the claim (the API grants it), not from the worker's environment.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+
+from runtime.settings import CommonSettings
+
+
+class WorkerSettings(CommonSettings):
+    api_url: str = Field("http://127.0.0.1:8000", description="Where workers reach the API.")
+    stop_grace_seconds: int = Field(
+        300, ge=1, description="After a cancel/pause, how long a stuck step may run before the worker kills itself."
+    )
+    job_time_limit_seconds: int | None = Field(
+        None, ge=60, description="Wall-clock budget of one attempt (Celery soft limit; hard = +10 min)."
+    )
+    work_dir: Path | None = Field(
+        None, description="Scratch space for datasets and checkpoints; default <state_dir>/work"
+    )
+
+    @property
+    def scratch_dir(self) -> Path:
+        return self.work_dir or self._state("work")
+
+
+@lru_cache
+def get_settings() -> WorkerSettings:
+    return WorkerSettings()
