@@ -88,21 +88,15 @@ def submit(api: httpx.Client, **hp: Any) -> tuple[dict[str, Any], float]:
 
 
 def metrics_event(step: int) -> dict[str, Any]:
-    """Roughly the size and shape of worker.runner.metrics_event (4 logged rollouts), without importing torch."""
+    """A worker's metrics event (4 logged rollouts, the demo's default), with random values, without torch."""
+    from tests.helpers import metrics_event as event
+
     rng = random.Random(step)
     sample = {"prompt": "3+1=", "completion": "4", "reward": 1.0, "rewards": {"exact": 1.0}, "advantage": 0.5}
-    reward = rng.random()
-    data = {
-        "step": step,
-        "total_steps": SEED_TOTAL,
-        "scores": {"train_reward_mean": reward, "graders": [{"name": "exact", "mean": reward}]},
-        "errors": {"graders": [], "samples": 0},
-        "timing": {"step": {"sampling": 1.2, "scoring": 0.01, "training": 0.8, "full_iteration": 2.1}},
-        **{k: rng.random() for k in ("loss", "kl", "clip_ratio", "entropy", "grad_norm", "completion_length_mean")},
-        "samples": [sample] * 4,
-    }
-    msg = f"Step {step}/{SEED_TOTAL}: train mean reward={reward:.3f}, loss={data['loss']:.4f}, 2.1s"
-    return {"type": "metrics", "step": step, "message": msg, "data": data}
+    random_fields = ("loss", "kl", "clip_ratio", "entropy", "grad_norm", "completion_length_mean")
+    return event(
+        step, SEED_TOTAL, reward=rng.random(), samples=[sample] * 4, **{k: rng.random() for k in random_fields}
+    )
 
 
 def seed(api: httpx.Client, token: str) -> tuple[str, int, list[str]]:

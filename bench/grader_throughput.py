@@ -82,13 +82,13 @@ def demo_step_share(steps: int, tier: str) -> tuple[float, float]:
 
     class Keep:
         def __init__(self) -> None:
-            self.steps: list[dict[str, Any]] = []
+            self.steps: list[Any] = []  # grpo_core.metrics_schema.StepMetrics
 
         def on_message(self, message: str, level: str = "info") -> None: ...
-        def on_step(self, metrics: dict[str, Any]) -> None:
+        def on_step(self, metrics: Any) -> None:
             self.steps.append(metrics)
 
-        def on_checkpoint(self, *args: Any) -> None: ...
+        def on_checkpoint(self, *args: Any, **kwargs: Any) -> None: ...
         def should_stop(self) -> bool:
             return False
 
@@ -110,8 +110,8 @@ def demo_step_share(steps: int, tier: str) -> tuple[float, float]:
             cfg, prepare_smollm2(MODELS), make_rows(random.Random(0), 64), [grader], callbacks=rec, work_dir=Path(work)
         )
     grader.close()
-    scoring = sum(m["timing"]["scoring"] for m in rec.steps) / len(rec.steps)
-    full = sum(m["timing"]["full_iteration"] for m in rec.steps) / len(rec.steps)
+    scoring = sum(m.timing.step.scoring for m in rec.steps) / len(rec.steps)
+    full = sum(m.timing.step.full_iteration for m in rec.steps) / len(rec.steps)
     return scoring, full
 
 

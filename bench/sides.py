@@ -144,21 +144,21 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
         def on_message(self, message: str, level: str = "info") -> None:
             pass
 
-        def on_step(self, m: dict[str, Any]) -> None:
+        def on_step(self, m: Any) -> None:  # grpo_core.metrics_schema.StepMetrics
             wall = time.perf_counter() - self.t0
-            ph = {k: m["timing"][k] for k in ("sampling", "scoring", "training")}
+            ph = {k: getattr(m.timing.step, k) for k in ("sampling", "scoring", "training")}
             ph["update"] = wall - ph["sampling"] - ph["scoring"]
             conn.send(
                 {
                     "wall": wall,
                     "phases": ph,
-                    "completion_tokens": m["tokens"],
-                    "reward": m.get("train_reward_mean"),
+                    "completion_tokens": m.tokens,
+                    "reward": m.scores.train_reward_mean,
                     **update,
                 }
             )
 
-        def on_checkpoint(self, *args: Any) -> None:
+        def on_checkpoint(self, *args: Any, **kwargs: Any) -> None:
             pass
 
         def should_stop(self) -> bool:

@@ -16,9 +16,9 @@ starts and again only after it has cleared, so a long run is not flooded. Thresh
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from grpo_core.metrics_schema import StepMetrics
 
 
 class HealthConfig(BaseModel):
@@ -49,24 +49,24 @@ class HealthMonitor:
             self.active.discard(kind)
         return []
 
-    def check(self, m: dict[str, Any]) -> list[str]:
+    def check(self, m: StepMetrics) -> list[str]:
         c, out = self.cfg, []
-        step = m["step"]
+        step = m.step
         out += self._flag(
             "entropy",
-            m.get("entropy") is not None and 0 < m["entropy"] < c.entropy_min,
-            f"Entropy collapse at step {step}: mean token entropy {m.get('entropy', 0):.3f} < {c.entropy_min}. "
+            0 < m.entropy < c.entropy_min,
+            f"Entropy collapse at step {step}: mean token entropy {m.entropy:.3f} < {c.entropy_min}. "
             "Raise temperature, add entropy_coef, or lower learning_rate.",
         )
-        self.lengths.append(m["completion_length_mean"])
+        self.lengths.append(m.completion_length_mean)
         start = sum(self.lengths[: self.BASELINE_STEPS]) / min(len(self.lengths), self.BASELINE_STEPS)
         out += self._flag(
             "length",
-            len(self.lengths) > self.BASELINE_STEPS and m["completion_length_mean"] > c.length_growth * start,
-            f"Completion length inflation at step {step}: {m['completion_length_mean']:.0f} tokens vs {start:.0f} "
+            len(self.lengths) > self.BASELINE_STEPS and m.completion_length_mean > c.length_growth * start,
+            f"Completion length inflation at step {step}: {m.completion_length_mean:.0f} tokens vs {start:.0f} "
             "at the start. The reward may favour length: add a length penalty or overlong_buffer_fraction.",
         )
-        self.zero_std_run = self.zero_std_run + 1 if m["frac_reward_zero_std"] > c.zero_std_max else 0
+        self.zero_std_run = self.zero_std_run + 1 if m.frac_reward_zero_std > c.zero_std_max else 0
         out += self._flag(
             "zero_std",
             self.zero_std_run >= c.window,
@@ -75,12 +75,13 @@ class HealthMonitor:
         )
         out += self._flag(
             "kl",
-            m.get("kl") is not None and m["kl"] > c.kl_max,
-            f"KL blow-up at step {step}: KL to the base model {m.get('kl') or 0:.3f} > {c.kl_max}. "
+            m.kl is not None and m.kl > c.kl_max,
+            f"KL blow-up at step {step}: KL to the base model {m.kl or 0:.3f} > {c.kl_max}. "
             "Lower learning_rate or raise beta.",
         )
-        if m.get("valid_reward_mean") is not None:
-            self.evals.append((m["train_reward_mean"], m["valid_reward_mean"]))
+        train, valid = m.scores.train_reward_mean, m.scores.valid_reward_mean
+        if train is not None and valid is not None:
+            self.evals.append((train, valid))
         hacking = (
             len(self.evals) >= 2 and self.evals[-1][0] > self.evals[-2][0] and self.evals[-1][1] < self.evals[-2][1]
         )

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
@@ -34,20 +34,26 @@ from grpo_core.evaluate import evaluate_rewards
 from grpo_core.health import HealthMonitor
 from grpo_core.lora_fused import fuse_lora
 from grpo_core.metrics import step_metrics
+from grpo_core.metrics_schema import StepMetrics
 from grpo_core.rewards.graders import Grader
 from grpo_core.sampling import PromptCursor, collect_batch
 from grpo_core.schedule import make_scheduler
 from grpo_core.update import old_logprobs, policy_update
 
+Level = Literal["info", "warn", "error"]
+
 
 class Callbacks(Protocol):
     """How the loop reports; every method is called from the training thread between steps."""
 
-    def on_message(self, message: str, level: str = "info") -> None: ...
+    def on_message(self, message: str, level: Level = "info") -> None: ...
 
-    def on_step(self, metrics: dict[str, Any]) -> None: ...
+    def on_step(self, metrics: StepMetrics) -> None: ...
 
-    def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None: ...
+    def on_checkpoint(self, step: int, path: Path, metrics: StepMetrics, *, final: bool, best: bool) -> None:
+        """A checkpoint of ``step`` is in ``path``; ``metrics`` are that step's, ``best`` says whether its validation
+        reward is the best so far (a new best is always checkpointed)."""
+        ...
 
     def should_stop(self) -> bool:
         """Checked before every step. When it returns True the loop checkpoints the current state (unless the
@@ -61,7 +67,7 @@ class TrainResult:
     total_steps: int
     stopped: bool  # should_stop() ended the run early
     final_checkpoint: Path | None
-    last_metrics: dict[str, Any] = field(default_factory=dict)
+    last_metrics: StepMetrics | None = None
 
 
 def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool = True) -> tuple[Any, Any]:
@@ -128,17 +134,17 @@ def train(
         engine.sync(model, state.step)
     health = HealthMonitor(cfg.health)
     cursor = PromptCursor(len(rows), cfg.batch_size, seed, position=state.cursor)
-    last: dict[str, Any] = {}
+    last: StepMetrics | None = None
     final_ckpt: Path | None = None
     saved_step = state.step  # the newest step whose state is in a checkpoint
     try:
         while state.step < total:
             if callbacks.should_stop():
-                if state.step > saved_step:  # keep every finished step: a paused job resumes from here
+                if last is not None and state.step > saved_step:  # keep every finished step: resume from here
                     final_ckpt = save_checkpoint(
                         model, optimizer, state, work_dir / f"step-{state.step:06d}", scheduler
                     )
-                    callbacks.on_checkpoint(state.step, final_ckpt, last, False)
+                    callbacks.on_checkpoint(state.step, final_ckpt, last, final=False, best=False)
                 return TrainResult(state.step, total, True, final_ckpt, last)
             t0 = time.perf_counter()
             batch = collect_batch(cfg, engine, prompts_all, rows, graders, cursor, seed=seed, step=state.step + 1)
@@ -175,14 +181,14 @@ def train(
             best = False
             if valid_rows and (state.step == total or (cfg.eval_interval and state.step % cfg.eval_interval == 0)):
                 best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last)
-            last["warnings"] = health.check(last)
+            last.warnings = health.check(last)
             callbacks.on_step(last)
-            for warning in last["warnings"]:
+            for warning in last.warnings:
                 callbacks.on_message(warning, "warn")
             is_last = state.step == total
             if is_last or best or (cfg.checkpoint_interval and state.step % cfg.checkpoint_interval == 0):
                 path = save_checkpoint(model, optimizer, state, work_dir / f"step-{state.step:06d}", scheduler)
-                callbacks.on_checkpoint(state.step, path, {**last, "best": best}, is_last)
+                callbacks.on_checkpoint(state.step, path, last, final=is_last, best=best)
                 final_ckpt, saved_step = path, state.step
     finally:
         engine.close()
@@ -218,7 +224,7 @@ def _validate(
     graders: Sequence[Grader],
     seed: int,
     state: ResumeState,
-    metrics: dict[str, Any],
+    metrics: StepMetrics,
 ) -> bool:
     """Score the validation rows into ``metrics``; True when this is the best validation reward so far."""
     t = time.perf_counter()
@@ -235,9 +241,9 @@ def _validate(
         weights=cfg.reward_weights,
         engine=engine,
     )
-    metrics["valid_reward_mean"] = reward
-    metrics["valid_pass_at_k"] = best_of_k
-    metrics["timing"]["eval"] = round(time.perf_counter() - t, 3)
+    metrics.scores.valid_reward_mean = reward
+    metrics.scores.valid_pass_at_k = best_of_k
+    metrics.timing.step.eval = round(time.perf_counter() - t, 3)
     if state.best_valid_reward is not None and reward <= state.best_valid_reward:
         return False
     state.best_valid_reward, state.best_step = reward, state.step

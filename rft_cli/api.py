@@ -10,12 +10,15 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from rft_client import AuthenticatedClient, Client
 from rft_client.api.fine_tuning import list_events
-from rft_client.types import Response
+from rft_client.models import JobEvent, ListResponseJobEvent
+from rft_client.types import UNSET, Response, Unset
+
+Model = TypeVar("Model")
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 USER_AGENT = "rft-cli/0.1"
@@ -106,6 +109,14 @@ def call(endpoint: ModuleType, config: Config, **kwargs: Any) -> Response[Any]:
     return resp
 
 
+def fetch(endpoint: ModuleType, config: Config, model: type[Model], **kwargs: Any) -> Model:
+    """``call``, then the typed body the generated client parsed (``model``: the endpoint's 2xx answer)."""
+    resp = call(endpoint, config, **kwargs)
+    if not isinstance(resp.parsed, model):
+        raise CliError(f"unexpected answer from the RFT API ({resp.status_code}): {resp.content[:200]!r}")
+    return resp.parsed
+
+
 def parsed(resp: Response[Any]) -> dict[str, Any]:
     """The parsed body as a plain dict (the generated models' ``to_dict``), for printing and rendering."""
     if resp.parsed is not None and hasattr(resp.parsed, "to_dict"):
@@ -113,12 +124,12 @@ def parsed(resp: Response[Any]) -> dict[str, Any]:
     return json.loads(resp.content)
 
 
-def iter_events(config: Config, job_id: str, page_size: int = 100) -> Iterator[dict[str, Any]]:
+def iter_events(config: Config, job_id: str, page_size: int = 100) -> Iterator[JobEvent]:
     """A job's events newest first, following the ``after`` cursor; stop iterating to stop fetching."""
-    after: str | None = None
+    after: str | Unset = UNSET
     while True:
-        page = parsed(call(list_events, config, fine_tuning_job_id=job_id, limit=page_size, after=after))
-        yield from page["data"]
-        if not page.get("has_more") or not page["data"]:
+        page = fetch(list_events, config, ListResponseJobEvent, fine_tuning_job_id=job_id, limit=page_size, after=after)
+        yield from page.data
+        if not page.has_more or not page.data:
             return
-        after = page["data"][-1]["id"]
+        after = page.data[-1].id

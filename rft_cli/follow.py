@@ -1,8 +1,9 @@
 """``rft jobs follow``: a job's progress live — step/total, train reward and its sparkline, ETA — until it ends.
 
-It polls the job and its events (the metrics events carry step, total_steps, scores and step timings), so it
-works on any deployment, behind any proxy, and can attach to a job at any point: the first poll backfills the
-history. On a terminal it draws a rich progress bar; in a log (no TTY) it prints one line per step instead.
+It polls the job and its events (a metrics event's ``data`` is the typed StepMetrics of openapi.json: step,
+total_steps, scores, timing), so it works on any deployment, behind any proxy, and can attach to a job at any
+point: the first poll backfills the history. On a terminal it draws a rich progress bar; in a log (no TTY) it
+prints one line per step instead.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rft_client.api.fine_tuning import retrieve_job
+from rft_client.models import Job, JobError, JobEvent, StepMetrics
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from rft_cli.api import CliError, Config, call, iter_events, parsed
+from rft_cli.api import CliError, Config, fetch, iter_events
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 SPARK = "▁▂▃▄▅▆▇█"
@@ -71,25 +72,17 @@ class FollowState:
     durations: list[float] = field(default_factory=list)
     valid_reward: float | None = None
     seen: set[str] = field(default_factory=set)
-    _last_created: int | None = None
 
-    def add_metrics(self, ev: dict[str, Any]) -> None:
-        data = ev.get("data") or {}
-        step = int(data.get("step") or 0)
-        if step <= self.step:  # a resumed attempt re-reports nothing, but be safe with duplicates
+    def add_metrics(self, ev: JobEvent) -> None:
+        data = ev.data
+        if not isinstance(data, StepMetrics) or data.step <= self.step:  # a resumed attempt re-reports nothing
             return
-        self.step = step
-        self.total = int(data.get("total_steps") or self.total)
-        scores = data.get("scores") or {}
-        self.rewards.append(scores.get("train_reward_mean"))
-        if scores.get("valid_reward_mean") is not None:
-            self.valid_reward = float(scores["valid_reward_mean"])
-        took = ((data.get("timing") or {}).get("step") or {}).get("full_iteration")
-        if took is None and self._last_created is not None:
-            took = ev["created_at"] - self._last_created
-        if took is not None:
-            self.durations.append(float(took))
-        self._last_created = ev["created_at"]
+        self.step = data.step
+        self.total = data.total_steps or self.total
+        self.rewards.append(data.scores.train_reward_mean)
+        if isinstance(data.scores.valid_reward_mean, float):
+            self.valid_reward = data.scores.valid_reward_mean
+        self.durations.append(data.timing.step.full_iteration)
 
     @property
     def reward(self) -> float | None:
@@ -101,15 +94,15 @@ class FollowState:
         return format_duration(eta_seconds(self.durations, self.total - self.step))
 
 
-def new_events(config: Config, job_id: str, seen: set[str]) -> list[dict[str, Any]]:
+def new_events(config: Config, job_id: str, seen: set[str]) -> list[JobEvent]:
     """Events not shown yet, oldest first (pages newest-first until it meets one already seen)."""
     fresh = []
     for ev in iter_events(config, job_id):
-        if ev["id"] in seen:
+        if ev.id in seen:
             break
         fresh.append(ev)
     for ev in fresh:
-        seen.add(ev["id"])
+        seen.add(ev.id)
     return fresh[::-1]
 
 
@@ -131,8 +124,8 @@ def follow_job(
 ) -> int:
     """Follow until the job ends; returns the exit code (0 succeeded, 1 failed or cancelled, reason on ``err``)."""
     state = FollowState()
-    job = parsed(_retrieve(config, job_id))
-    state.total = int(job.get("total_steps") or 0)
+    job = _retrieve(config, job_id)
+    state.total = job.total_steps
     deadline = time.monotonic() + timeout if timeout else None
     live = console.is_terminal
     progress = Progress(
@@ -150,18 +143,16 @@ def follow_job(
     try:
         with progress:
             while True:
-                job = parsed(_retrieve(config, job_id))  # status first: once terminal, the events below are all
-                status = job["status"]
+                job = _retrieve(config, job_id)  # status first: once terminal, the events below are all
+                status = str(job.status)
                 for ev in new_events(config, job_id, state.seen):
-                    if ev.get("type") == "metrics":
+                    if ev.type_ == "metrics":
                         state.add_metrics(ev)
                         if not live:
                             console.print(step_line(state, status), highlight=False, soft_wrap=True)
                     else:
-                        style = LEVEL_STYLE.get(ev.get("level", "info"), "")
-                        console.print(
-                            f"[{style}]\\[{ev.get('level')}] {escape(ev.get('message', ''))}[/]", soft_wrap=True
-                        )
+                        style = LEVEL_STYLE.get(ev.level, "")
+                        console.print(f"[{style}]\\[{ev.level}] {escape(ev.message)}[/]", soft_wrap=True)
                 progress.update(
                     task,
                     total=state.total or None,
@@ -181,25 +172,24 @@ def follow_job(
     return finish_message(job, state, console, err)
 
 
-def _retrieve(config: Config, job_id: str) -> Any:
-    return call(retrieve_job, config, fine_tuning_job_id=job_id)
+def _retrieve(config: Config, job_id: str) -> Job:
+    return fetch(retrieve_job, config, Job, fine_tuning_job_id=job_id)
 
 
-def finish_message(job: dict[str, Any], state: FollowState, console: Console, err: Console) -> int:
-    status = job["status"]
+def finish_message(job: Job, state: FollowState, console: Console, err: Console) -> int:
+    status = job.status
     scores = f"train reward {_fmt(state.reward)}" + (
         f", validation reward {_fmt(state.valid_reward)}" if state.valid_reward is not None else ""
     )
     if status == "succeeded":
         console.print(
-            f"[green]job {job['id']} succeeded[/]: {job.get('steps_done')}/{job.get('total_steps')} steps, {scores}; "
-            f"adapter: rft adapters download {job['id']}",
+            f"[green]job {job.id} succeeded[/]: {job.steps_done}/{job.total_steps} steps, {scores}; "
+            f"adapter: rft adapters download {job.id}",
             highlight=False,
             soft_wrap=True,
         )
         return 0
-    error = job.get("error") or {}
-    detail = f": {error.get('code')}: {error.get('message')}" if error else ""
-    line = f"[red]job {job['id']} {status}[/]{escape(detail)} (after {state.step} steps, {scores})"
+    detail = f": {job.error.code}: {job.error.message}" if isinstance(job.error, JobError) else ""
+    line = f"[red]job {job.id} {status}[/]{escape(detail)} (after {state.step} steps, {scores})"
     err.print(line, highlight=False, soft_wrap=True)
     return 1

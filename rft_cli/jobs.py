@@ -11,13 +11,15 @@ from rft_client.api.fine_tuning import (
     create_job,
     list_checkpoints,
     list_jobs,
+    list_samples,
     pause_job,
     resume_job,
     retrieve_job,
 )
-from rft_client.models import JobCreate
+from rft_client.models import JobCreate, ListResponseCheckpoint, SamplesResponse
+from rft_client.types import UNSET
 
-from rft_cli.api import CliError, Config, call, iter_events, parsed
+from rft_cli.api import ApiError, CliError, Config, call, fetch, iter_events, parsed
 from rft_cli.files import upload_file
 from rft_cli.follow import follow_job
 from rft_cli.jobspec import (
@@ -195,10 +197,10 @@ def events(
         if len(evs) >= limit:
             break
     if as_json:
-        print_json(evs)
+        print_json([ev.to_dict() for ev in evs])
         return
     for ev in reversed(evs):
-        console.print(f"{when(ev['created_at'])} [{ev['level']}] {ev['message']}", markup=False, soft_wrap=True)
+        console.print(f"{when(ev.created_at)} [{ev.level}] {ev.message}", markup=False, soft_wrap=True)
 
 
 @app.command("samples")
@@ -208,33 +210,34 @@ def samples(
     step: Annotated[int | None, typer.Option(min=1, help="A step; the latest one by default.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """The rollouts logged with a step's metrics event: prompt, completion, reward, advantage."""
-    for ev in iter_events(ctx.obj, job_id):
-        data = ev.get("data") or {}
-        if ev.get("type") == "metrics" and (step is None or data.get("step") == step):
-            rows = data.get("samples") or []
-            if as_json:
-                print_json({"step": data.get("step"), "samples": rows})
-            elif not rows:
-                console.print(f"step {data.get('step')} logged no rollouts (sample_log_count)")
-            else:
-                console.print(samples_table(int(data.get("step") or 0), rows))
-            return
-    raise CliError(f"{job_id} has no metrics for step {step}" if step else f"{job_id} has no finished step yet")
+    """The rollouts logged at a step: prompt, completion, reward, advantage."""
+    at = UNSET if step is None else step
+    try:
+        got = fetch(list_samples, ctx.obj, SamplesResponse, fine_tuning_job_id=job_id, step=at)
+    except ApiError as exc:
+        if exc.status != 404 or exc.param != "step":
+            raise
+        none = f"{job_id} has no metrics for step {step}" if step else f"{job_id} has no finished step yet"
+        raise CliError(none) from None
+    if as_json:
+        print_json({"step": got.step, "samples": [s.to_dict() for s in got.data]})
+    elif not got.data:
+        console.print(f"step {got.step} logged no rollouts (sample_log_count)")
+    else:
+        console.print(samples_table(got.step, got.data))
 
 
 @app.command("checkpoints")
 def checkpoints(ctx: typer.Context, job_id: JobId, as_json: JsonFlag = False) -> None:
     """Saved adapters, newest first ("best" marks the highest validation reward)."""
-    page = parsed(call(list_checkpoints, ctx.obj, fine_tuning_job_id=job_id, limit=100))
+    page = fetch(list_checkpoints, ctx.obj, ListResponseCheckpoint, fine_tuning_job_id=job_id, limit=100)
     if as_json:
-        print_json(page)
+        print_json(page.to_dict())
         return
-    for c in page["data"]:
-        metrics = c.get("metrics") or {}
-        valid = metrics.get("valid_reward_mean")
+    for c in page.data:
+        valid = c.metrics.valid_reward_mean
         console.print(
-            f"{c['id']}  step {c['step_number']}"
-            + (f"  valid {valid:.3f}" if isinstance(valid, int | float) else "")
-            + ("  [green]best[/]" if c.get("best") else "")
+            f"{c.id}  step {c.step_number}"
+            + (f"  valid {valid:.3f}" if isinstance(valid, float) else "")
+            + ("  [green]best[/]" if c.best is True else "")
         )

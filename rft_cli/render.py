@@ -7,6 +7,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from rft_client.models import Sample
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -107,7 +108,7 @@ def short(value: Any, width: int = 300) -> str:
     return escape(text if len(text) <= width else text[: width - 1] + "…")
 
 
-def samples_table(step: int, samples: list[dict[str, Any]]) -> Table:
+def samples_table(step: int, samples: list[Sample]) -> Table:
     table = Table(title=f"rollouts of step {step}", show_lines=True, header_style="bold")
     table.add_column("#", justify="right")
     table.add_column("prompt", ratio=2)
@@ -115,12 +116,11 @@ def samples_table(step: int, samples: list[dict[str, Any]]) -> Table:
     table.add_column("reward", justify="right")
     table.add_column("advantage", justify="right")
     for i, s in enumerate(samples, 1):
-        reward, adv = s.get("reward"), s.get("advantage")
         table.add_row(
             str(i),
-            short(s.get("prompt", "")),
-            short(s.get("completion", "")),
-            "-" if reward is None else f"{reward:.3f}",
-            "-" if adv is None else f"{adv:+.3f}",
+            short(s.prompt),
+            short(s.completion),
+            "-" if s.reward is None else f"{s.reward:.3f}",
+            f"{s.advantage:+.3f}",
         )
     return table

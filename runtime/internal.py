@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, Tag
 
+from grpo_core.metrics_schema import CheckpointMetrics, StepMetrics
+
 PREFIX = "/internal/jobs"
 CLAIM = "/{job_id}/claim"
 HEARTBEAT = "/{job_id}/heartbeat"
@@ -85,7 +87,11 @@ class MetricsEvent(BaseModel):
     level: Level = "info"
     message: str
     step: int
-    data: dict[str, Any]  # typed as grpo_core.metrics_schema.StepMetrics in the next commit
+    data: StepMetrics
+
+    @classmethod
+    def of(cls, metrics: StepMetrics) -> MetricsEvent:
+        return cls(message=metrics.message(), step=metrics.step, data=metrics)
 
 
 def _event_type(value: Any) -> str:
@@ -114,7 +120,7 @@ class CheckpointRequest(Fenced):
     step_number: int = Field(ge=0)
     object_key: str
     state_key: str | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    metrics: CheckpointMetrics = Field(default_factory=CheckpointMetrics)
 
 
 class CheckpointResponse(BaseModel):

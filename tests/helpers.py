@@ -63,3 +63,47 @@ def alembic_check(url: str) -> None:
     cfg.set_main_option("script_location", str(ROOT / "migrations"))
     cfg.set_main_option("sqlalchemy.url", url)
     command.check(cfg)
+
+
+def step_metrics(step: int, total: int = 3, *, reward: float | None = 0.5, **fields: Any) -> dict[str, Any]:
+    """A valid metrics event's ``data`` (grpo_core.metrics_schema.StepMetrics as JSON) for tests that play the
+    worker; ``fields`` replace top-level fields (``scores=…``, ``samples=…``)."""
+    from grpo_core.metrics_schema import StepMetrics
+
+    data: dict[str, Any] = {
+        "step": step,
+        "total_steps": total,
+        "scores": {"train_reward_mean": reward, "graders": [{"name": "g", "train_reward_mean": reward}]},
+        "timing": {"step": {"sampling": 0.5, "scoring": 0.1, "training": 0.4, "full_iteration": 1.0}},
+        "train_reward_std": 0.1,
+        "frac_reward_zero_std": 0.0,
+        "loss": 0.0,
+        "kl": None,
+        "clip_ratio": 0.0,
+        "clip_ratio_low": 0.0,
+        "clip_ratio_high": 0.0,
+        "entropy": 1.0,
+        "tokens_per_second": 10.0,
+        "grad_norm": 0.5,
+        "learning_rate": 1e-5,
+        "completion_length_mean": 10.0,
+        "completion_length_min": 5,
+        "completion_length_max": 15,
+        "truncated_ratio": 0.0,
+        "overlong_penalty_mean": 0.0,
+        "advantage_mean": 0.0,
+        "advantage_std": 1.0,
+        "tokens": 80,
+        "sampling": {"sampling_rounds": 1, "groups_sampled": 2, "groups_dropped": 0, "groups_trained": 2},
+    } | fields
+    return StepMetrics.model_validate(data).model_dump(mode="json")
+
+
+def metrics_event(step: int, total: int = 3, **fields: Any) -> dict[str, Any]:
+    """A worker's metrics event for ``step`` (the internal API's MetricsEvent as JSON)."""
+    return {
+        "type": "metrics",
+        "step": step,
+        "message": f"Step {step}/{total}",
+        "data": step_metrics(step, total, **fields),
+    }

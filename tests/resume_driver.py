@@ -32,7 +32,7 @@ CONFIG = {
     "checkpoint_interval": 3,
     "micro_batch_size": 3,
 }
-WALL_CLOCK = {"timing", "tokens_per_second"}
+WALL_CLOCK = {"timing": True, "tokens_per_second": True}
 
 
 def main() -> None:
@@ -54,7 +54,7 @@ def main() -> None:
         seed=7,
         resume_from=args.resume_from,
     )
-    steps = [{k: v for k, v in m.items() if k not in WALL_CLOCK} for m in rec.steps]
+    steps = [m.model_dump(mode="json", exclude=WALL_CLOCK) for m in rec.steps]
     ckpts = [{"step": s, "path": str(p), "final": f} for s, p, f in rec.ckpts]
     args.out.write_text(json.dumps({"steps": steps, "checkpoints": ckpts, "steps_done": result.steps_done}))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from grpo_core.metrics_schema import StepMetrics
 from grpo_core.rewards.graders import GraderResult, build_grader
 from grpo_core.rewards.schemas import StringCheckGrader
 
@@ -13,7 +14,7 @@ class Recorder:
     """grpo_core.trainer.Callbacks that keeps everything it is told."""
 
     def __init__(self, stop_after: int | None = None) -> None:
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[StepMetrics] = []
         self.ckpts: list[tuple[int, Path, bool]] = []
         self.best: list[int] = []  # steps whose checkpoint was marked best
         self.messages: list[tuple[str, str]] = []
@@ -22,12 +23,12 @@ class Recorder:
     def on_message(self, message: str, level: str = "info") -> None:
         self.messages.append((level, message))
 
-    def on_step(self, metrics: dict[str, Any]) -> None:
+    def on_step(self, metrics: StepMetrics) -> None:
         self.steps.append(metrics)
 
-    def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None:
+    def on_checkpoint(self, step: int, path: Path, metrics: StepMetrics, *, final: bool, best: bool) -> None:
         self.ckpts.append((step, path, final))
-        if metrics.get("best"):
+        if best:
             self.best.append(step)
 
     def should_stop(self) -> bool:

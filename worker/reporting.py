@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import tarfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from grpo_core.checkpoint import ADAPTER_FILES
+from grpo_core.metrics_schema import StepMetrics
+from grpo_core.trainer import Level
 from runtime import internal as api
 from runtime.keys import checkpoint_keys
 
@@ -37,40 +39,6 @@ def pack_checkpoint(ckpt_dir: Path, dest: Path) -> Path:
     return dest
 
 
-_SUMMARY = ("step", "train_reward_mean", "valid_reward_mean", "loss", "kl", "completion_length_mean")
-
-
-def metrics_event(m: dict[str, Any]) -> api.MetricsEvent:
-    """A per-step metrics event in OpenAI's shape (``data.step``, ``data.scores``, ``data.timing``) plus ours."""
-    graders = [{"name": n, **g} for n, g in m["graders"].items()]
-    scores = {"train_reward_mean": m["train_reward_mean"], "graders": graders}
-    for k in ("valid_reward_mean", "valid_pass_at_k"):
-        if m.get(k) is not None:
-            scores[k] = m[k]
-    errors = {
-        "graders": [
-            {"name": n, "train_error_rate": g["error_rate"]} for n, g in m["graders"].items() if "error_rate" in g
-        ],
-        "samples": m["grader_errors"],
-    }
-    skip = {"step", "total_steps", "train_reward_mean", "graders", "timing", "valid_reward_mean", "valid_pass_at_k"}
-    data = {
-        "step": m["step"],
-        "total_steps": m["total_steps"],
-        "scores": scores,
-        "errors": errors,
-        "timing": {"step": m["timing"]},
-        **{k: v for k, v in m.items() if k not in skip},
-    }
-    valid = f", validation mean reward={m['valid_reward_mean']:.3f}" if m.get("valid_reward_mean") is not None else ""
-    message = (
-        f"Step {m['step']}/{m['total_steps']}: train mean reward={m['train_reward_mean']:.3f}{valid}, "
-        f"loss={m['loss']:.4f}, completion length={m['completion_length_mean']:.1f}, "
-        f"{m['timing']['full_iteration']:.1f}s"
-    )
-    return api.MetricsEvent(step=m["step"], message=message, data=data)
-
-
 class Reporter:
     """grpo_core.trainer.Callbacks for one run: everything it is told goes to the API, the bytes to the store."""
 
@@ -78,14 +46,14 @@ class Reporter:
         self.run = run
         self.tokens = 0
 
-    def on_message(self, message: str, level: str = "info") -> None:
+    def on_message(self, message: str, level: Level = "info") -> None:
         self.run.post_events([api.MessageEvent(message=message, level=level)])
 
-    def on_step(self, metrics: dict[str, Any]) -> None:
-        self.tokens += int(metrics.get("tokens", 0))
-        self.run.post_events([metrics_event(metrics)])
+    def on_step(self, metrics: StepMetrics) -> None:
+        self.tokens += metrics.tokens
+        self.run.post_events([api.MetricsEvent.of(metrics)])
 
-    def on_checkpoint(self, step: int, path: Path, metrics: dict[str, Any], final: bool) -> None:
+    def on_checkpoint(self, step: int, path: Path, metrics: StepMetrics, *, final: bool, best: bool) -> None:
         """Upload the adapter tar and the full checkpoint, then register them (the commit point)."""
         run = self.run
         adapter_key, state_key = checkpoint_keys(run.object_prefix, step, run.epoch)
@@ -95,15 +63,15 @@ class Reporter:
         ):
             run.store.put_file(key, tar)
             tar.unlink()
-        if metrics.get("best"):
-            msg = f"New best validation reward {metrics['valid_reward_mean']:.4f} at step {step}"
+        if best:
+            msg = f"New best validation reward {metrics.scores.valid_reward_mean:.4f} at step {step}"
             run.post_events([api.MessageEvent(message=msg, step=step)])
         body = api.CheckpointRequest(
             epoch=run.epoch,
             step_number=step,
             object_key=adapter_key,
             state_key=state_key,
-            metrics={k: metrics.get(k) for k in _SUMMARY},
+            metrics=metrics.summary(),
         )
         run.client.checkpoint(run.job_id, body)
 

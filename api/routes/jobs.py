@@ -19,6 +19,7 @@ from api.schemas.jobs import Checkpoint, Job, JobCreate, JobError, JobEvent
 from api.services import graders as graders_svc
 from api.services import jobs as svc
 from api.services.openai_compat import METADATA_FILTER_PARAM, metadata_filters
+from grpo_core.metrics_schema import CheckpointMetrics, StepMetrics
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
 Limit = Annotated[int, Query(ge=1, le=100)]
@@ -54,7 +55,7 @@ def event_schema(row: EventRow) -> JobEvent:
         level=row.level,
         message=row.message,
         type=row.type,
-        data=row.data,
+        data=StepMetrics.model_validate(row.data) if row.data is not None else None,
     )
 
 
@@ -83,7 +84,7 @@ def checkpoint_schema(row: CheckpointRow, job: JobRow, best_id: str | None = Non
         fine_tuning_job_id=row.job_id,
         step_number=row.step_number,
         fine_tuned_model_checkpoint=f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}:ckpt-step-{row.step_number}",
-        metrics=row.metrics or {},
+        metrics=CheckpointMetrics.model_validate(row.metrics or {}),
     )
 
 

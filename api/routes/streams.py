@@ -15,48 +15,21 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
 from sqlalchemy import select
 
 from api.db.models import TERMINAL, Job, JobEvent
 from api.deps import CurrentProject, SessionDep
 from api.errors import ERROR_RESPONSES, NotFound
+from api.schemas.jobs import MetricsPage, MetricsPoint, SamplesResponse
 from api.services import jobs as svc
+from grpo_core.metrics_schema import Sample, StepMetrics
 
-router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["jobs"], responses=ERROR_RESPONSES)
-
-
-class StepMetrics(BaseModel):
-    object: Literal["fine_tuning.job.metrics"] = "fine_tuning.job.metrics"
-    step: int
-    created_at: int
-    metrics: dict[str, Any]
-
-
-class MetricsPage(BaseModel):
-    object: Literal["list"] = "list"
-    data: list[StepMetrics]
-    has_more: bool
-
-
-class Sample(BaseModel):
-    prompt: Any
-    completion: str
-    reward: float | None
-    rewards: dict[str, float | None] = {}
-    advantage: float
-    completion_tokens: int | None = None
-
-
-class SamplesResponse(BaseModel):
-    object: Literal["fine_tuning.job.samples"] = "fine_tuning.job.samples"
-    step: int
-    data: list[Sample]
+router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
 
 
 def _metrics_events(job_id: str) -> Any:
@@ -78,10 +51,8 @@ def list_metrics(
         q = q.where(JobEvent.step > after)
     rows = list(session.scalars(q.order_by(JobEvent.step).limit(limit + 1)))
     data = [
-        StepMetrics(
-            step=r.step or 0,
-            created_at=r.created_at,
-            metrics={k: v for k, v in (r.data or {}).items() if k != "samples"},
+        MetricsPoint(
+            step=r.step or 0, created_at=r.created_at, metrics=StepMetrics.model_validate(r.data | {"samples": []})
         )
         for r in rows[:limit]
     ]

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from grpo_core.config import GRPOConfig
+from grpo_core.metrics_schema import CheckpointMetrics, Sample, StepMetrics
 from grpo_core.rewards.schemas import GraderSpec
 
 
@@ -88,7 +89,7 @@ class JobEvent(BaseModel):
     level: Literal["info", "warn", "error"]
     message: str
     type: Literal["message", "metrics"]
-    data: dict[str, Any] | None = None
+    data: StepMetrics | None = Field(None, description="A metrics event's step metrics; null for a message.")
 
 
 class Checkpoint(BaseModel):
@@ -100,7 +101,31 @@ class Checkpoint(BaseModel):
     fine_tuned_model_checkpoint: str
     fine_tuning_job_id: str
     step_number: int
-    metrics: dict[str, Any]
+    metrics: CheckpointMetrics
     best: bool = Field(
         False, description="The job's checkpoint with the highest validation reward (needs a validation_file)."
     )
+
+
+class MetricsPoint(BaseModel):
+    """One step of the metric series (``GET …/metrics``): its metrics without the rollouts (``samples`` is empty;
+    ``GET …/samples?step=N`` has them)."""
+
+    object: Literal["fine_tuning.job.metrics"] = "fine_tuning.job.metrics"
+    step: int
+    created_at: int
+    metrics: StepMetrics
+
+
+class MetricsPage(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[MetricsPoint]
+    has_more: bool
+
+
+class SamplesResponse(BaseModel):
+    """The rollouts logged at one step (``sample_log_count`` of them)."""
+
+    object: Literal["fine_tuning.job.samples"] = "fine_tuning.job.samples"
+    step: int
+    data: list[Sample]

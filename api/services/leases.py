@@ -24,6 +24,7 @@ from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, new_id, now
 from api.errors import Conflict, NotFound
 from api.services.jobs import _set_status, add_event
 from api.services.webhooks import record_job_event
+from grpo_core.metrics_schema import CheckpointMetrics
 from runtime.internal import EventIn, MetricsEvent, Stop
 from runtime.keys import CheckpointKey
 
@@ -162,7 +163,7 @@ def record_events(
     job = _fence(session, job_id, epoch, lease_seconds)
     added = 0
     for ev in events:
-        data = ev.data if isinstance(ev, MetricsEvent) else None
+        data = ev.data.model_dump(mode="json") if isinstance(ev, MetricsEvent) else None
         try:
             with session.begin_nested():
                 add_event(session, job_id, ev.message, level=ev.level, type_=ev.type, step=ev.step, data=data)
@@ -182,7 +183,7 @@ def register_checkpoint(
     step: int,
     object_key: str,
     state_key: str | None,
-    metrics: dict[str, Any],
+    metrics: CheckpointMetrics,
     lease_seconds: int,
 ) -> Checkpoint:
     job = _fence(session, job_id, epoch, lease_seconds)
@@ -198,7 +199,7 @@ def register_checkpoint(
         step_number=step,
         object_key=object_key,
         state_key=state_key,
-        metrics=metrics,
+        metrics=metrics.model_dump(mode="json"),
     )
     session.add(ckpt)
     add_event(session, job_id, f"Checkpoint saved at step {step}/{job.total_steps}: {ckpt.id}", step=step)

@@ -44,7 +44,7 @@ def check_succeeded_job(api: httpx.Client, job: dict[str, Any], tiny_model_dir: 
     metrics = [e for e in events if e["type"] == "metrics"]
     assert [e["data"]["step"] for e in metrics] == [1, 2, 3]
     if job["validation_file"]:  # scored after the last step (eval_interval 0)
-        assert [e["data"]["step"] for e in metrics if "valid_reward_mean" in e["data"]["scores"]] == [3]
+        assert [e["data"]["step"] for e in metrics if e["data"]["scores"]["valid_reward_mean"] is not None] == [3]
         assert 0.0 <= metrics[-1]["data"]["scores"]["valid_reward_mean"] <= 1.0
     for e in metrics:
         scores = e["data"]["scores"]

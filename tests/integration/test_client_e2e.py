@@ -28,6 +28,7 @@ from rft_client.models import (
     JobCreate,
     ListResponseCheckpoint,
     ListResponseJobEvent,
+    StepMetrics,
 )
 from rft_client.types import File
 
@@ -80,8 +81,10 @@ def test_generated_client_drives_the_whole_flow(stack: Stack, tiny_model_dir: Pa
 
     events = list_events.sync(job.id, client=client, limit=100)
     assert isinstance(events, ListResponseJobEvent)
-    metrics = [e for e in events.data if e.type_ == "metrics"]
-    assert sorted(e.data["step"] for e in metrics) == [1, 2, 3]  # type: ignore[index]
+    metrics = [e.data for e in events.data if e.type_ == "metrics"]
+    assert all(isinstance(m, StepMetrics) for m in metrics)  # the metrics event's data is typed in the spec
+    assert sorted(m.step for m in metrics if isinstance(m, StepMetrics)) == [1, 2, 3]
+    assert all(m.scores.graders[0].name == "has_digit" for m in metrics if isinstance(m, StepMetrics))
     assert events.data[0].message == "The job has successfully completed"
 
     ckpts = list_checkpoints.sync(job.id, client=client)

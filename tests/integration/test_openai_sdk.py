@@ -26,7 +26,7 @@ from openai.types.fine_tuning import FineTuningJob, FineTuningJobEvent
 from openai.types.fine_tuning.alpha import GraderRunResponse, GraderValidateResponse
 from openai.types.fine_tuning.jobs import FineTuningJobCheckpoint
 
-from tests.helpers import ARITH_ROWS, jsonl, migrate
+from tests.helpers import ARITH_ROWS, jsonl, metrics_event, migrate
 from tests.integration.stack import Stack
 from tests.tiny_model import TINY_ID
 
@@ -293,8 +293,12 @@ def test_events_and_checkpoints_of_a_trained_job(
     epoch = claim.json()["epoch"]
     valid = {1: 0.2, 2: 0.5, 3: 0.9, 4: 0.7, 5: 0.8}  # the best checkpoint is step 3's
     for step, v in valid.items():
-        scores = {"train_reward_mean": step / 10, "valid_reward_mean": v, "graders": [{"name": "exact"}]}
-        event = {"type": "metrics", "step": step, "message": f"Step {step}/5", "data": {"step": step, "scores": scores}}
+        scores = {
+            "train_reward_mean": step / 10,
+            "valid_reward_mean": v,
+            "graders": [{"name": "exact", "train_reward_mean": 0.5}],
+        }
+        event = metrics_event(step, 5, scores=scores)
         r = worker_api.post(f"/internal/jobs/{job.id}/events", json={"epoch": epoch, "events": [event]})
         assert r.status_code == 200, r.text
         ckpt = {"step": step, "train_reward_mean": step / 10, "valid_reward_mean": v}

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from api.ops import JsonFormatter, request_id
-from tests.helpers import ARITH_ROWS, job_body, jsonl
+from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event
 from tests.tiny_model import TINY_ID
 
 AUTH = {"Authorization": "Bearer t0k"}
@@ -24,8 +24,7 @@ def make_job(client: TestClient, steps: int = 3, finish: bool = True) -> str:
     client.post(f"{url}/claim", json={"worker_id": "w", "claim_id": "claim-0001"}, headers=AUTH)
     for step in range(1, steps + 1):
         sample = {"prompt": "1+1=", "completion": str(step), "reward": 0.5, "rewards": {"g": 0.5}, "advantage": 0.1}
-        data = {"step": step, "scores": {"train_reward_mean": step / 10}, "loss": 0.1, "samples": [sample]}
-        ev = {"type": "metrics", "step": step, "message": f"Step {step}", "data": data}
+        ev = metrics_event(step, steps, reward=step / 10, samples=[sample])
         client.post(f"{url}/events", json={"epoch": 1, "events": [ev]}, headers=AUTH)
     if finish:
         client.post(f"{url}/checkpoints", json={"epoch": 1, "step_number": steps, "object_key": "k"}, headers=AUTH)
@@ -40,7 +39,7 @@ def test_metric_series_is_paginated_by_step_and_leaves_rollouts_out(client: Test
     rest = client.get(f"/v1/fine_tuning/jobs/{job}/metrics", params={"after": 2}).json()
     assert [m["step"] for m in rest["data"]] == [3, 4, 5] and not rest["has_more"]
     assert rest["data"][0]["metrics"]["scores"]["train_reward_mean"] == 0.3
-    assert "samples" not in rest["data"][0]["metrics"]
+    assert rest["data"][0]["metrics"]["samples"] == []
 
 
 def test_samples_of_a_step(client: TestClient) -> None:

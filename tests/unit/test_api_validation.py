@@ -10,7 +10,7 @@ from sqlalchemy import create_engine, text
 
 from api.main import create_app
 from api.settings import ApiSettings
-from tests.helpers import ARITH_ROWS, job_body, jsonl, migrate
+from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event, migrate
 from tests.tiny_model import TINY_ID
 
 
@@ -136,7 +136,7 @@ def test_internal_api_needs_the_worker_token_and_fences_epochs(client: TestClien
     assert 500 <= int(other.headers["Retry-After"]) <= 600
     stale = client.post(f"{url}/events", json={"epoch": 0, "events": [{"message": "x"}]}, headers=auth)
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_lease"
-    ev = {"type": "metrics", "step": 1, "message": "s1", "data": {"step": 1}}
+    ev = metrics_event(1) | {"message": "s1"}
     for _ in range(2):  # a retried post never duplicates a metrics point
         r = client.post(f"{url}/events", json={"epoch": 1, "events": [ev]}, headers=auth)
         assert r.json()["cancel_requested"] is False

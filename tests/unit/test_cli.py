@@ -23,7 +23,7 @@ from api.settings import ApiSettings
 from rft_cli import api as cli_api
 from rft_cli.main import app
 from runtime.storage import make_store
-from tests.helpers import ARITH_ROWS, PY_GRADER, jsonl
+from tests.helpers import ARITH_ROWS, PY_GRADER, jsonl, metrics_event
 from tests.tiny_model import TINY_ID
 
 AUTH = {"Authorization": "Bearer t0k"}
@@ -180,18 +180,11 @@ def play_worker(client: TestClient, settings: ApiSettings, job_id: str, outcome:
     claim = client.post(f"{url}/claim", json={"worker_id": "w", "claim_id": "claim-0001"}, headers=AUTH).json()
     epoch = claim["epoch"]
     events = [
-        {
-            "type": "metrics",
-            "step": step,
-            "message": f"Step {step}/3",
-            "data": {
-                "step": step,
-                "total_steps": 3,
-                "scores": {"train_reward_mean": step / 4},
-                "timing": {"step": {"full_iteration": 2.0}},
-                "samples": [{"prompt": "1+1=", "completion": f"answer {step}", "reward": step / 4, "advantage": 0.5}],
-            },
-        }
+        metrics_event(
+            step,
+            reward=step / 4,
+            samples=[{"prompt": "1+1=", "completion": f"answer {step}", "reward": step / 4, "advantage": 0.5}],
+        )
         for step in (1, 2, 3)
     ]
     assert client.post(f"{url}/events", json={"epoch": epoch, "events": events}, headers=AUTH).status_code == 200

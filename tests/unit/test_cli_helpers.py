@@ -6,11 +6,13 @@ import json
 from http import HTTPStatus
 
 import pytest
+from rft_client.models import JobEvent
 from rft_client.types import Response
 
 from rft_cli.api import ApiError, CliError
 from rft_cli.follow import FollowState, eta_seconds, format_duration, sparkline
 from rft_cli.jobspec import build_job_body, dropped_keys, parse_assignments
+from tests.helpers import step_metrics
 
 GRADER = {"type": "python", "source": "def grade(s, i):\n    return 1.0\n"}
 
@@ -73,8 +75,10 @@ def test_eta_from_recent_step_durations() -> None:
     )
     state = FollowState()
     for step in (1, 2, 1):  # a duplicate step is ignored
-        state.add_metrics({"created_at": 100 + step, "data": {"step": step, "total_steps": 4, "scores": {}}})
-    assert (state.step, state.durations, state.eta("running"), state.eta("paused")) == (2, [1.0], "0:02", "paused")
+        event = {"id": f"e{step}", "created_at": 100 + step, "level": "info", "message": "", "type": "metrics"}
+        state.add_metrics(JobEvent.from_dict(event | {"data": step_metrics(step, 4)}))  # 1 s per step
+    assert (state.step, state.durations, state.eta("running"), state.eta("paused")) == (2, [1.0, 1.0], "0:02", "paused")
+    assert state.rewards == [0.5, 0.5] and state.valid_reward is None
 
 
 def test_api_error_text_from_the_error_shape_and_from_anything_else() -> None:

@@ -1,19 +1,15 @@
 from typing import Any
 
 from grpo_core.health import HealthConfig, HealthMonitor
+from grpo_core.metrics_schema import StepMetrics
+from tests.helpers import step_metrics
 
 
-def m(step: int, **kw: Any) -> dict[str, Any]:
-    base = {
-        "step": step,
-        "entropy": 1.0,
-        "completion_length_mean": 20.0,
-        "frac_reward_zero_std": 0.2,
-        "kl": 0.01,
-        "train_reward_mean": 0.5,
-        "valid_reward_mean": None,
-    }
-    return base | kw
+def m(step: int, train_reward_mean: float = 0.5, valid_reward_mean: float | None = None, **kw: Any) -> StepMetrics:
+    base = {"entropy": 1.0, "completion_length_mean": 20.0, "frac_reward_zero_std": 0.2, "kl": 0.01}
+    data = step_metrics(step, 20, reward=train_reward_mean, **(base | kw))
+    data["scores"]["valid_reward_mean"] = valid_reward_mean
+    return StepMetrics.model_validate(data)
 
 
 def test_healthy_run_is_quiet() -> None:

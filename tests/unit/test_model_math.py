@@ -96,12 +96,12 @@ def test_training_changes_only_lora_and_saves_loadable_adapter(tiny_model_dir: P
     rec = Recorder()
     result = train(cfg, tiny_model_dir, ROWS, [GRADER, DigitShare()], callbacks=rec, work_dir=tmp_path, seed=3)
     assert result.steps_done == 3 and not result.stopped
-    assert [m["step"] for m in rec.steps] == [1, 2, 3]
+    assert [m.step for m in rec.steps] == [1, 2, 3]
     assert [(s, f) for s, _, f in rec.ckpts] == [(2, False), (3, True)]
     m = rec.steps[-1]
-    assert m["kl"] is not None and m["kl"] >= 0
-    assert set(m["graders"]) == {"string_check", "digits"}
-    assert 1 <= m["completion_length_mean"] <= 6
+    assert m.kl is not None and m.kl >= 0
+    assert {g.name for g in m.scores.graders} == {"string_check", "digits"}
+    assert 1 <= m.completion_length_mean <= 6
     # the downloaded artefact loads on a fresh base and its LoRA B moved off its zero init
     peft_model = PeftModel.from_pretrained(
         AutoModelForCausalLM.from_pretrained(tiny_model_dir), result.final_checkpoint
@@ -240,7 +240,7 @@ def test_each_variant_trains_two_steps(tiny_model_dir: Path, tmp_path: Path, var
     )
     rec = Recorder()
     result = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=1)
-    assert result.steps_done == 2 and all(math.isfinite(m["loss"]) and m["grad_norm"] > 0 for m in rec.steps)
+    assert result.steps_done == 2 and all(math.isfinite(m.loss) and m.grad_norm > 0 for m in rec.steps)
 
 
 def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
@@ -273,7 +273,7 @@ def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
     rec = Recorder()
     result = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=2)
     m = rec.steps[0]
-    assert m["truncated_ratio"] == 1.0 and m["loss"] == 0.0 and m["grad_norm"] == 0.0
+    assert m.truncated_ratio == 1.0 and m.loss == 0.0 and m.grad_norm == 0.0
     weights = load_file(str(result.final_checkpoint / "adapter_model.safetensors"))
     assert all(float(w.abs().sum()) == 0.0 for k, w in weights.items() if "lora_B" in k)
 
@@ -306,6 +306,8 @@ def test_validation_is_scored_every_eval_interval_and_after_the_last_step(tiny_m
     )
     rec = Recorder()
     train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, valid_rows=ROWS[:3])
-    assert ["valid_reward_mean" in m for m in rec.steps] == [False, True, True]
-    assert all(0.0 <= m["valid_reward_mean"] <= 1.0 and "eval" in m["timing"] for m in rec.steps[1:])
-    assert all(m["valid_pass_at_k"] >= m["valid_reward_mean"] for m in rec.steps[1:])  # best of 2 >= the mean
+    assert [m.scores.valid_reward_mean is not None for m in rec.steps] == [False, True, True]
+    valid = [m.scores for m in rec.steps[1:]]
+    assert all(0.0 <= (s.valid_reward_mean or -1) <= 1.0 for s in valid)
+    assert all(m.timing.step.eval is not None for m in rec.steps[1:])
+    assert all((s.valid_pass_at_k or 0) >= (s.valid_reward_mean or 0) for s in valid)  # best of 2 >= the mean

@@ -109,4 +109,4 @@ def test_the_optimizer_runs_at_the_multiplied_rate(tiny_model_dir: Path, tmp_pat
     cfg = GRPOConfig(group_size=2, batch_size=1, max_steps=1, max_completion_tokens=3, learning_rate_multiplier=4)
     rec = Recorder()
     train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=0)
-    assert rec.steps[0]["learning_rate"] == pytest.approx(4e-5)
+    assert rec.steps[0].learning_rate == pytest.approx(4e-5)

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from api.routes.downloads import sign
 from api.settings import ApiSettings
 from runtime.storage import LocalStore
-from tests.helpers import ARITH_ROWS, job_body, jsonl
+from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event
 from tests.tiny_model import TINY_ID
 from tests.unit.test_tenants import bearer, new_key
 
@@ -63,7 +63,7 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
     blob = settings.state_dir / f"{job['id']}.tar"
     blob.write_bytes(f"adapter of {job['id']}".encode())
     LocalStore(settings.objects_dir).put_file(key, blob)
-    metrics = {"type": "metrics", "step": 1, "message": "Step 1/3", "data": {"step": 1, "samples": [SAMPLE]}}
+    metrics = metrics_event(1, samples=[SAMPLE])
     assert client.post(f"{url}/events", json={"epoch": epoch, "events": [metrics]}, headers=WORKER).status_code == 200
     ck = client.post(f"{url}/checkpoints", json={"epoch": epoch, "step_number": 1, "object_key": key}, headers=WORKER)
     assert ck.status_code == 200, ck.text

@@ -34,9 +34,9 @@ def test_every_recipe_trains_two_steps(tiny_model_dir: Path, tmp_path: Path, rec
         assert k in overrides or getattr(cfg, k) == v
     rec = Recorder()
     result = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=1)
-    assert result.steps_done == 2 and all(math.isfinite(m["loss"]) for m in rec.steps)
+    assert result.steps_done == 2 and all(math.isfinite(m.loss) for m in rec.steps)
     if not cfg.mask_truncated_completions:  # the random model rarely ends within 5 tokens: DAPO masks those
-        assert all(m["grad_norm"] > 0 for m in rec.steps)
+        assert all(m.grad_norm > 0 for m in rec.steps)
 
 
 def _drive(tmp_path: Path, model: Path, name: str, *extra: str) -> dict:
@@ -94,7 +94,7 @@ def test_best_validation_checkpoint_is_saved_and_marked(tiny_model_dir: Path, tm
     )
     rec = Recorder()
     train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, valid_rows=ROWS[:4], seed=2)
-    rewards = [m["valid_reward_mean"] for m in rec.steps]
+    rewards = [m.scores.valid_reward_mean for m in rec.steps]
     running, expected = -1.0, []
     for step, r in enumerate(rewards, start=1):
         if r > running:
@@ -125,6 +125,6 @@ def test_dynamic_sampling_and_gfpo_run_end_to_end(tiny_model_dir: Path, tmp_path
     rec = Recorder()
     train(cfg, tiny_model_dir, ROWS, [StartsWithDigit()], callbacks=rec, work_dir=tmp_path, seed=3)
     for m in rec.steps:
-        s = m["sampling"]
-        assert s["groups_trained"] <= 2 <= s["groups_sampled"] <= 2 * s["sampling_rounds"]
-        assert m["tokens"] <= s["groups_trained"] * 4 * 5  # 4 kept of 6 sampled per group
+        s = m.sampling
+        assert s.groups_trained <= 2 <= s.groups_sampled <= 2 * s.sampling_rounds
+        assert m.tokens <= s.groups_trained * 4 * 5  # 4 kept of 6 sampled per group

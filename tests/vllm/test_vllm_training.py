@@ -34,9 +34,10 @@ def test_three_steps_with_the_vllm_engine(tmp_path: Path) -> None:
     )
     rec = Recorder()
     result = train(cfg, model, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path / "w", seed=1)
-    assert result.steps_done == 3 and [m["step"] for m in rec.steps] == [1, 2, 3]
+    assert result.steps_done == 3 and [m.step for m in rec.steps] == [1, 2, 3]
     for m in rec.steps:
         # the engine's log-probs match the trainer's (fp32): the TIS weights are ~1 and never capped here
-        assert m["sampling_logp_difference_max"] < 1e-3
-        assert math.isclose(m["importance_sampling_ratio_mean"], 1.0, abs_tol=1e-3)
-        assert m["grad_norm"] > 0
+        assert m.sampling_logp_difference_max is not None and m.sampling_logp_difference_max < 1e-3
+        assert m.importance_sampling_ratio_mean is not None
+        assert math.isclose(m.importance_sampling_ratio_mean, 1.0, abs_tol=1e-3)
+        assert m.grad_norm > 0

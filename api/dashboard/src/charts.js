@@ -87,7 +87,7 @@ const col = (rows, path) =>
     return typeof v === "number" && Number.isFinite(v) ? v : null;
   });
 
-// The job page's charts from the metrics events' data (worker/runner.py:metrics_event), one row per step.
+// The job page's charts from the metrics events' data (StepMetrics in openapi.json), one row per step.
 export function MetricCharts({ rows, hyperparameters = {} }) {
   const steps = rows.map((r) => r.step);
   const graderNames = [];

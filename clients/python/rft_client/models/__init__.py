@@ -12,6 +12,8 @@ from .file_object import FileObject
 from .format_grader import FormatGrader
 from .format_grader_flags_item import FormatGraderFlagsItem
 from .format_grader_mode import FormatGraderMode
+from .grader_error_rate import GraderErrorRate
+from .grader_metrics import GraderMetrics
 from .grpo_config import GRPOConfig
 from .grpo_config_advantage_estimator import GRPOConfigAdvantageEstimator
 from .grpo_config_gfpo_metric import GRPOConfigGfpoMetric
@@ -33,7 +35,6 @@ from .job_create import JobCreate
 from .job_create_metadata_type_0 import JobCreateMetadataType0
 from .job_error import JobError
 from .job_event import JobEvent
-from .job_event_data_type_0 import JobEventDataType0
 from .job_event_level import JobEventLevel
 from .job_event_type import JobEventType
 from .job_hyperparameters import JobHyperparameters
@@ -57,6 +58,7 @@ from .math_grader import MathGrader
 from .math_grader_extract import MathGraderExtract
 from .method import Method
 from .metrics_page import MetricsPage
+from .metrics_point import MetricsPoint
 from .model import Model
 from .model_list import ModelList
 from .multi_grader import MultiGrader
@@ -75,15 +77,19 @@ from .run_response_sub_rewards import RunResponseSubRewards
 from .sample import Sample
 from .sample_rewards import SampleRewards
 from .samples_response import SamplesResponse
+from .sampling_stats import SamplingStats
 from .score_model_grader import ScoreModelGrader
 from .score_model_grader_input_item import ScoreModelGraderInputItem
 from .score_model_grader_sampling_params import ScoreModelGraderSamplingParams
+from .scores import Scores
+from .step_errors import StepErrors
 from .step_metrics import StepMetrics
-from .step_metrics_metrics import StepMetricsMetrics
+from .step_timing import StepTiming
 from .string_check_grader import StringCheckGrader
 from .string_check_grader_operation import StringCheckGraderOperation
 from .text_similarity_grader import TextSimilarityGrader
 from .text_similarity_grader_evaluation_metric import TextSimilarityGraderEvaluationMetric
+from .timing import Timing
 from .validate_request import ValidateRequest
 from .validate_response import ValidateResponse
 from .validate_response_grader import ValidateResponseGrader
@@ -111,6 +117,8 @@ __all__ = (
     "FormatGrader",
     "FormatGraderFlagsItem",
     "FormatGraderMode",
+    "GraderErrorRate",
+    "GraderMetrics",
     "GRPOConfig",
     "GRPOConfigAdvantageEstimator",
     "GRPOConfigGfpoMetric",
@@ -132,7 +140,6 @@ __all__ = (
     "JobCreateMetadataType0",
     "JobError",
     "JobEvent",
-    "JobEventDataType0",
     "JobEventLevel",
     "JobEventType",
     "JobHyperparameters",
@@ -156,6 +163,7 @@ __all__ = (
     "MathGraderExtract",
     "Method",
     "MetricsPage",
+    "MetricsPoint",
     "Model",
     "ModelList",
     "MultiGrader",
@@ -174,15 +182,19 @@ __all__ = (
     "Sample",
     "SampleRewards",
     "SamplesResponse",
+    "SamplingStats",
     "ScoreModelGrader",
     "ScoreModelGraderInputItem",
     "ScoreModelGraderSamplingParams",
+    "Scores",
+    "StepErrors",
     "StepMetrics",
-    "StepMetricsMetrics",
+    "StepTiming",
     "StringCheckGrader",
     "StringCheckGraderOperation",
     "TextSimilarityGrader",
     "TextSimilarityGraderEvaluationMetric",
+    "Timing",
     "ValidateRequest",
     "ValidateResponse",
     "ValidateResponseGrader",

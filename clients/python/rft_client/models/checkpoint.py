@@ -24,7 +24,8 @@ class Checkpoint:
         fine_tuned_model_checkpoint (str):
         fine_tuning_job_id (str):
         id (str):
-        metrics (CheckpointMetrics):
+        metrics (CheckpointMetrics): The step a checkpoint was saved at, in brief (a pause before any step saves none of
+            these).
         step_number (int):
         best (bool | Unset): The job's checkpoint with the highest validation reward (needs a validation_file). Default:
             False.

@@ -11,7 +11,7 @@ from ..models.job_event_type import JobEventType, check_job_event_type
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.job_event_data_type_0 import JobEventDataType0
+    from ..models.step_metrics import StepMetrics
 
 
 T = TypeVar("T", bound="JobEvent")
@@ -27,7 +27,7 @@ class JobEvent:
         level (JobEventLevel):
         message (str):
         type_ (JobEventType):
-        data (JobEventDataType0 | None | Unset):
+        data (None | StepMetrics | Unset): A metrics event's step metrics; null for a message.
         object_ (Literal['fine_tuning.job.event'] | Unset):  Default: 'fine_tuning.job.event'.
     """
 
@@ -36,12 +36,12 @@ class JobEvent:
     level: JobEventLevel
     message: str
     type_: JobEventType
-    data: JobEventDataType0 | None | Unset = UNSET
+    data: None | StepMetrics | Unset = UNSET
     object_: Literal["fine_tuning.job.event"] | Unset = "fine_tuning.job.event"
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.job_event_data_type_0 import JobEventDataType0  # noqa: PLC0415
+        from ..models.step_metrics import StepMetrics  # noqa: PLC0415
 
         created_at = self.created_at
 
@@ -56,7 +56,7 @@ class JobEvent:
         data: dict[str, Any] | None | Unset
         if isinstance(self.data, Unset):
             data = UNSET
-        elif isinstance(self.data, JobEventDataType0):
+        elif isinstance(self.data, StepMetrics):
             data = self.data.to_dict()
         else:
             data = self.data
@@ -83,7 +83,7 @@ class JobEvent:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.job_event_data_type_0 import JobEventDataType0  # noqa: PLC0415
+        from ..models.step_metrics import StepMetrics  # noqa: PLC0415
 
         d = dict(src_dict)
         created_at = d.pop("created_at")
@@ -96,7 +96,7 @@ class JobEvent:
 
         type_ = check_job_event_type(d.pop("type"))
 
-        def _parse_data(data: object) -> JobEventDataType0 | None | Unset:
+        def _parse_data(data: object) -> None | StepMetrics | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
@@ -104,12 +104,12 @@ class JobEvent:
             try:
                 if not isinstance(data, dict):
                     raise TypeError()
-                data_type_0 = JobEventDataType0.from_dict(data)
+                data_type_0 = StepMetrics.from_dict(data)
 
                 return data_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
                 pass
-            return cast(JobEventDataType0 | None | Unset, data)
+            return cast(None | StepMetrics | Unset, data)
 
         data = _parse_data(d.pop("data", UNSET))
 

@@ -9,7 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.step_metrics import StepMetrics
+    from ..models.metrics_point import MetricsPoint
 
 
 T = TypeVar("T", bound="MetricsPage")
@@ -19,12 +19,12 @@ T = TypeVar("T", bound="MetricsPage")
 class MetricsPage:
     """
     Attributes:
-        data (list[StepMetrics]):
+        data (list[MetricsPoint]):
         has_more (bool):
         object_ (Literal['list'] | Unset):  Default: 'list'.
     """
 
-    data: list[StepMetrics]
+    data: list[MetricsPoint]
     has_more: bool
     object_: Literal["list"] | Unset = "list"
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -54,13 +54,13 @@ class MetricsPage:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.step_metrics import StepMetrics  # noqa: PLC0415
+        from ..models.metrics_point import MetricsPoint  # noqa: PLC0415
 
         d = dict(src_dict)
         data = []
         _data = d.pop("data")
         for data_item_data in _data:
-            data_item = StepMetrics.from_dict(data_item_data)
+            data_item = MetricsPoint.from_dict(data_item_data)
 
             data.append(data_item)
 

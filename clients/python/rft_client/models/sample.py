@@ -17,14 +17,15 @@ T = TypeVar("T", bound="Sample")
 
 @_attrs_define
 class Sample:
-    """
+    """One logged rollout: the prompt, the completion, its rewards (total and per grader) and advantage.
+
     Attributes:
         advantage (float):
         completion (str):
-        prompt (Any):
-        reward (float | None):
+        prompt (Any): The training row's prompt (a string) or messages (a list).
+        reward (float | None): Total reward; null when no grader could score it.
         completion_tokens (int | None | Unset):
-        rewards (SampleRewards | Unset):
+        rewards (SampleRewards | Unset): Per grader; null = not applicable.
     """
 
     advantage: float

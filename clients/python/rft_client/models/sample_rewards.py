@@ -11,6 +11,8 @@ T = TypeVar("T", bound="SampleRewards")
 
 @_attrs_define
 class SampleRewards:
+    """Per grader; null = not applicable."""
+
     additional_properties: dict[str, float | None] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,7 +17,8 @@ T = TypeVar("T", bound="SamplesResponse")
 
 @_attrs_define
 class SamplesResponse:
-    """
+    """The rollouts logged at one step (``sample_log_count`` of them).
+
     Attributes:
         data (list[Sample]):
         step (int):

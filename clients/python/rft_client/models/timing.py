@@ -1,32 +1,54 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-T = TypeVar("T", bound="JobEventDataType0")
+if TYPE_CHECKING:
+    from ..models.step_timing import StepTiming
+
+
+T = TypeVar("T", bound="Timing")
 
 
 @_attrs_define
-class JobEventDataType0:
+class Timing:
+    """
+    Attributes:
+        step (StepTiming): Seconds of wall-clock time.
+    """
+
+    step: StepTiming
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        step = self.step.to_dict()
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "step": step,
+            }
+        )
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        d = dict(src_dict)
-        job_event_data_type_0 = cls()
+        from ..models.step_timing import StepTiming  # noqa: PLC0415
 
-        job_event_data_type_0.additional_properties = d
-        return job_event_data_type_0
+        d = dict(src_dict)
+        step = StepTiming.from_dict(d.pop("step"))
+
+        timing = cls(
+            step=step,
+        )
+
+        timing.additional_properties = d
+        return timing
 
     @property
     def additional_keys(self) -> list[str]:

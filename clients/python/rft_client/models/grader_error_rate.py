@@ -6,27 +6,51 @@ from typing import Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-T = TypeVar("T", bound="StepMetricsMetrics")
+T = TypeVar("T", bound="GraderErrorRate")
 
 
 @_attrs_define
-class StepMetricsMetrics:
+class GraderErrorRate:
+    """
+    Attributes:
+        name (str):
+        train_error_rate (float):
+    """
+
+    name: str
+    train_error_rate: float
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        name = self.name
+
+        train_error_rate = self.train_error_rate
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "name": name,
+                "train_error_rate": train_error_rate,
+            }
+        )
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        step_metrics_metrics = cls()
+        name = d.pop("name")
 
-        step_metrics_metrics.additional_properties = d
-        return step_metrics_metrics
+        train_error_rate = d.pop("train_error_rate")
+
+        grader_error_rate = cls(
+            name=name,
+            train_error_rate=train_error_rate,
+        )
+
+        grader_error_rate.additional_properties = d
+        return grader_error_rate
 
     @property
     def additional_keys(self) -> list[str]:

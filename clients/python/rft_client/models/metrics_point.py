@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.step_metrics import StepMetrics
+
+
+T = TypeVar("T", bound="MetricsPoint")
+
+
+@_attrs_define
+class MetricsPoint:
+    """One step of the metric series (``GET …/metrics``): its metrics without the rollouts (``samples`` is empty;
+    ``GET …/samples?step=N`` has them).
+
+        Attributes:
+            created_at (int):
+            metrics (StepMetrics): One optimizer step. ``kl`` is null when β = 0; per-token means are over the tokens that
+                were updated.
+            step (int):
+            object_ (Literal['fine_tuning.job.metrics'] | Unset):  Default: 'fine_tuning.job.metrics'.
+    """
+
+    created_at: int
+    metrics: StepMetrics
+    step: int
+    object_: Literal["fine_tuning.job.metrics"] | Unset = "fine_tuning.job.metrics"
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        created_at = self.created_at
+
+        metrics = self.metrics.to_dict()
+
+        step = self.step
+
+        object_ = self.object_
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "created_at": created_at,
+                "metrics": metrics,
+                "step": step,
+            }
+        )
+        if object_ is not UNSET:
+            field_dict["object"] = object_
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.step_metrics import StepMetrics  # noqa: PLC0415
+
+        d = dict(src_dict)
+        created_at = d.pop("created_at")
+
+        metrics = StepMetrics.from_dict(d.pop("metrics"))
+
+        step = d.pop("step")
+
+        object_ = cast(Literal["fine_tuning.job.metrics"] | Unset, d.pop("object", UNSET))
+        if object_ != "fine_tuning.job.metrics" and not isinstance(object_, Unset):
+            raise ValueError(f"object must match const 'fine_tuning.job.metrics', got '{object_}'")
+
+        metrics_point = cls(
+            created_at=created_at,
+            metrics=metrics,
+            step=step,
+            object_=object_,
+        )
+
+        metrics_point.additional_properties = d
+        return metrics_point
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,57 @@
+"""The dashboard reads the metrics the API types: every field its charts, header and rollout viewer read from a
+metrics event (StepMetrics, GraderMetrics) or a logged rollout (Sample) exists in openapi.json, so renaming a
+field in grpo_core.metrics_schema fails here instead of leaving a chart empty."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "api" / "dashboard" / "src"
+SCHEMAS = json.loads((ROOT / "openapi.json").read_text())["components"]["schemas"]
+
+
+def resolve(schema: str, path: str) -> bool:
+    """Whether ``path`` (dotted) names a property of the named component schema, following $refs."""
+    node: dict[str, Any] = SCHEMAS[schema]
+    for part in path.split("."):
+        props = node.get("properties", {})
+        if part not in props:
+            return False
+        node = props[part]
+        refs = [node.get("$ref")] + [alt.get("$ref") for alt in node.get("anyOf", [])]
+        ref = next((r for r in refs if r), None)
+        if ref is not None:
+            node = SCHEMAS[ref.rsplit("/", 1)[-1]]
+    return True
+
+
+def read(name: str) -> str:
+    return (SRC / name).read_text()
+
+
+def test_the_chart_and_header_fields_are_step_metrics_fields() -> None:
+    charts, job = read("charts.js"), read("job.js")
+    paths = set(re.findall(r'col\(rows, "([\w.]+)"\)', charts))
+    paths |= {f"scores.{f}" for f in re.findall(r"\bscores\??\.(\w+)", charts + job)}
+    paths |= {f for f in re.findall(r"\be\.data\.(\w+)", job)} | {f for f in re.findall(r"\br\.(\w+)", charts)}
+    assert {"scores.train_reward_mean", "kl", "entropy", "clip_ratio", "step"} <= paths  # the scan reads them
+    missing = sorted(p for p in paths if not resolve("StepMetrics", p))
+    assert not missing, f"the dashboard reads fields StepMetrics lacks: {missing}"
+    grader_fields = set(re.findall(r"\bg\.(\w+)", charts))
+    assert grader_fields >= {"name", "train_reward_mean"}
+    assert all(resolve("GraderMetrics", f) for f in grader_fields), grader_fields
+
+
+def test_the_rollout_viewer_fields_are_sample_fields() -> None:
+    fields = set(re.findall(r"\bs\.(\w+)", read("rollouts.js")))
+    assert {"prompt", "completion", "reward", "rewards", "advantage"} <= fields
+    missing = sorted(f for f in fields if not resolve("Sample", f))
+    assert not missing, f"the rollout viewer reads fields Sample lacks: {missing}"
+
+
+def test_a_renamed_field_is_caught() -> None:
+    assert resolve("StepMetrics", "scores.valid_reward_mean") and not resolve("StepMetrics", "scores.valid_reward")
