@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from api.db.models import DEFAULT_PROJECT
 from api.errors import Unauthorized
+from api.queue import JobQueue
 from api.services import tenants
 from api.settings import ApiSettings
 from runtime.storage import ObjectStore
@@ -29,9 +30,14 @@ def get_store(request: Request) -> ObjectStore:
     return request.app.state.store
 
 
+def get_queue(request: Request) -> JobQueue:
+    return request.app.state.queue
+
+
 SettingsDep = Annotated[ApiSettings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
 StoreDep = Annotated[ObjectStore, Depends(get_store)]
+QueueDep = Annotated[JobQueue, Depends(get_queue)]
 
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}

@@ -1,18 +1,21 @@
-"""The ``Idempotency-Key`` header for POST routes: a dependency plus ``Idempotency.run(work)``.
+"""The ``Idempotency-Key`` header for POST routes: ``@idempotent(status_code=201)`` on the route function.
 
 The rules live in api.services.idempotency; this module only knows HTTP: it reads the header, fingerprints the
 request, and turns the stored outcome into a response. When a key is given, the first response is also sent
-from the stored JSON, so a replay is byte for byte what the first caller received.
+from the stored JSON, so a replay is byte for byte what the first caller received. The decorator adds the
+header's dependency to the route's signature, so the route itself stays "parse, call the service, shape".
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any, BinaryIO, TypeVar
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
@@ -124,9 +127,12 @@ async def json_idempotency(
     return Idempotency(request, session, project, key, await request.body() if key is not None else None)
 
 
-def upload_meaning(purpose: str, filename: str | None, fileobj: BinaryIO) -> Iterator[bytes]:
-    """purpose + filename + the file's bytes; leaves the file at offset 0 for the upload itself."""
-    yield json.dumps({"filename": filename, "purpose": purpose}, sort_keys=True).encode() + b"\n"
+def upload_meaning(purpose: str, file: UploadFile, **_: Any) -> Iterator[bytes]:
+    """What identifies an upload (``meaning`` of an ``@idempotent`` upload route, called with its arguments):
+    purpose + filename + the file's bytes (never raw multipart: its boundary varies); leaves the file at offset
+    0 for the upload itself."""
+    fileobj: BinaryIO = file.file
+    yield json.dumps({"filename": file.filename, "purpose": purpose}, sort_keys=True).encode() + b"\n"
     fileobj.seek(0)
     try:
         while chunk := fileobj.read(1 << 20):
@@ -137,3 +143,38 @@ def upload_meaning(purpose: str, filename: str | None, fileobj: BinaryIO) -> Ite
 
 IdempotencyDep = Annotated[Idempotency, Depends(idempotency)]
 JsonIdempotencyDep = Annotated[Idempotency, Depends(json_idempotency)]
+
+
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+
+def idempotent(
+    *, status_code: int, meaning: Callable[..., Iterable[bytes]] | None = None
+) -> Callable[[Endpoint], Endpoint]:
+    """Make a POST route honour ``Idempotency-Key``: its body runs at most once per (project, key) and a retry
+    gets the first response replayed. ``meaning`` (called with the route's arguments) is what identifies a
+    request that is not plain JSON (an upload); JSON routes are identified by their canonical body.
+
+    The wrapper's signature is the route's plus the dependency, so FastAPI still reads the route's parameters
+    and response model from it (and the OpenAPI spec is unchanged).
+    """
+
+    def wrap(endpoint: Endpoint) -> Endpoint:
+        signature = inspect.signature(endpoint, eval_str=True)
+        dep = IdempotencyDep if meaning is not None else JsonIdempotencyDep
+        extra = inspect.Parameter("idempotency_", inspect.Parameter.KEYWORD_ONLY, annotation=dep)
+
+        @functools.wraps(endpoint)
+        def route(*args: Any, idempotency_: Idempotency, **kwargs: Any) -> Any:
+            return idempotency_.run(
+                functools.partial(endpoint, *args, **kwargs),
+                status_code=status_code,
+                meaning=None if meaning is None else meaning(**kwargs),
+            )
+
+        route.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[*signature.parameters.values(), extra]
+        )
+        return route  # type: ignore[return-value]
+
+    return wrap

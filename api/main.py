@@ -1,4 +1,4 @@
-"""FastAPI application factory. The lifespan builds the engine, the object store and the Celery producer."""
+"""FastAPI application factory. The lifespan builds the engine, the object store and the job queue."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from api.db.session import make_engine, make_sessionmaker
 from api.errors import install_handlers
 from api.ops import configure_logging
 from api.ops import install as install_ops
-from api.queue import enqueue_run_job, make_producer
+from api.queue import JobQueue
 from api.routes import downloads, files, graders, internal, jobs, models, streams, webhooks
 from api.services.reaper import Reaper
 from api.services.webhook_dispatch import start_dispatcher
@@ -34,13 +34,12 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         app.state.settings = settings
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.store = settings.store()
-        app.state.producer = make_producer(settings)
+        app.state.queue = JobQueue(settings)
         settings.internal_token  # noqa: B018 - create the embedded worker token before any worker asks
         dispatcher = start_dispatcher(settings, app.state.sessionmaker)  # webhook deliveries, off the request path
         reaper = None
         if settings.reaper:  # lost workers and lost doorbells (api.services.reaper)
-            producer = app.state.producer
-            reaper = Reaper(settings, app.state.sessionmaker, lambda job_id: enqueue_run_job(producer, job_id)).start()
+            reaper = Reaper(settings, app.state.sessionmaker, app.state.queue).start()
         yield
         if reaper is not None:
             reaper.stop()

@@ -217,8 +217,7 @@ def _check_db(app: FastAPI) -> str:
 
 def _check_broker(app: FastAPI) -> str:
     try:
-        with app.state.producer.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=3)
+        app.state.queue.ping()
         return "ok"
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"[:300]

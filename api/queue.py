@@ -1,34 +1,44 @@
-"""The API's side of the queue: a Celery producer that sends ``run_job`` by name (the API never imports worker).
+"""The API's side of the job queue: one ``JobQueue`` per process (``app.state.queue``) rings the worker's doorbell.
 
 The message is a doorbell, not the truth: the job row is committed first and the worker claims it through the
-internal API, so a lost or duplicated message can delay a job but never corrupt it.
+internal API, so a lost or duplicated message can delay a job but never corrupt it. Services take a ``Doorbell``
+(anything with ``ring``), so a test can record the rings instead of sending them.
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from celery import Celery
 
-from api.settings import ApiSettings
 from runtime.queue import GPU_QUEUE, RUN_JOB
+from runtime.settings import CommonSettings
 
 
-def make_producer(settings: ApiSettings) -> Celery:
-    app = Celery("rft-api", broker=settings.celery_broker_url)
-    app.conf.update(
-        broker_transport_options=settings.broker_transport_options,
-        task_serializer="json",
-        accept_content=["json"],
-        broker_connection_retry_on_startup=False,
-        # Fail fast when the broker is down: the job stays queued and the request still answers.
-        task_publish_retry_policy={
-            "max_retries": 2,
-            "interval_start": 0,
-            "interval_step": 0.5,
-            "interval_max": 1,
-        },
-    )
-    return app
+class Doorbell(Protocol):
+    def ring(self, job_id: str) -> None:
+        """Tell a worker that ``job_id`` may be claimable; raises when the broker cannot be reached."""
+        ...
 
 
-def enqueue_run_job(app: Celery, job_id: str) -> None:
-    app.send_task(RUN_JOB, args=[job_id], queue=GPU_QUEUE)
+class JobQueue:
+    """A Celery producer that sends ``run_job`` by name (the API never imports the worker's code)."""
+
+    def __init__(self, settings: CommonSettings) -> None:
+        self.app = Celery("rft-api", broker=settings.celery_broker_url)
+        self.app.conf.update(
+            broker_transport_options=settings.broker_transport_options,
+            task_serializer="json",
+            accept_content=["json"],
+            broker_connection_retry_on_startup=False,
+            # Fail fast when the broker is down: the job stays queued and the request still answers.
+            task_publish_retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.5, "interval_max": 1},
+        )
+
+    def ring(self, job_id: str) -> None:
+        self.app.send_task(RUN_JOB, args=[job_id], queue=GPU_QUEUE)
+
+    def ping(self) -> None:
+        """Reach the broker once (readiness); raises when it cannot be reached within a few seconds."""
+        with self.app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=3)

@@ -7,7 +7,7 @@ from fastapi.responses import StreamingResponse
 
 from api.deps import CurrentProject, SessionDep, SettingsDep, StoreDep
 from api.errors import ERROR_RESPONSES
-from api.idempotency import IdempotencyDep, upload_meaning
+from api.idempotency import idempotent, upload_meaning
 from api.schemas.common import ListResponse
 from api.schemas.files import FileDeleted, FileObject
 from api.services import files as svc
@@ -15,19 +15,8 @@ from api.services import files as svc
 router = APIRouter(prefix="/v1/files", tags=["files"], responses=ERROR_RESPONSES)
 
 
-def to_schema(row) -> FileObject:  # type: ignore[no-untyped-def]
-    return FileObject(
-        id=row.id,
-        bytes=row.bytes,
-        created_at=row.created_at,
-        filename=row.filename,
-        purpose=row.purpose,
-        row_count=row.row_count,
-        sha256=row.sha256,
-    )
-
-
 @router.post("", status_code=201)
+@idempotent(status_code=201, meaning=upload_meaning)
 def create_file(
     file: UploadFile,
     purpose: Annotated[str, Form()],
@@ -35,33 +24,27 @@ def create_file(
     store: StoreDep,
     settings: SettingsDep,
     project: CurrentProject,
-    idem: IdempotencyDep,
 ) -> FileObject:
     """Upload a JSONL dataset: one JSON object per line with ``prompt`` (string) or ``messages`` (list).
 
     Every line is checked before anything is stored; the first bad line is named in a 400. With an
     ``Idempotency-Key`` a retry (same purpose, filename and bytes) replays the first response.
     """
-    return idem.run(
-        lambda: to_schema(
-            svc.create_file(
-                session,
-                store,
-                project_id=project,
-                filename=file.filename or "upload.jsonl",
-                purpose=purpose,
-                src=file.file,
-                max_bytes=settings.max_upload_bytes,
-            )
-        ),
-        status_code=201,
-        meaning=upload_meaning(purpose, file.filename, file.file),
+    row = svc.create_file(
+        session,
+        store,
+        project_id=project,
+        filename=file.filename or "upload.jsonl",
+        purpose=purpose,
+        src=file.file,
+        max_bytes=settings.max_upload_bytes,
     )
+    return FileObject.from_row(row)
 
 
 @router.get("/{file_id}")
 def retrieve_file(file_id: str, session: SessionDep, project: CurrentProject) -> FileObject:
-    return to_schema(svc.get_file(session, project, file_id))
+    return FileObject.from_row(svc.get_file(session, project, file_id))
 
 
 @router.get("")
@@ -74,8 +57,8 @@ def list_files(
     order: Literal["asc", "desc"] = "desc",
 ) -> ListResponse[FileObject]:
     """The project's files, newest first by default (OpenAI's defaults: limit 10,000, ``after`` cursor)."""
-    rows, more = svc.list_files(session, project, purpose=purpose, limit=limit, after=after, order=order)
-    return ListResponse[FileObject].page([to_schema(r) for r in rows], more)
+    page = svc.list_files(session, project, purpose=purpose, limit=limit, after=after, order=order)
+    return ListResponse[FileObject].page([FileObject.from_row(r) for r in page.items], page.has_more)
 
 
 @router.delete("/{file_id}")

@@ -1,25 +1,14 @@
+"""``/v1/models``: the base models workers can fine-tune (the model catalog)."""
+
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter
-from pydantic import BaseModel
 
 from api.deps import CurrentProject, SettingsDep
+from api.schemas.models import Model, ModelList
 from grpo_core.models import list_models
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
-
-
-class Model(BaseModel):
-    object: Literal["model"] = "model"
-    id: str
-    owned_by: str = "system"
-
-
-class ModelList(BaseModel):
-    object: Literal["list"] = "list"
-    data: list[Model]
 
 
 @router.get("")

@@ -13,27 +13,21 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
-from sqlalchemy import select
 
-from api.db.models import TERMINAL, Job, JobEvent
+from api.db.models import TERMINAL
 from api.deps import CurrentProject, SessionDep
-from api.errors import ERROR_RESPONSES, NotFound
-from api.schemas.jobs import MetricsPage, MetricsPoint, SamplesResponse
-from api.services import jobs as svc
-from grpo_core.metrics_schema import Sample, StepMetrics
+from api.errors import ERROR_RESPONSES
+from api.schemas.jobs import JobEvent, MetricsPage, MetricsPoint, SamplesResponse
+from api.services import access, events
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
-
-
-def _metrics_events(job_id: str) -> Any:
-    return select(JobEvent).where(JobEvent.job_id == job_id, JobEvent.type == "metrics")
+KEEP_ALIVE_SECONDS = 15  # a comment this often keeps proxies from closing an idle stream
 
 
 @router.get("/{fine_tuning_job_id}/metrics")
@@ -45,18 +39,8 @@ def list_metrics(
     after: Annotated[int | None, Query(ge=0, description="Return steps after this one.")] = None,
 ) -> MetricsPage:
     """The per-step metric series, oldest first (rollouts left out: see …/samples)."""
-    svc.get_job(session, project, fine_tuning_job_id)
-    q = _metrics_events(fine_tuning_job_id)
-    if after is not None:
-        q = q.where(JobEvent.step > after)
-    rows = list(session.scalars(q.order_by(JobEvent.step).limit(limit + 1)))
-    data = [
-        MetricsPoint(
-            step=r.step or 0, created_at=r.created_at, metrics=StepMetrics.model_validate(r.data | {"samples": []})
-        )
-        for r in rows[:limit]
-    ]
-    return MetricsPage(data=data, has_more=len(rows) > limit)
+    page = events.list_metrics(session, project, fine_tuning_job_id, limit=limit, after=after)
+    return MetricsPage(data=[MetricsPoint.from_row(r) for r in page.items], has_more=page.has_more)
 
 
 @router.get("/{fine_tuning_job_id}/samples")
@@ -67,32 +51,11 @@ def list_samples(
     step: Annotated[int | None, Query(ge=1, description="A step; the latest one by default.")] = None,
 ) -> SamplesResponse:
     """The rollouts kept for one step: prompt, completion, rewards (total and per grader), advantage."""
-    svc.get_job(session, project, fine_tuning_job_id)
-    q = _metrics_events(fine_tuning_job_id)
-    q = q.where(JobEvent.step == step) if step is not None else q.order_by(JobEvent.step.desc())
-    row = session.scalars(q.limit(1)).first()
-    if row is None:
-        raise NotFound(
-            f"job {fine_tuning_job_id} has no metrics for step {step}" if step else "the job has no steps yet",
-            param="step",
-        )
-    return SamplesResponse(step=row.step or 0, data=[Sample(**s) for s in (row.data or {}).get("samples", [])])
+    return SamplesResponse.from_row(events.step_event(session, project, fine_tuning_job_id, step))
 
 
-def _sse(row: JobEvent, samples: bool = True) -> str:
-    data = row.data
-    if not samples and data and "samples" in data:
-        data = {k: v for k, v in data.items() if k != "samples"}
-    body = {
-        "object": "fine_tuning.job.event",
-        "id": row.id,
-        "created_at": row.created_at,
-        "level": row.level,
-        "type": row.type,
-        "message": row.message,
-        "data": data,
-    }
-    return f"id: {row.seq}\nevent: {row.type}\ndata: {json.dumps(body, separators=(',', ':'))}\n\n"
+def _sse(event: JobEvent, seq: int) -> str:
+    return f"id: {seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"
 
 
 @router.get(
@@ -115,41 +78,25 @@ def stream_events(
     ] = True,
 ) -> StreamingResponse:
     """The job's events as server-sent events, oldest first; resumes after ``Last-Event-ID``."""
-    svc.get_job(session, project, fine_tuning_job_id)
+    access.get_job(session, project, fine_tuning_job_id)
     start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
     sessions = request.app.state.sessionmaker
-
-    def poll(after: int) -> tuple[str | None, list[JobEvent]]:
-        with sessions() as s:
-            # status first: a job's final events commit with its final status, so once the status reads
-            # terminal, the query below sees every event it will ever have
-            status = s.scalar(select(Job.status).where(Job.id == fine_tuning_job_id))
-            rows = list(
-                s.scalars(
-                    select(JobEvent)
-                    .where(JobEvent.job_id == fine_tuning_job_id, JobEvent.seq > after)
-                    .order_by(JobEvent.seq)
-                    .limit(200)
-                )
-            )
-            s.expunge_all()
-        return status, rows
 
     async def gen() -> AsyncIterator[str]:
         # async, so an open stream (a dashboard tab) holds no thread between polls: only each poll takes one
         seq, idle = start, 0.0
         while True:
-            status, rows = await run_in_threadpool(poll, seq)
+            status, rows = await run_in_threadpool(events.poll_stream, sessions, fine_tuning_job_id, seq)
             for row in rows:
                 seq = row.seq
-                yield _sse(row, samples)
+                yield _sse(JobEvent.from_row(row, samples=samples), row.seq)
             if not rows and status in TERMINAL:
                 return
             if rows:
                 idle = 0.0
                 continue
             idle += 1.0
-            if idle >= 15:  # a comment keeps proxies from closing an idle stream
+            if idle >= KEEP_ALIVE_SECONDS:
                 idle = 0.0
                 yield ": keep-alive\n\n"
             await asyncio.sleep(1.0)

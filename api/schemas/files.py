@@ -1,8 +1,11 @@
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from api.db import models as db
 
 
 class FileObject(BaseModel):
@@ -17,6 +20,18 @@ class FileObject(BaseModel):
     status: Literal["processed"] = "processed"
     row_count: int = Field(description="Training rows in the file (non-blank lines).")
     sha256: str = Field(description="SHA-256 of the uploaded bytes.")
+
+    @classmethod
+    def from_row(cls, row: db.File) -> FileObject:
+        return cls(
+            id=row.id,
+            bytes=row.bytes,
+            created_at=row.created_at,
+            filename=row.filename,
+            purpose=row.purpose,
+            row_count=row.row_count,
+            sha256=row.sha256,
+        )
 
 
 class FileDeleted(BaseModel):

@@ -7,13 +7,19 @@ exactly what the worker will run.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from grpo_core.config import GRPOConfig
 from grpo_core.metrics_schema import CheckpointMetrics, Sample, StepMetrics
 from grpo_core.rewards.schemas import GraderSpec
+
+if TYPE_CHECKING:
+    from api.db import models as db
+
+
+NO_SAMPLES: dict[str, Any] = {"samples": []}  # a metrics event's data without its rollouts
 
 
 class ReinforcementMethod(BaseModel):
@@ -79,6 +85,29 @@ class Job(BaseModel):
     total_steps: int = Field(description="Optimizer steps the job will take.")
     steps_done: int = Field(description="Optimizer steps finished so far.")
 
+    @classmethod
+    def from_row(cls, row: db.Job) -> Job:
+        return cls(
+            id=row.id,
+            model=row.model,
+            created_at=row.created_at,
+            finished_at=row.finished_at,
+            fine_tuned_model=row.fine_tuned_model,
+            organization_id=row.project_id,
+            status=row.status,  # type: ignore[arg-type]  # a JobStatus, stored as its string
+            training_file=row.training_file,
+            validation_file=row.validation_file,
+            trained_tokens=row.trained_tokens,
+            seed=row.seed,
+            suffix=row.suffix,
+            metadata=row.metadata_,
+            error=JobError(**row.error) if row.error else None,
+            hyperparameters=row.method["reinforcement"]["hyperparameters"],
+            method=row.method,
+            total_steps=row.total_steps,
+            steps_done=row.steps_done,
+        )
+
 
 class JobEvent(BaseModel):
     """A status change or message (``type: message``) or one step's metrics (``type: metrics``)."""
@@ -90,6 +119,19 @@ class JobEvent(BaseModel):
     message: str
     type: Literal["message", "metrics"]
     data: StepMetrics | None = Field(None, description="A metrics event's step metrics; null for a message.")
+
+    @classmethod
+    def from_row(cls, row: db.JobEvent, *, samples: bool = True) -> JobEvent:
+        """``samples=False`` leaves a metrics event's rollouts out (a light replay of a long job's curves)."""
+        data = None if row.data is None else StepMetrics.model_validate(row.data if samples else row.data | NO_SAMPLES)
+        return cls(
+            id=row.id,
+            created_at=row.created_at,
+            level=row.level,  # type: ignore[arg-type]
+            message=row.message,
+            type=row.type,  # type: ignore[arg-type]
+            data=data,
+        )
 
 
 class Checkpoint(BaseModel):
@@ -106,6 +148,18 @@ class Checkpoint(BaseModel):
         False, description="The job's checkpoint with the highest validation reward (needs a validation_file)."
     )
 
+    @classmethod
+    def from_row(cls, row: db.Checkpoint, job: db.Job, best_id: str | None) -> Checkpoint:
+        return cls(
+            best=row.id == best_id,
+            id=row.id,
+            created_at=row.created_at,
+            fine_tuning_job_id=row.job_id,
+            step_number=row.step_number,
+            fine_tuned_model_checkpoint=f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}:ckpt-step-{row.step_number}",
+            metrics=CheckpointMetrics.model_validate(row.metrics or {}),
+        )
+
 
 class MetricsPoint(BaseModel):
     """One step of the metric series (``GET …/metrics``): its metrics without the rollouts (``samples`` is empty;
@@ -115,6 +169,11 @@ class MetricsPoint(BaseModel):
     step: int
     created_at: int
     metrics: StepMetrics
+
+    @classmethod
+    def from_row(cls, row: db.JobEvent) -> MetricsPoint:
+        metrics = StepMetrics.model_validate((row.data or {}) | NO_SAMPLES)
+        return cls(step=row.step or 0, created_at=row.created_at, metrics=metrics)
 
 
 class MetricsPage(BaseModel):
@@ -129,3 +188,13 @@ class SamplesResponse(BaseModel):
     object: Literal["fine_tuning.job.samples"] = "fine_tuning.job.samples"
     step: int
     data: list[Sample]
+
+    @classmethod
+    def from_row(cls, row: db.JobEvent) -> SamplesResponse:
+        return cls(step=row.step or 0, data=[Sample.model_validate(s) for s in (row.data or {}).get("samples", [])])
+
+
+class DownloadLink(BaseModel):
+    object: Literal["download_link"] = "download_link"
+    url: str
+    expires_at: int

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:
+    from api.db import models as db
 
 WebhookEventType = Literal["fine_tuning.job.succeeded", "fine_tuning.job.failed", "fine_tuning.job.cancelled"]
 EVENT_TYPES: tuple[str, ...] = get_args(WebhookEventType)
@@ -49,6 +52,10 @@ class WebhookEndpoint(BaseModel):
     event_types: list[str]
     created_at: int
 
+    @classmethod
+    def from_row(cls, row: db.WebhookEndpoint) -> WebhookEndpoint:
+        return cls(id=row.id, url=row.url, event_types=list(row.event_types), created_at=row.created_at)
+
 
 class WebhookEndpointCreated(WebhookEndpoint):
     secret: str = Field(
@@ -87,3 +94,21 @@ class WebhookDelivery(BaseModel):
     delivered_at: int | None
     payload: dict[str, Any]
     history: list[DeliveryAttempt]
+
+    @classmethod
+    def from_row(cls, row: db.WebhookDelivery) -> WebhookDelivery:
+        return cls(
+            id=row.id,
+            endpoint_id=row.endpoint_id,
+            event_type=row.event_type,
+            job_id=row.job_id,
+            status=row.status,  # type: ignore[arg-type]  # pending|delivered|failed, stored as a string
+            attempts=row.attempts,
+            next_attempt_at=row.next_attempt_at if row.status == "pending" else None,
+            last_status_code=row.last_status_code,
+            last_error=row.last_error,
+            created_at=row.created_at,
+            delivered_at=row.delivered_at,
+            payload=row.payload,
+            history=[DeliveryAttempt(**h) for h in row.history or []],
+        )

@@ -6,14 +6,15 @@ import hashlib
 import json
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.db.models import TERMINAL, File, Job, new_id
 from api.errors import Conflict, InvalidRequest, NotFound, TooLarge
+from api.services.pagination import Page, cursor, keyset_page
 from grpo_core.data import RowError, check_row
 from runtime.keys import file_key
 from runtime.storage import ObjectStore
@@ -108,24 +109,31 @@ def get_file(
 
 def list_files(
     session: Session, project_id: str, *, purpose: str | None, limit: int, after: str | None, order: str
-) -> tuple[list[File], bool]:
+) -> Page[File]:
     """OpenAI's ``GET /v1/files``: by ``created_at`` (``order`` asc|desc, then id), ``after`` = last id seen."""
+    keys = [File.created_at, File.id]
+    start = None
+    if after:
+        where = (File.id == after, File.project_id == project_id)
+        start = cursor(session, keys, *where, missing=f"no file {after!r} to page after")
     q = select(File).where(File.project_id == project_id, File.purpose != DELETED)
     if purpose is not None:
         q = q.where(File.purpose == purpose)
-    desc = order == "desc"
-    if after:
-        ref = session.scalar(select(File).where(File.id == after, File.project_id == project_id))
-        if ref is None:
-            raise NotFound(f"no file {after!r} to page after", param="after")
-        same_second = File.created_at == ref.created_at
-        if desc:
-            q = q.where(or_(File.created_at < ref.created_at, and_(same_second, File.id < ref.id)))
-        else:
-            q = q.where(or_(File.created_at > ref.created_at, and_(same_second, File.id > ref.id)))
-    keys = (File.created_at.desc(), File.id.desc()) if desc else (File.created_at.asc(), File.id.asc())
-    rows = list(session.scalars(q.order_by(*keys).limit(limit + 1)))
-    return rows[:limit], len(rows) > limit
+    return keyset_page(session, q, keys, limit=limit, after=start, descending=order == "desc")
+
+
+def head_rows(store: ObjectStore, key: str, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` rows of an uploaded JSONL file (validated at upload), reading no more than needed."""
+    rows: list[dict[str, Any]] = []
+    pending = b""
+    for chunk in store.iter_bytes(key):
+        *lines, pending = (pending + chunk).split(b"\n")
+        rows += [json.loads(line.decode("utf-8-sig")) for line in lines if line.strip()]
+        if len(rows) >= n:
+            return rows[:n]
+    if pending.strip():
+        rows.append(json.loads(pending.decode("utf-8-sig")))
+    return rows[:n]
 
 
 def delete_file(session: Session, store: ObjectStore, project_id: str, file_id: str) -> None:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from api.errors import Unprocessable
+from api.schemas.graders import RunResponse
 from grpo_core.rewards.graders import GraderEnv, build_graders
 from grpo_core.rewards.judge import JudgeNotConfigured
 from grpo_core.rewards.python_runner import GraderError, SandboxUnavailable
@@ -66,7 +67,7 @@ def _error_flags(spec: Any, error: str | None) -> dict[str, Any]:
     return flags
 
 
-def run_grader(spec: GraderSpec, model_sample: str, item: dict[str, Any], env: GraderEnv) -> dict[str, Any]:
+def run_grader(spec: GraderSpec, model_sample: str, item: dict[str, Any], env: GraderEnv) -> RunResponse:
     """One sample scored, in OpenAI's ``graders/run`` response shape."""
     t = time.perf_counter()
     graders = _build(spec, env, "grader")
@@ -83,11 +84,11 @@ def run_grader(spec: GraderSpec, model_sample: str, item: dict[str, Any], env: G
     else:  # a multi without calculate_output: its parts are separate reward columns (summed here)
         sub = {g.name: r.scores[0] for g, r in zip(graders, results, strict=True)}
         reward = sum(v for v in sub.values() if v is not None)
-    return {
-        "reward": 0.0 if reward is None else reward,
-        "sub_rewards": sub,
-        "model_grader_token_usage_per_model": {},
-        "metadata": {
+    return RunResponse(
+        reward=0.0 if reward is None else reward,
+        sub_rewards=sub,
+        model_grader_token_usage_per_model={},
+        metadata={
             "name": spec.name,
             "type": spec.type,
             "execution_time": round(time.perf_counter() - t, 4),
@@ -96,7 +97,7 @@ def run_grader(spec: GraderSpec, model_sample: str, item: dict[str, Any], env: G
             "sampled_model_name": None,
             "errors": _error_flags(spec, first_error),
         },
-    }
+    )
 
 
 def dry_run(spec: GraderSpec, rows: list[dict[str, Any]], env: GraderEnv, param: str) -> None:

@@ -14,6 +14,7 @@ backoff while attempts remain.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, update
@@ -22,12 +23,18 @@ from sqlalchemy.orm import Session
 
 from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, new_id, now
 from api.errors import Conflict, NotFound
-from api.services.jobs import _set_status, add_event
+from api.queue import Doorbell
+from api.services.events import add_event
+from api.services.files import get_file
+from api.services.jobs import set_status
 from api.services.webhooks import record_job_event
+from api.settings import ApiSettings
 from grpo_core.metrics_schema import CheckpointMetrics
-from runtime.internal import EventIn, MetricsEvent, Stop
-from runtime.keys import CheckpointKey
+from runtime.internal import ClaimResponse, EventIn, FinishRequest, MetricsEvent, ResumePoint, Stop
+from runtime.keys import CheckpointKey, checkpoints_prefix, job_prefix
+from runtime.storage import ObjectStore
 
+log = logging.getLogger(__name__)
 ACTIVE = (JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
 STOP = {JobStatus.cancelling: "cancel", JobStatus.pausing: "pause"}
 
@@ -35,6 +42,41 @@ STOP = {JobStatus.cancelling: "cancel", JobStatus.pausing: "pause"}
 def stop_request(job: Job) -> Stop | None:
     """What the worker must do at the next step boundary: "cancel", "pause" or nothing."""
     return STOP.get(job.status)  # type: ignore[call-overload]
+
+
+def claim(
+    session: Session, store: ObjectStore, settings: ApiSettings, job_id: str, worker_id: str, claim_id: str
+) -> ClaimResponse:
+    """Claim the job (``claim_job``) and tell the worker what to run: the spec, where its inputs are, where its
+    objects go, and the checkpoint to resume from. A new attempt first deletes what dead attempts uploaded but
+    never registered (they can never become part of the job)."""
+    job = claim_job(session, job_id, worker_id, claim_id, settings.lease_seconds)
+    prefix = job_prefix(job.project_id, job.id)
+    if job.lease_epoch > 1:
+        keys = store.list_keys(checkpoints_prefix(prefix))
+        for key in orphaned_checkpoint_keys(session, job_id, keys, job.lease_epoch):
+            store.delete(key)
+    ckpt = last_checkpoint(session, job_id)
+    train = get_file(session, job.project_id, job.training_file)
+    valid = get_file(session, job.project_id, job.validation_file) if job.validation_file else None
+    rl = job.method["reinforcement"]
+    return ClaimResponse(
+        job_id=job.id,
+        epoch=job.lease_epoch,
+        lease_expires_at=job.lease_expires_at or 0,
+        lease_seconds=settings.lease_seconds,
+        model=job.model,
+        seed=job.seed,
+        hyperparameters=rl["hyperparameters"],
+        grader=rl["grader"],
+        training_file_key=train.object_key,
+        validation_file_key=valid.object_key if valid else None,
+        total_steps=job.total_steps,
+        object_prefix=prefix,
+        resume=ResumePoint(step=ckpt.step_number, adapter_key=ckpt.object_key, state_key=ckpt.state_key)
+        if ckpt is not None and ckpt.state_key
+        else None,
+    )
 
 
 def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, lease_seconds: int) -> Job:
@@ -154,14 +196,14 @@ def heartbeat(session: Session, job_id: str, epoch: int, lease_seconds: int) -> 
 
 def record_events(
     session: Session, job_id: str, epoch: int, events: list[EventIn], lease_seconds: int
-) -> tuple[int, Stop | None]:
+) -> tuple[int, int, Stop | None]:
     """Append events; a metrics event for a step already recorded is skipped (retries never duplicate).
 
-    Returns (events added, stop request): the worker posts after every step, so it learns of a cancel or a
-    pause at the next step boundary without waiting for a heartbeat.
+    Returns (events added, of which new steps, stop request): the worker posts after every step, so it learns of
+    a cancel or a pause at the next step boundary without waiting for a heartbeat.
     """
     job = _fence(session, job_id, epoch, lease_seconds)
-    added = 0
+    added = steps = 0
     for ev in events:
         data = ev.data.model_dump(mode="json") if isinstance(ev, MetricsEvent) else None
         try:
@@ -171,9 +213,10 @@ def record_events(
         except IntegrityError:
             continue
         if isinstance(ev, MetricsEvent):
+            steps += 1
             session.execute(update(Job).where(Job.id == job_id, Job.steps_done < ev.step).values(steps_done=ev.step))
     session.commit()
-    return added, stop_request(job)
+    return added, steps, stop_request(job)
 
 
 def register_checkpoint(
@@ -205,6 +248,29 @@ def register_checkpoint(
     add_event(session, job_id, f"Checkpoint saved at step {step}/{job.total_steps}: {ckpt.id}", step=step)
     session.commit()
     return ckpt
+
+
+def finish(session: Session, queue: Doorbell, settings: ApiSettings, job_id: str, body: FinishRequest) -> Job:
+    """Record how the worker's run ended (``finish_job``); a job handed back by a worker that shuts down is rung
+    for the next worker at once (if that fails the reaper rings it later)."""
+    job, delay = finish_job(
+        session,
+        job_id,
+        body.epoch,
+        body.status,
+        error_code=body.error_code,
+        error_message=body.error_message,
+        trained_tokens=body.trained_tokens,
+        lease_seconds=settings.lease_seconds,
+        retryable=body.retryable,
+        retry_base_seconds=settings.retry_backoff_seconds,
+    )
+    if delay == 0:
+        try:
+            queue.ring(job_id)
+        except Exception:
+            log.exception("could not enqueue %s after its worker shut down; the reaper will", job_id)
+    return job
 
 
 def retry_delay(attempts: int, base_seconds: int) -> int:
@@ -245,7 +311,7 @@ def finish_job(
             "enqueued_at": None,
             "resume_reason": "after a failed attempt",
         }
-        if not _set_status(session, job_id, ACTIVE, **values):
+        if not set_status(session, job_id, ACTIVE, **values):
             raise Conflict(f"job {job_id} is already {job.status}", code="already_finished")
         add_event(
             session,
@@ -278,7 +344,7 @@ def finish_job(
             message = "Job cancelled"
     if trained_tokens is not None:
         values["trained_tokens"] = trained_tokens
-    if not _set_status(session, job_id, ACTIVE, **values):
+    if not set_status(session, job_id, ACTIVE, **values):
         raise Conflict(f"job {job_id} is already {job.status}", code="already_finished")
     if status in TERMINAL:
         record_job_event(session, job, f"fine_tuning.job.{status}")
@@ -303,7 +369,7 @@ def _hand_back(session: Session, job: Job) -> bool:
         "attempts": Job.attempts - 1,
         "resume_reason": "after its worker shut down",
     }
-    if not _set_status(session, job.id, [JobStatus.running], **values):
+    if not set_status(session, job.id, [JobStatus.running], **values):
         session.rollback()
         return False
     add_event(

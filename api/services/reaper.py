@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.db.models import Job, JobStatus, now
-from api.services.jobs import add_event
+from api.queue import Doorbell
+from api.services.events import add_event
 from api.settings import ApiSettings
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def _webhook(session: Session, job: Job, status: str) -> None:
     record_job_event(session, job, f"fine_tuning.job.{status}")
 
 
-def reap(session: Session, enqueue: Callable[[str], None], settings: ApiSettings) -> dict[str, int]:
+def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, int]:
     """One pass; returns how many jobs each rule touched (for logs and tests)."""
     t = now()
     counts = {"requeued_lost_worker": 0, "failed_exhausted": 0, "finished_stopping": 0, "requeued_queued": 0}
@@ -93,7 +93,7 @@ def reap(session: Session, enqueue: Callable[[str], None], settings: ApiSettings
     session.commit()  # the doorbells ring after the commit: a worker never sees a job state older than its message
     for job_id in ring:
         try:
-            enqueue(job_id)
+            queue.ring(job_id)
         except Exception:  # the broker is down: enqueued_at is set, so the next pass after requeue_after retries
             log.exception("reaper could not enqueue %s", job_id)
     return counts
@@ -117,8 +117,8 @@ def _requeue_lost(session: Session, job: Job, guard: Any, t: int, counts: dict[s
 class Reaper:
     """``reap`` every ``reaper_interval_seconds`` in a daemon thread of the API process."""
 
-    def __init__(self, settings: ApiSettings, sessions: sessionmaker[Session], enqueue: Callable[[str], None]) -> None:
-        self.settings, self.sessions, self.enqueue = settings, sessions, enqueue
+    def __init__(self, settings: ApiSettings, sessions: sessionmaker[Session], queue: Doorbell) -> None:
+        self.settings, self.sessions, self.queue = settings, sessions, queue
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="reaper", daemon=True)
 
@@ -130,7 +130,7 @@ class Reaper:
         while not self._stop.wait(self.settings.reaper_interval_seconds):
             try:
                 with self.sessions() as session:
-                    counts = reap(session, self.enqueue, self.settings)
+                    counts = reap(session, self.queue, self.settings)
                 if any(counts.values()):
                     log.info("reaper: %s", counts)
             except Exception:  # the database may be restarting: try again next interval

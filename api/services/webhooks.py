@@ -12,12 +12,13 @@ import secrets
 import time
 from typing import Any, Protocol
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from api.db.models import WebhookDelivery, WebhookEndpoint, new_id, now
 from api.errors import NotFound
 from api.schemas.webhooks import EVENT_TYPES
+from api.services.pagination import Page, cursor, keyset_page
 
 SECRET_PREFIX = "whsec_"
 
@@ -76,25 +77,16 @@ def delete_endpoint(session: Session, project_id: str, endpoint_id: str) -> None
 
 def list_deliveries(
     session: Session, project_id: str, endpoint_id: str, *, limit: int, after: str | None
-) -> tuple[list[WebhookDelivery], bool]:
+) -> Page[WebhookDelivery]:
     """Newest first; ``after`` is the id of the last delivery of the previous page."""
     get_endpoint(session, project_id, endpoint_id)
-    q = select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint_id)
+    keys = [WebhookDelivery.created_at, WebhookDelivery.id]
+    start = None
     if after:
-        ref = session.scalar(
-            select(WebhookDelivery).where(WebhookDelivery.id == after, WebhookDelivery.endpoint_id == endpoint_id)
-        )
-        if ref is None:
-            raise NotFound(f"no delivery {after!r} for endpoint {endpoint_id}", param="after")
-        q = q.where(
-            or_(
-                WebhookDelivery.created_at < ref.created_at,
-                and_(WebhookDelivery.created_at == ref.created_at, WebhookDelivery.id < ref.id),
-            )
-        )
-    order = (WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
-    rows = list(session.scalars(q.order_by(*order).limit(limit + 1)))
-    return rows[:limit], len(rows) > limit
+        where = (WebhookDelivery.id == after, WebhookDelivery.endpoint_id == endpoint_id)
+        start = cursor(session, keys, *where, missing=f"no delivery {after!r} for endpoint {endpoint_id}")
+    q = select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint_id)
+    return keyset_page(session, q, keys, limit=limit, after=start, descending=True)
 
 
 def event_payload(event_id: str, event_type: str, job_id: str, created_at: int) -> dict[str, Any]:

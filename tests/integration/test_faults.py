@@ -54,14 +54,14 @@ def test_a_flushed_queue_is_rung_again_by_the_reaper(services_stack: Stack, api:
 def test_the_same_doorbell_delivered_to_two_workers_trains_once(
     worker: Stack, api: httpx.Client, pg_url: str, redis_url: str
 ) -> None:
-    from api.queue import enqueue_run_job, make_producer
+    from api.queue import JobQueue
     from api.settings import ApiSettings
 
     second = worker.extra_worker(2)
     try:
         time.sleep(3)  # both workers are listening
         job = submit(api, max_steps=6)
-        enqueue_run_job(make_producer(ApiSettings(broker_url=redis_url)), job["id"])  # a duplicate delivery
+        JobQueue(ApiSettings(broker_url=redis_url)).ring(job["id"])  # a duplicate delivery
         done = wait_status(api, job["id"], DONE, 300, worker)
     finally:
         second.stop()

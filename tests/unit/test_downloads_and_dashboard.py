@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from api import web
 from api.errors import NotFound
-from api.routes.downloads import sign, verify
+from api.services.downloads import sign, verify
 from api.settings import ApiSettings
 from tests.unit.test_api_ops import make_job
 

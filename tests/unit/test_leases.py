@@ -201,10 +201,20 @@ def test_a_user_error_is_never_retried(client: TestClient, settings: ApiSettings
     assert job.claim("claim-0002").json()["error"]["code"] == "not_claimable"
 
 
+class Rung:
+    """A doorbell that records the job ids it is rung for."""
+
+    def __init__(self, rung: list[str]) -> None:
+        self.rung = rung
+
+    def ring(self, job_id: str) -> None:
+        self.rung.append(job_id)
+
+
 def _reap(settings: ApiSettings) -> tuple[dict[str, int], list[str]]:
     rung: list[str] = []
     with Session(create_engine(settings.db_url)) as session:
-        return reap(session, rung.append, settings), rung
+        return reap(session, Rung(rung), settings), rung
 
 
 def test_reaper_requeues_a_lost_worker_once_per_expiry_then_gives_up(client: TestClient, settings: ApiSettings) -> None:

@@ -15,7 +15,7 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from api.routes.downloads import sign
+from api.services.downloads import sign
 from api.settings import ApiSettings
 from runtime.storage import LocalStore
 from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event

@@ -211,7 +211,7 @@ def test_gives_up_after_the_schedule_and_claims_are_exclusive(settings: ApiSetti
         finally:
             dispatcher.stop()
         with Session(engine) as session:
-            [row] = webhooks.list_deliveries(session, "proj-default", ep, limit=10, after=None)[0]
+            [row] = webhooks.list_deliveries(session, "proj-default", ep, limit=10, after=None).items
             assert (row.status, row.attempts, row.last_status_code) == ("failed", 2, 503)
             assert [h["status_code"] for h in row.history] == [503, 503]
     finally:

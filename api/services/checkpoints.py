@@ -1,0 +1,46 @@
+"""A job's checkpoints as its owner sees them: listed newest first with the best one marked (no FastAPI here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api.db.models import Checkpoint, Job
+from api.services.access import get_job
+from api.services.pagination import Page, cursor, keyset_page
+
+
+@dataclass(frozen=True)
+class CheckpointList:
+    job: Job  # the names users load a checkpoint by are built from the job's model and suffix
+    page: Page[Checkpoint]
+    best_id: str | None
+
+
+def list_checkpoints(
+    session: Session, project_id: str, job_id: str, *, limit: int, after: str | None
+) -> CheckpointList:
+    """Newest step first; ``after`` is the id of the last checkpoint of the previous page."""
+    job = get_job(session, project_id, job_id)
+    keys = [Checkpoint.step_number]
+    start = None
+    if after:
+        where = (Checkpoint.id == after, Checkpoint.job_id == job_id)
+        start = cursor(session, keys, *where, missing=f"no checkpoint {after!r} in job {job_id}")
+    query = select(Checkpoint).where(Checkpoint.job_id == job_id)
+    page = keyset_page(session, query, keys, limit=limit, after=start, descending=True)
+    return CheckpointList(job, page, best_checkpoint_id(session, job_id))
+
+
+def best_checkpoint_id(session: Session, job_id: str) -> str | None:
+    """The checkpoint with the highest validation reward (the earliest on a tie); None without validation."""
+    best: tuple[float, int, str] | None = None
+    for cid, step, metrics in session.execute(
+        select(Checkpoint.id, Checkpoint.step_number, Checkpoint.metrics).where(Checkpoint.job_id == job_id)
+    ):
+        value = (metrics or {}).get("valid_reward_mean")
+        if isinstance(value, int | float) and (best is None or (value, -step) > (best[0], -best[1])):
+            best = (float(value), step, cid)
+    return best[2] if best else None
