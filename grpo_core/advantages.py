@@ -31,7 +31,7 @@ Estimator = Literal["grpo", "rloo", "reinforce_pp_baseline"]
 Scale = Literal["group", "batch", "none"]
 
 
-def _nanstd(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+def nanstd(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Unbiased std ignoring NaN (TRL's nanstd); 0 when fewer than two values."""
     valid = ~torch.isnan(x)
     n = valid.sum(dim=dim, keepdim=keepdim) if dim is not None else valid.sum()
@@ -55,7 +55,7 @@ def compute_advantages(
     centred = torch.where(valid, r - mean, zeros)
     if estimator == "reinforce_pp_baseline":
         c = torch.where(valid, centred, torch.full_like(r, float("nan"))).reshape(-1)
-        var = _nanstd(c) ** 2
+        var = nanstd(c) ** 2
         adv = (c - torch.nanmean(c)) / torch.sqrt(var + WHITEN_EPS)
         return torch.nan_to_num(adv, nan=0.0)
     if estimator == "rloo":
@@ -63,9 +63,9 @@ def compute_advantages(
     elif estimator != "grpo":
         raise ValueError(f"unknown advantage estimator {estimator!r}")
     if scale == "group":
-        adv = centred / (_nanstd(torch.where(valid, r, torch.nan), dim=1, keepdim=True) + STD_EPS)
+        adv = centred / (nanstd(torch.where(valid, r, torch.nan), dim=1, keepdim=True) + STD_EPS)
     elif scale == "batch":
-        adv = centred / (_nanstd(rewards.float()) + STD_EPS)
+        adv = centred / (nanstd(rewards.float()) + STD_EPS)
     elif scale == "none":
         adv = centred
     else:

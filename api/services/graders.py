@@ -11,13 +11,21 @@ from typing import Any
 
 from api.errors import Unprocessable
 from api.schemas.graders import RunResponse
-from grpo_core.rewards.graders import GraderEnv, build_graders
+from grpo_core.rewards.base import (
+    FormulaFailed,
+    Grader,
+    GraderEnv,
+    InvalidVariable,
+    JudgeReplyError,
+    SampleError,
+    SourceLoadError,
+    has_error,
+)
+from grpo_core.rewards.graders import build_graders
 from grpo_core.rewards.judge import JudgeNotConfigured
 from grpo_core.rewards.python_runner import GraderError, SandboxUnavailable
-from grpo_core.rewards.schemas import GraderSpec, PythonGrader, ScoreModelGrader, reward_columns
-from grpo_core.rewards.templates import is_template_error
+from grpo_core.rewards.schemas import GraderSpec, PythonGrader, ScoreModelGrader
 
-_LOAD_FAILURE = "failed to load"  # grpo_core.rewards.python_runner's message when the source cannot be imported
 _FLAGS = (
     "formula_parse_error",
     "sample_parse_error",
@@ -33,7 +41,7 @@ _FLAGS = (
 )
 
 
-def _build(spec: Any, env: GraderEnv, param: str) -> list[Any]:
+def _build(spec: Any, env: GraderEnv, param: str) -> list[Grader]:
     try:
         return build_graders(spec, env)
     except (SandboxUnavailable, JudgeNotConfigured) as exc:
@@ -42,8 +50,8 @@ def _build(spec: Any, env: GraderEnv, param: str) -> list[Any]:
         ) from None
 
 
-def _error_flags(spec: Any, error: str | None) -> dict[str, Any]:
-    """OpenAI's ``metadata.errors`` flags for one sample's error message (all false when it scored)."""
+def _error_flags(spec: Any, error: SampleError | None) -> dict[str, Any]:
+    """OpenAI's ``metadata.errors`` flags for one sample's failure (all false when it scored), by its class."""
     flags: dict[str, Any] = dict.fromkeys(_FLAGS, False) | {
         "python_grader_server_error_type": None,
         "python_grader_runtime_error_details": None,
@@ -51,17 +59,17 @@ def _error_flags(spec: Any, error: str | None) -> dict[str, Any]:
     }
     if error is None:
         return flags
-    if is_template_error(error):
+    if has_error(error, InvalidVariable):
         flags["invalid_variable_error"] = True
-    elif "calculate_output" in error:
+    elif has_error(error, FormulaFailed):
         flags["formula_parse_error"] = True
     elif isinstance(spec, PythonGrader):
         flags["python_grader_runtime_error"] = True
-        flags["python_grader_runtime_error_details"] = error
+        flags["python_grader_runtime_error_details"] = str(error)
     elif isinstance(spec, ScoreModelGrader):
-        key = "model_grader_parse_error" if "no number" in error else "model_grader_server_error"
+        key = "model_grader_parse_error" if has_error(error, JudgeReplyError) else "model_grader_server_error"
         flags[key] = True
-        flags["model_grader_server_error_details"] = error
+        flags["model_grader_server_error_details"] = str(error)
     else:
         flags["other_error"] = True
     return flags
@@ -108,18 +116,13 @@ def dry_run(spec: GraderSpec, rows: list[dict[str, Any]], env: GraderEnv, param:
         for g in graders:
             res = g.score([""] * len(rows), rows)
             for n, err in enumerate(res.errors or []):
-                if err and (_LOAD_FAILURE in err or is_template_error(err)):
+                if has_error(err, SourceLoadError) or has_error(err, InvalidVariable):
                     raise Unprocessable(f"grader {g.name!r} on training row {n + 1}: {err}", param=param)
     except GraderError as exc:
         raise Unprocessable(f"grader dry run failed: {exc}", param=param, code="grader_error") from None
     finally:
         for g in graders:
             g.close()
-
-
-def columns(spec: GraderSpec) -> list[str]:
-    """Reward columns of a job's grader (their count must match hyperparameters.reward_weights)."""
-    return reward_columns(spec)
 
 
 def validate(spec: GraderSpec, env: GraderEnv) -> None:
@@ -132,7 +135,7 @@ def validate(spec: GraderSpec, env: GraderEnv) -> None:
     try:
         for g in graders:
             for err in g.score([""], [{}]).errors or []:
-                if err and _LOAD_FAILURE in err:
+                if has_error(err, SourceLoadError):
                     raise Unprocessable(f"grader {g.name!r}: {err}", param="grader.source")
     except GraderError as exc:
         raise Unprocessable(f"grader failed to start: {exc}", param="grader", code="grader_error") from None

@@ -59,7 +59,7 @@ class SandboxFailure(SampleError):
     """The sandbox was killed while scoring (timeout, crash, a malformed reply); the grader's code is not at fault."""
 
 
-class FormulaError(SampleError):
+class FormulaFailed(SampleError):
     """A multi grader's ``calculate_output`` could not be evaluated on the sample (e.g. a division by zero)."""
 
 
@@ -72,15 +72,18 @@ class JudgeReplyError(SampleError):
 
 
 class PartErrors(SampleError):
-    """The failures of a multi grader's parts on one sample, by part name."""
+    """A multi grader's failures on one sample: its parts' (by part name), then its formula's."""
 
-    def __init__(self, parts: dict[str, SampleError]) -> None:
-        super().__init__("; ".join(f"{name}: {err}" for name, err in parts.items()))
-        self.parts = parts
+    def __init__(self, parts: dict[str, SampleError], formula: FormulaFailed | None = None) -> None:
+        said = [f"{name}: {err}" for name, err in parts.items()] + ([str(formula)] if formula else [])
+        super().__init__("; ".join(said))
+        self.parts, self.formula = parts, formula
 
     def leaves(self) -> Iterator[SampleError]:
         for err in self.parts.values():
             yield from err.leaves()
+        if self.formula is not None:
+            yield self.formula
 
 
 def has_error(error: SampleError | None, kind: type[SampleError]) -> bool:

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor
 
-from grpo_core.advantages import STD_EPS, Estimator, Scale, _nanstd, compute_advantages
+from grpo_core.advantages import STD_EPS, Estimator, Scale, compute_advantages, nanstd
 from grpo_core.rewards.graders import Grader
 
 Aggregation = Literal["sum_then_normalize", "normalize_then_sum"]
@@ -87,7 +87,7 @@ def combined_advantages(
         raise ValueError(f"unknown reward aggregation {aggregation!r}")
     grouped = matrix.view(-1, group_size, matrix.shape[1])
     mean = torch.nanmean(grouped, dim=1, keepdim=True)
-    norm = ((grouped - mean) / (_nanstd(grouped, dim=1, keepdim=True) + STD_EPS)).view_as(matrix)
+    norm = ((grouped - mean) / (nanstd(grouped, dim=1, keepdim=True) + STD_EPS)).view_as(matrix)
     s = weighted_total(norm.double(), weights).double()
-    adv = (s - torch.nanmean(s)) / (_nanstd(s) + STD_EPS)
+    adv = (s - torch.nanmean(s)) / (nanstd(s) + STD_EPS)
     return torch.nan_to_num(adv, nan=0.0).float()

@@ -1,11 +1,8 @@
-"""Scoring functions built from grader specs: ``score(texts, rows) -> GraderResult``.
+"""Scoring functions built from grader specs: ``score(texts, rows) -> GraderResult`` (grpo_core.rewards.base).
 
-Two kinds of "no score", as the two reference systems define them:
-- an *error* (the grader raised, timed out, returned a non-number, or a template named a missing column) scores
-  0.0 and is counted with its reason — OpenAI's rule, so a completion that breaks the grader is never rewarded;
-- *None* returned by the grader means "does not apply to this sample" — TRL's rule: NaN, left out of the
-  advantages (grpo_core.rewards.combine).
-Graders that hold resources (the Python sandbox) are released with ``close()``.
+A failure on one sample is a typed ``SampleError`` that scores 0 (OpenAI's rule); ``None`` from a grader means
+"does not apply" (TRL's rule); base's docstring has both. Graders that hold resources (the Python sandbox, a
+judge's HTTP client) are released with ``close()``.
 """
 
 from __future__ import annotations
@@ -15,12 +12,23 @@ import math
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
-from grpo_core.rewards.base import GraderEnv
+from grpo_core.rewards.base import (
+    FormulaFailed,
+    Grader,
+    GraderCodeError,
+    GraderEnv,
+    GraderResult,
+    InvalidVariable,
+    PartErrors,
+    SampleError,
+    SandboxFailure,
+    SourceLoadError,
+)
 from grpo_core.rewards.formula import evaluate_formula, parse_formula
+from grpo_core.rewards.judge import Embeddings, ScoreModel
 from grpo_core.rewards.schemas import (
     GraderSpec,
     JsonSchemaGrader,
@@ -34,21 +42,7 @@ from grpo_core.rewards.schemas import (
     TextSimilarityGrader,
 )
 from grpo_core.rewards.similarity import similarity
-from grpo_core.rewards.templates import make_sample, render
-
-
-@dataclass
-class GraderResult:
-    scores: list[float | None]  # None: not applicable (TRL); an error scores 0.0 and sets errors[i]
-    errors: list[str | None] = field(default_factory=list)
-    sub_scores: dict[str, list[float | None]] = field(default_factory=dict)  # a multi grader's parts
-
-
-class Grader(Protocol):
-    name: str
-
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult: ...
-
+from grpo_core.rewards.templates import TemplateError, make_sample, render
 
 MAX_ABS_SCORE = 1e6  # a score outside ±1e6 is a bug in the grader, not a reward: it would swamp the batch
 
@@ -71,15 +65,18 @@ class PerSample:
 
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
         scores: list[float | None] = []
-        errors: list[str | None] = []
+        errors: list[SampleError | None] = []
         for text, row in zip(texts, rows, strict=True):
             try:
                 value = self.fn(make_sample(text), row)
                 scores.append(None if value is None else _finite(value))
                 errors.append(None)
+            except TemplateError as exc:  # the dataset row lacks what the grader's template names
+                scores.append(0.0)
+                errors.append(InvalidVariable(f"{type(exc).__name__}: {exc}"))
             except Exception as exc:  # the grader's own failure on this sample, reported with the score 0
                 scores.append(0.0)
-                errors.append(f"{type(exc).__name__}: {exc}")
+                errors.append(GraderCodeError(f"{type(exc).__name__}: {exc}"))
         return GraderResult(scores, errors)
 
     def close(self) -> None:
@@ -100,8 +97,6 @@ def _string_check(spec: StringCheckGrader) -> Callable[[dict[str, Any], dict[str
 def _text_similarity(spec: TextSimilarityGrader, env: GraderEnv) -> Callable[[dict[str, Any], dict[str, Any]], float]:
     metric: Callable[[str, str], float] = partial(similarity, spec.evaluation_metric)
     if spec.evaluation_metric == "cosine":
-        from grpo_core.rewards.judge import Embeddings
-
         metric = Embeddings(env).cosine
 
     def fn(s: dict[str, Any], i: dict[str, Any]) -> float:
@@ -204,10 +199,12 @@ class PythonFunction:
         self.runner = PythonRunner(spec.source, tier=env.sandbox_tier, limits=limits)
 
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
-        raw = self.runner.score([make_sample(t) for t in texts], rows)
+        batch = self.runner.score_batch([make_sample(t) for t in texts], rows)
+        # whose failure an error is: the source's (it does not import), the sandbox's, or the code's on the item
+        kind = {"load": SourceLoadError, "sandbox": SandboxFailure, None: GraderCodeError}[batch.failure]
         scores: list[float | None] = []
-        errors: list[str | None] = []
-        for r in raw:
+        errors: list[SampleError | None] = []
+        for r in batch.items:
             value, err = r.get("score"), r.get("error")
             if err is None and value is not None:
                 try:
@@ -215,7 +212,7 @@ class PythonFunction:
                 except ValueError as exc:
                     err = str(exc)
             scores.append(0.0 if err is not None else value)
-            errors.append(err)
+            errors.append(None if err is None else kind(err))
         return GraderResult(scores, errors)
 
     def close(self) -> None:
@@ -229,33 +226,39 @@ class Multi:
         if spec.calculate_output is None:
             raise ValueError("a multi grader without calculate_output is split into columns by build_graders")
         self.name = spec.name
-        self.parts = {k: build_grader(g, env) for k, g in spec.graders.items()}
+        self.parts: dict[str, Grader] = {k: build_grader(g, env) for k, g in spec.graders.items()}
         self.tree = parse_formula(spec.calculate_output, set(self.parts))
 
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
         results = {k: g.score(texts, rows) for k, g in self.parts.items()}
         scores: list[float | None] = []
-        errors: list[str | None] = []
+        errors: list[SampleError | None] = []
         for n in range(len(texts)):
-            errs = [f"{k}: {r.errors[n]}" for k, r in results.items() if r.errors and r.errors[n]]
-            if any(r.scores[n] is None for r in results.values()):
+            parts = {k: err for k, r in results.items() if r.errors and (err := r.errors[n]) is not None}
+            values = {k: r.scores[n] for k, r in results.items()}
+            formula: FormulaFailed | None = None
+            if any(v is None for v in values.values()):
                 scores.append(None)  # a part that does not apply makes the whole not apply
-                errors.append("; ".join(errs) or None)
-                continue
-            try:
-                scores.append(evaluate_formula(self.tree, {k: float(r.scores[n]) for k, r in results.items()}))  # type: ignore[arg-type]
-            except ValueError as exc:
-                scores.append(0.0)
-                errs.append(str(exc))
-            errors.append("; ".join(errs) or None)
+            else:
+                try:
+                    scores.append(
+                        evaluate_formula(self.tree, {k: float(v) for k, v in values.items() if v is not None})
+                    )
+                except ValueError as exc:
+                    scores.append(0.0)
+                    formula = FormulaFailed(str(exc))
+            if formula is not None and not parts:
+                errors.append(formula)
+            else:
+                errors.append(PartErrors(parts, formula) if parts else None)
         return GraderResult(scores, errors, {k: r.scores for k, r in results.items()})
 
     def close(self) -> None:
         for g in self.parts.values():
-            g.close()  # type: ignore[attr-defined]
+            g.close()
 
 
-def build_grader(spec: Any, env: GraderEnv | None = None) -> Any:
+def build_grader(spec: Any, env: GraderEnv | None = None) -> Grader:
     """The scoring object for one grader spec (a ``multi`` must have a formula; see ``build_graders``)."""
     env = env or GraderEnv()
     if isinstance(spec, PythonGrader):
@@ -263,8 +266,6 @@ def build_grader(spec: Any, env: GraderEnv | None = None) -> Any:
     if isinstance(spec, MultiGrader):
         return Multi(spec, env)
     if isinstance(spec, ScoreModelGrader):
-        from grpo_core.rewards.judge import ScoreModel
-
         return ScoreModel(spec, env)
     if isinstance(spec, TextSimilarityGrader):
         return PerSample(spec.name, _text_similarity(spec, env))
@@ -281,7 +282,7 @@ def build_grader(spec: Any, env: GraderEnv | None = None) -> Any:
     raise TypeError(f"unsupported grader {type(spec).__name__}")
 
 
-def build_graders(spec: GraderSpec, env: GraderEnv | None = None) -> list[Any]:
+def build_graders(spec: GraderSpec, env: GraderEnv | None = None) -> list[Grader]:
     """The reward columns of a job: one grader, or a formula-less multi's sub-graders (named by their keys)."""
     if isinstance(spec, MultiGrader) and spec.calculate_output is None:
         out = []

@@ -13,9 +13,16 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from grpo_core.rewards.graders import GraderEnv, GraderResult
+from grpo_core.rewards.base import (
+    GraderEnv,
+    GraderResult,
+    InvalidVariable,
+    JudgeReplyError,
+    JudgeRequestError,
+    SampleError,
+)
 from grpo_core.rewards.schemas import ScoreModelGrader
-from grpo_core.rewards.templates import make_sample, render
+from grpo_core.rewards.templates import TemplateError, make_sample, render
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 # OpenAI's sampling_params names -> chat.completions parameters
@@ -66,12 +73,12 @@ class ScoreModel:
         headers = {"Authorization": f"Bearer {env.judge_api_key}"} if env.judge_api_key else {}
         self.client = httpx.Client(base_url=env.judge_url.rstrip("/"), headers=headers, timeout=env.judge_timeout)
 
-    def _one(self, text: str, row: dict[str, Any]) -> tuple[float, str | None]:
+    def _one(self, text: str, row: dict[str, Any]) -> tuple[float, SampleError | None]:
         sample = make_sample(text)
         try:
             messages = [{"role": m["role"], "content": render(m["content"], sample, row)} for m in self.spec.input]
-        except KeyError as exc:
-            return 0.0, f"{type(exc).__name__}: {exc}"  # TemplateError, as every grader reports it
+        except TemplateError as exc:
+            return 0.0, InvalidVariable(f"{type(exc).__name__}: {exc}")
         body: dict[str, Any] = {"model": self.spec.model, "messages": messages}
         body |= {_PARAMS[k]: v for k, v in self.spec.sampling_params.items() if k in _PARAMS}
         try:
@@ -79,10 +86,10 @@ class ScoreModel:
             resp.raise_for_status()
             reply = resp.json()["choices"][0]["message"]["content"] or ""
         except Exception as exc:  # network, HTTP status, malformed body: the judge's failure, not the sample's
-            return 0.0, f"judge request failed: {type(exc).__name__}: {exc}"
+            return 0.0, JudgeRequestError(f"judge request failed: {type(exc).__name__}: {exc}")
         found = _NUMBER.search(reply)
         if found is None:
-            return 0.0, f"judge reply has no number: {reply[:200]!r}"
+            return 0.0, JudgeReplyError(f"judge reply has no number: {reply[:200]!r}")
         lo, hi = self.spec.range
         return min(hi, max(lo, float(found.group()))), None
 

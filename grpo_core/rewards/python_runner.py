@@ -25,13 +25,15 @@ import os
 import threading
 import time
 import weakref
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from grpo_core.rewards.sandbox import canaries, launch
 from grpo_core.rewards.sandbox.limits import GraderError, SandboxLimits, SandboxUnavailable
 from grpo_core.rewards.sandbox.process import ProtocolError, SandboxDied, SandboxProcess, SandboxTimeout
 
 __all__ = [
+    "Batch",
     "GraderError",
     "PythonRunner",
     "SandboxLimits",
@@ -41,11 +43,20 @@ __all__ = [
 ]
 
 MAX_ERROR_CHARS = 2000
-_RECYCLE_ERRORS = ("MemoryError", "RecursionError")
 
 
-def _failed(n: int, error: str) -> list[dict[str, Any]]:
-    return [{"score": None, "error": error} for _ in range(n)]
+@dataclass(frozen=True)
+class Batch:
+    """One scored batch: ``{"score": float|None, "error": str|None}`` per item, and, when the whole batch failed
+    before the user's code could score it, why: ``load`` (the source does not import) or ``sandbox`` (the
+    sandbox was killed: a timeout, a crash, a malformed reply)."""
+
+    items: list[dict[str, Any]]
+    failure: Literal["load", "sandbox"] | None = None
+
+
+def _failed(n: int, error: str, failure: Literal["load", "sandbox"]) -> Batch:
+    return Batch([{"score": None, "error": error} for _ in range(n)], failure)
 
 
 class PythonRunner:
@@ -84,44 +95,43 @@ class PythonRunner:
 
     def score(self, samples: list[dict[str, Any]], items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One ``{"score": float|None, "error": str|None}`` per (sample, item); per-item failures never raise."""
+        return self.score_batch(samples, items).items
+
+    def score_batch(self, samples: list[dict[str, Any]], items: list[dict[str, Any]]) -> Batch:
+        """``score``, saying also whether the batch failed as a whole (see ``Batch``)."""
         if len(samples) != len(items):
             raise ValueError(f"{len(samples)} samples but {len(items)} items")
         n = len(samples)
         if n == 0:
-            return []
+            return Batch([])
         with self._lock:
             if self._closed:
                 raise GraderError("this PythonRunner is closed")
             proc = self._ensure()
             if proc is None:
-                return _failed(n, self._load_error or "grader source failed to load")
+                return _failed(n, self._load_error or "grader source failed to load", "load")
             timeout = self.limits.timeout_for(n)
             try:
                 reply = proc.request(
                     {"samples": samples, "items": items}, time.monotonic() + timeout, 65536 + n * 4 * MAX_ERROR_CHARS
                 )
-                results, cpu = self._parse(reply, n)
+                results, cpu, exhausted = self._parse(reply, n)
             except SandboxTimeout:
                 self._discard()
-                return _failed(n, f"timed out after {timeout:g} s: the sandbox was killed")
+                return _failed(n, f"timed out after {timeout:g} s: the sandbox was killed", "sandbox")
             except SandboxDied:
                 reason = proc.exit_reason()
                 tail = proc.stderr_tail(wait=0.5)
                 self._discard()
-                return _failed(
-                    n, f"the sandbox {reason} while scoring this batch" + (f"; stderr: {tail}" if tail else "")
-                )
+                why = f"the sandbox {reason} while scoring this batch" + (f"; stderr: {tail}" if tail else "")
+                return _failed(n, why, "sandbox")
             except ProtocolError as exc:
                 self._discard()
-                return _failed(n, f"the sandbox sent an invalid reply ({exc}): the sandbox was killed")
+                return _failed(n, f"the sandbox sent an invalid reply ({exc}): the sandbox was killed", "sandbox")
             self._batches += 1
-            if (
-                self._batches >= self.limits.recycle_after_batches
-                or cpu > self.limits.cpu_seconds / 2
-                or any(r["error"] and r["error"].startswith(_RECYCLE_ERRORS) for r in results)
-            ):
+            if self._batches >= self.limits.recycle_after_batches or cpu > self.limits.cpu_seconds / 2 or exhausted:
                 self._discard()
-            return results
+            return Batch(results)
 
     def close(self) -> None:
         """Kill the sandbox and delete its folders. Idempotent."""
@@ -202,7 +212,8 @@ class PythonRunner:
                 f"the {self.plan.tier} sandbox failed its start-up check (launched as uid {launched_as}): {boot!r}"
             )
 
-    def _parse(self, reply: Any, n: int) -> tuple[list[dict[str, Any]], float]:
+    def _parse(self, reply: Any, n: int) -> tuple[list[dict[str, Any]], float, bool]:
+        """(the items' results, the sandbox's CPU seconds so far, whether it asks to be replaced)."""
         if not isinstance(reply, dict) or not isinstance(reply.get("results"), list) or len(reply["results"]) != n:
             raise ProtocolError(f"expected {n} results")
         out: list[dict[str, Any]] = []
@@ -217,7 +228,8 @@ class PythonRunner:
             else:
                 raise ProtocolError(f"invalid score {score!r}"[:200])
         cpu = reply.get("cpu")
-        return out, float(cpu) if isinstance(cpu, int | float) and not isinstance(cpu, bool) else 0.0
+        cpu_seconds = float(cpu) if isinstance(cpu, int | float) and not isinstance(cpu, bool) else 0.0
+        return out, cpu_seconds, reply.get("recycle") is True
 
     def _discard(self) -> None:
         if self._proc is not None:

@@ -20,15 +20,6 @@ class TemplateError(KeyError):
         return str(self.args[0])
 
 
-def is_template_error(message: str) -> bool:
-    """Whether a grader's per-sample error message reports a template variable the sample/row lacks.
-
-    Graders report a failure as ``"<ExceptionType>: <message>"`` (grpo_core.rewards.graders.PerSample, the
-    judge), so the type name is the one thing to match; a multi grader prefixes the part's name.
-    """
-    return f"{TemplateError.__name__}: " in message
-
-
 def make_sample(text: str) -> dict[str, Any]:
     """The ``sample`` a grader sees: the completion text and, when it is JSON, its parsed value."""
     try:

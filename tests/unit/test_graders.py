@@ -13,6 +13,15 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from grpo_core.rewards.base import (
+    FormulaFailed,
+    GraderCodeError,
+    InvalidVariable,
+    JudgeReplyError,
+    JudgeRequestError,
+    PartErrors,
+    has_error,
+)
 from grpo_core.rewards.formula import FormulaError, evaluate_formula, parse_formula
 from grpo_core.rewards.graders import GraderEnv, build_grader, build_graders, extract_answer
 from grpo_core.rewards.judge import JudgeNotConfigured
@@ -45,7 +54,8 @@ def test_string_check_operations(op: str, text: str, expected: float) -> None:
 
 def test_a_missing_column_scores_zero_and_names_the_variable() -> None:
     res = build_grader(StringCheckGrader(reference="{{item.solution}}")).score(["x"], [{"answer": "1"}])
-    assert res.scores == [0.0] and "item.solution" in (res.errors[0] or "")
+    assert res.scores == [0.0] and isinstance(res.errors[0], InvalidVariable)
+    assert str(res.errors[0]) == "TemplateError: {{item.solution}} is not in the item"
 
 
 def test_templates_nested_paths_and_output_json() -> None:
@@ -205,6 +215,28 @@ def test_multi_with_formula_reports_sub_scores() -> None:
     assert res.sub_scores["email"] == [1.0, 0.0] and res.sub_scores["name"][0] == 1.0
 
 
+def test_multi_failures_are_typed_by_whose_they_are() -> None:
+    """A part's missing column and the formula's division by zero are both reported, each as its class, so the
+    pre-flight's flags read the class and never the message."""
+    spec = {
+        "type": "multi",
+        "graders": {
+            "a": {"type": "string_check", "input": "{{sample.output_text}}", "reference": "{{item.missing}}"},
+            "b": {"type": "regex", "pattern": "7"},
+        },
+        "calculate_output": "b / a",
+    }
+    res = score(spec, ["7", "x"], [{}, {}])
+    assert res.scores == [0.0, 0.0]
+    both, zero_by_zero = res.errors
+    assert isinstance(both, PartErrors) and has_error(both, InvalidVariable) and has_error(both, FormulaFailed)
+    assert str(both).startswith("a: TemplateError: {{item.missing}} is not in the item; calculate_output failed")
+    assert isinstance(zero_by_zero, PartErrors) and has_error(zero_by_zero, FormulaFailed)  # 0 / 0 after the error
+    assert not has_error(None, InvalidVariable)
+    formula_only = score({**spec, "graders": {**spec["graders"], "a": {"type": "regex", "pattern": "z"}}}, ["7"], [{}])
+    assert isinstance(formula_only.errors[0], FormulaFailed)
+
+
 def test_multi_without_formula_is_one_column_per_sub_grader() -> None:
     spec = SPEC.validate_python(
         {"type": "multi", "graders": {"fmt": {"type": "format"}, "num": {"type": "regex", "pattern": "7"}}}
@@ -264,7 +296,8 @@ def test_score_model_calls_the_configured_judge(judge_url: str) -> None:
     env = GraderEnv(judge_url=judge_url, judge_api_key="k3y")
     res = score(spec, ["abcde", "x" * 30, "refuse", "crash"], [{}] * 4, env)
     assert res.scores == [0.5, 1.0, 0.0, 0.0]  # clipped to the range; errors score 0
-    assert "no number" in (res.errors[2] or "") and "judge request failed" in (res.errors[3] or "")
+    assert isinstance(res.errors[2], JudgeReplyError) and "no number" in str(res.errors[2])
+    assert isinstance(res.errors[3], JudgeRequestError) and "judge request failed" in str(res.errors[3])
     sent = _Judge.seen[0]
     assert sent["auth"] == "Bearer k3y" and sent["body"]["model"] == "judge-1"
     assert sent["body"]["max_tokens"] == 8 and sent["body"]["seed"] == 3
@@ -278,7 +311,7 @@ def test_score_model_without_a_judge_is_a_clear_error() -> None:
 
 def test_non_finite_values_never_leave_a_grader() -> None:
     res = score({"type": "length", "target": 0, "scale": 1e-310}, ["a" * 10], [{}])  # -10/1e-310 = -inf
-    assert res.scores == [0.0] and math.isfinite(res.scores[0]) and res.errors[0]
+    assert res.scores == [0.0] and math.isfinite(res.scores[0]) and isinstance(res.errors[0], GraderCodeError)
 
 
 def test_cosine_similarity_uses_the_configured_embeddings(judge_url: str) -> None:
@@ -290,4 +323,4 @@ def test_cosine_similarity_uses_the_configured_embeddings(judge_url: str) -> Non
 
 def test_scores_outside_the_allowed_range_are_errors() -> None:
     res = score({"type": "length", "target": 0, "scale": 1e-3}, ["a" * 10_000], [{}])  # -1e7
-    assert res.scores == [0.0] and "outside the allowed range" in (res.errors[0] or "")
+    assert res.scores == [0.0] and "outside the allowed range" in str(res.errors[0])

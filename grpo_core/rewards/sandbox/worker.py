@@ -145,8 +145,11 @@ def _load(source_path: str) -> tuple[str, Callable[..., object]]:
     raise NameError("the source defines neither grade(sample, item) nor reward(prompt, completion, **row)")
 
 
-def _score(form: str, fn: Callable[..., object], samples: list, items: list) -> list:
+def _score(form: str, fn: Callable[..., object], samples: list, items: list) -> tuple[list, bool]:
+    """(one [score, error] per item, whether an item exhausted memory or the stack: the parent then replaces
+    this process, whose heap or interpreter state may be left damaged)."""
     results = []
+    exhausted = False
     for sample, item in zip(samples, items, strict=True):
         try:
             if form == "grade":
@@ -159,8 +162,9 @@ def _score(form: str, fn: Callable[..., object], samples: list, items: list) -> 
                 value = fn(prompt, sample.get("output_text", ""), **row)
             results.append(_check(form, value))
         except BaseException as exc:
+            exhausted = exhausted or isinstance(exc, MemoryError | RecursionError)
             results.append((None, _describe(exc)))
-    return results
+    return results, exhausted
 
 
 def main() -> None:
@@ -186,9 +190,9 @@ def main() -> None:
         req = _recv(proto_in)
         if req is None:
             return
-        results = _score(form, fn, req["samples"], req["items"])
+        results, exhausted = _score(form, fn, req["samples"], req["items"])
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        _send(proto_out, {"results": results, "cpu": usage.ru_utime + usage.ru_stime})
+        _send(proto_out, {"results": results, "cpu": usage.ru_utime + usage.ru_stime, "recycle": exhausted})
 
 
 if __name__ == "__main__":
