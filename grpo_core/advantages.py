@@ -19,16 +19,13 @@ means are not exact, and a residue divided by std + eps would otherwise push eve
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 from torch import Tensor
 
+from grpo_core.config import Estimator, Scale
+
 STD_EPS = 1e-4
 WHITEN_EPS = 1e-8
-
-Estimator = Literal["grpo", "rloo", "reinforce_pp_baseline"]
-Scale = Literal["group", "batch", "none"]
 
 
 def nanstd(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:

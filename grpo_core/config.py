@@ -17,7 +17,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from grpo_core.health import HealthConfig
 from grpo_core.presets import expand
 
+# The choices of the config, named once: the functions that implement them take these types too.
 Recipe = Literal["deepseekmath", "r1_zero", "dapo", "dr_grpo", "gspo", "gfpo", "rloo", "reinforce_pp"]
+Estimator = Literal["grpo", "rloo", "reinforce_pp_baseline"]  # grpo_core.advantages
+Scale = Literal["group", "batch", "none"]  # grpo_core.advantages
+RewardAggregation = Literal["sum_then_normalize", "normalize_then_sum"]  # grpo_core.rewards.combine
+LossAggregation = Literal["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm", "bnpo"]  # grpo_core.loss
+ImportanceSamplingLevel = Literal["token", "sequence"]  # grpo_core.loss
+KLEstimator = Literal["k1", "k2", "k3"]  # grpo_core.loss
+GFPOMetric = Literal["length", "reward_per_token"]  # grpo_core.sampling
+LRScheduler = Literal["constant", "linear", "cosine"]  # grpo_core.schedule
+RolloutEngineName = Literal["merged", "transformers", "vllm"]  # grpo_core.engines
+WeightSync = Literal["auto", "lora", "merged"]  # grpo_core.engines.vllm_engine
+Precision = Literal["fp32", "bf16"]
+ReasoningEffort = Literal["default", "low", "medium", "high"]
 
 _AUTO_FIELDS = {
     "n_epochs",
@@ -46,8 +59,10 @@ class LoraConfig(BaseModel):
     )
 
 
-class GRPOConfig(BaseModel):
-    """Hyperparameters of one GRPO run.
+class AlgorithmConfig(BaseModel):
+    """What GRPO computes: the objective, the advantages, the sampling distribution, the rewards' combination,
+    the optimizer and its schedule, the adapter. Two runs that agree on these fields (and the seed, data and
+    grader) train the same model, up to floating-point rounding, whatever their execution fields say.
 
     The objective (Shao et al., 2024, eq. 3) per prompt q with G sampled completions o_i:
         J = 1/G Σ_i 1/|o_i| Σ_t [ min(ρ_it Â_i, clip(ρ_it, 1-ε, 1+ε_high) Â_i) - β KL_k3(π_θ || π_ref)_it ]
@@ -69,18 +84,6 @@ class GRPOConfig(BaseModel):
         le=1000,
         description="OpenAI's knob: the optimizer runs at learning_rate × learning_rate_multiplier ('auto' = 1).",
     )
-    reasoning_effort: Literal["default", "low", "medium", "high"] = Field(
-        "default",
-        description="OpenAI's field, accepted for compatibility; no effect here (open base models have no effort "
-        "setting: bound reasoning with max_completion_tokens). A value other than 'default' gets a warn event.",
-    )
-    compute_multiplier: float = Field(
-        1.0,
-        gt=0,
-        le=1000,
-        description="OpenAI's field, accepted for compatibility; no effect here (exploration is set explicitly by "
-        "group_size and batch_size). A value other than 1 ('auto') gets a warn event.",
-    )
     beta: float = Field(
         0.04,
         ge=0,
@@ -94,21 +97,21 @@ class GRPOConfig(BaseModel):
     delta: float | None = Field(
         None, gt=1, le=100, description="Two-sided clip (TRL's delta): caps the unclipped ratio at delta."
     )
-    importance_sampling_level: Literal["token", "sequence"] = Field(
+    importance_sampling_level: ImportanceSamplingLevel = Field(
         "token", description="'sequence' uses GSPO's length-normalised sequence ratio (Zheng et al., 2025)."
     )
-    kl_estimator: Literal["k1", "k2", "k3"] = Field(
+    kl_estimator: KLEstimator = Field(
         "k3", description="Per-token KL estimate against the reference (Schulman, 2020); k3 as in GRPO."
     )
-    loss_aggregation: Literal["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm", "bnpo"] = Field(
+    loss_aggregation: LossAggregation = Field(
         "seq_mean_token_mean",
         description="GRPO's per-sequence mean; DAPO's token mean over the step; Dr. GRPO's sum / (B·max tokens); "
         "BNPO's per-micro-batch token mean.",
     )
-    advantage_estimator: Literal["grpo", "rloo", "reinforce_pp_baseline"] = Field(
+    advantage_estimator: Estimator = Field(
         "grpo", description="Group baseline (GRPO), leave-one-out (RLOO) or REINFORCE++-baseline."
     )
-    scale_rewards: Literal["group", "batch", "none"] = Field(
+    scale_rewards: Scale = Field(
         "group",
         description="Divide advantages by the group's reward std (GRPO), the batch's (Lite-PPO), or not "
         "at all (Dr. GRPO).",
@@ -153,35 +156,16 @@ class GRPOConfig(BaseModel):
         description="GFPO (Shrivastava et al., 2025): sample this many completions per prompt and keep the "
         "group_size best by gfpo_metric; advantages are computed over the kept ones.",
     )
-    gfpo_metric: Literal["length", "reward_per_token"] = Field(
+    gfpo_metric: GFPOMetric = Field(
         "length", description="GFPO's filter: keep the shortest completions, or the highest reward per token."
     )
     reward_weights: list[float] | None = Field(
         None, description="One weight per grader (TRL's reward_weights); default 1 each."
     )
-    reward_aggregation: Literal["sum_then_normalize", "normalize_then_sum"] = Field(
+    reward_aggregation: RewardAggregation = Field(
         "sum_then_normalize",
         description="Weighted sum then advantages (GRPO), or per-grader group normalisation then a weighted "
         "sum whitened over the batch (GDPO).",
-    )
-    max_grader_error_rate: float = Field(
-        0.8,
-        ge=0,
-        le=1,
-        description="Fail the job when a grader errors (raises, times out, returns a non-number) on more than this "
-        "share of a step's completions; below it an error scores 0 and is counted in the metrics.",
-    )
-    rollout_engine: Literal["merged", "transformers", "vllm"] = Field(
-        "merged",
-        description="Who samples: merged = a copy of the policy with the adapter folded into its weights, in the "
-        "sampling precision, with a lean decode loop (fastest in-process; costs the adapted layers' weights "
-        "once more); transformers = the trainer's own model through generate() (no copy, exact log-probs); "
-        "vllm = a vLLM engine (optional extra).",
-    )
-    vllm_weight_sync: Literal["auto", "lora", "merged"] = Field(
-        "auto",
-        description="How the vLLM engine gets each step's policy: LoRA hot swap (fast on GPU), merged weights "
-        "(fast on vLLM's CPU build, whose LoRA kernels are slow), or auto (merged on CPU, LoRA elsewhere).",
     )
     tis_cap: float | None = Field(
         2.0,
@@ -199,7 +183,7 @@ class GRPOConfig(BaseModel):
         1.0, gt=0, le=2.0, description="Sampling temperature; also divides the logits when scoring log-probs."
     )
     top_p: float = Field(1.0, gt=0, le=1.0, description="Nucleus sampling.")
-    lr_scheduler: Literal["constant", "linear", "cosine"] = Field(
+    lr_scheduler: LRScheduler = Field(
         "constant", description="Learning-rate decay after warmup (over steps × num_iterations updates)."
     )
     warmup_ratio: float = Field(0.0, ge=0, le=0.5, description="Share of the updates spent warming up linearly.")
@@ -212,12 +196,47 @@ class GRPOConfig(BaseModel):
     )
     weight_decay: float = Field(0.0, ge=0, le=1.0, description="AdamW weight decay.")
     max_grad_norm: float = Field(1.0, gt=0, le=1e6, description="Gradient clipping by global norm.")
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+
+
+class ExecutionConfig(BaseModel):
+    """How and where the run is carried out: which engine samples, in which precision, in what micro-batches.
+    None of these changes what is optimized (bf16 changes the rounding: see ``precision``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rollout_engine: RolloutEngineName = Field(
+        "merged",
+        description="Who samples: merged = a copy of the policy with the adapter folded into its weights, in the "
+        "sampling precision, with a lean decode loop (fastest in-process; costs the adapted layers' weights "
+        "once more); transformers = the trainer's own model through generate() (no copy, exact log-probs); "
+        "vllm = a vLLM engine (optional extra).",
+    )
+    vllm_weight_sync: WeightSync = Field(
+        "auto",
+        description="How the vLLM engine gets each step's policy: LoRA hot swap (fast on GPU), merged weights "
+        "(fast on vLLM's CPU build, whose LoRA kernels are slow), or auto (merged on CPU, LoRA elsewhere).",
+    )
+    precision: Precision = Field(
+        "fp32",
+        description="bf16: base weights stored in bf16, LoRA weights and optimizer in fp32, forward/backward under "
+        "bf16 autocast, a bf16 sampler (fast where the hardware has bf16 matmuls: AMX CPUs, recent GPUs); fp32 "
+        "is exact.",
+    )
     micro_batch_size: int = Field(
         8,
         ge=1,
         le=4096,
         description="Sequences per forward/backward; the gradient equals the full-batch one.",
     )
+
+
+class MonitoringConfig(BaseModel):
+    """What the run reports and keeps on the way: validation, checkpoints, logged rollouts, health warnings,
+    and when a grader's errors fail the job."""
+
+    model_config = ConfigDict(extra="forbid")
+
     eval_interval: int = Field(
         0,
         ge=0,
@@ -230,17 +249,47 @@ class GRPOConfig(BaseModel):
     checkpoint_interval: int = Field(
         0, ge=0, le=1_000_000, description="Save and upload the adapter every N steps; 0 = only at the end."
     )
-    lora: LoraConfig = Field(default_factory=LoraConfig)
-    health: HealthConfig = Field(default_factory=HealthConfig, description="Thresholds of the health warnings.")
-    precision: Literal["fp32", "bf16"] = Field(
-        "fp32",
-        description="bf16: base weights stored in bf16, LoRA weights and optimizer in fp32, forward/backward under "
-        "bf16 autocast, a bf16 sampler (fast where the hardware has bf16 matmuls: AMX CPUs, recent GPUs); fp32 "
-        "is exact.",
-    )
     sample_log_count: int = Field(
         4, ge=0, le=256, description="Rollouts per step kept in the metrics event for inspection."
     )
+    health: HealthConfig = Field(default_factory=HealthConfig, description="Thresholds of the health warnings.")
+    max_grader_error_rate: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="Fail the job when a grader errors (raises, times out, returns a non-number) on more than this "
+        "share of a step's completions; below it an error scores 0 and is counted in the metrics.",
+    )
+
+
+class OpenAICompatFields(BaseModel):
+    """OpenAI's reinforcement hyperparameters that have no meaning for GRPO on open models: accepted so an OpenAI
+    RFT job body runs unchanged, and a value other than the default gets a warn event (api.services.openai_compat).
+    ``learning_rate_multiplier`` does act and is an algorithm field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reasoning_effort: ReasoningEffort = Field(
+        "default",
+        description="OpenAI's field, accepted for compatibility; no effect here (open base models have no effort "
+        "setting: bound reasoning with max_completion_tokens). A value other than 'default' gets a warn event.",
+    )
+    compute_multiplier: float = Field(
+        1.0,
+        gt=0,
+        le=1000,
+        description="OpenAI's field, accepted for compatibility; no effect here (exploration is set explicitly by "
+        "group_size and batch_size). A value other than 1 ('auto') gets a warn event.",
+    )
+
+
+class GRPOConfig(AlgorithmConfig, ExecutionConfig, MonitoringConfig, OpenAICompatFields):
+    """Hyperparameters of one GRPO run: one flat JSON object (the job's ``hyperparameters``), whose fields are
+    grouped in code by what they are: ``AlgorithmConfig`` (what is computed), ``ExecutionConfig`` (how it runs),
+    ``MonitoringConfig`` (what is reported and kept), ``OpenAICompatFields`` (accepted, no effect).
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="before")
     @classmethod
@@ -309,3 +358,7 @@ def apply_caps(cfg: GRPOConfig, caps: dict[str, int | None]) -> tuple[GRPOConfig
     values.pop("recipe", None)  # already expanded; re-expanding would not override the capped values anyway
     capped = GRPOConfig.model_validate(values)
     return capped.model_copy(update={"recipe": cfg.recipe}), messages
+
+
+EXECUTION_FIELDS = frozenset(ExecutionConfig.model_fields)
+ALGORITHM_FIELDS = frozenset(AlgorithmConfig.model_fields)

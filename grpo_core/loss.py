@@ -27,12 +27,11 @@ policy gradient; the loss value is then ≈ β·KL, as TRL documents. The functi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import Tensor
 
-Aggregation = Literal["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm", "bnpo"]
+from grpo_core.config import ImportanceSamplingLevel, KLEstimator, LossAggregation
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ class LossOutputs:
     metrics: dict[str, float]  # sums over this micro-batch's tokens/sequences, to be reduced by the caller
 
 
-def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
+def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: KLEstimator = "k3") -> Tensor:
     """Per-token estimate of KL(π_θ || π_ref) from the sampled token only."""
     d = ref_logp - logp
     if estimator == "k3":
@@ -99,10 +98,10 @@ def policy_loss(
     beta: float,
     n_sequences: int | None = None,
     step: StepSize | None = None,
-    aggregation: Aggregation = "seq_mean_token_mean",
-    level: Literal["token", "sequence"] = "token",
+    aggregation: LossAggregation = "seq_mean_token_mean",
+    level: ImportanceSamplingLevel = "token",
     delta: float | None = None,
-    kl_estimator: str = "k3",
+    kl_estimator: KLEstimator = "k3",
     entropy_coef: float = 0.0,
     top_entropy_quantile: float = 1.0,
 ) -> LossOutputs:

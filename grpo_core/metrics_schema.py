@@ -10,9 +10,11 @@ Fields that count tokens count completion tokens up to and including EOS. Rates 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+Level = Literal["info", "warn", "error"]  # of an event: a message of the run, or a step's metrics
 
 
 class GraderMetrics(BaseModel):

@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -34,13 +34,11 @@ from grpo_core.evaluate import evaluate_rewards
 from grpo_core.health import HealthMonitor
 from grpo_core.lora_fused import fuse_lora
 from grpo_core.metrics import step_metrics
-from grpo_core.metrics_schema import StepMetrics
+from grpo_core.metrics_schema import Level, StepMetrics
 from grpo_core.rewards.graders import Grader
 from grpo_core.sampling import PromptCursor, collect_batch
 from grpo_core.schedule import make_scheduler
 from grpo_core.update import old_logprobs, policy_update
-
-Level = Literal["info", "warn", "error"]
 
 
 class Callbacks(Protocol):

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, Tag
 
-from grpo_core.metrics_schema import CheckpointMetrics, StepMetrics
+from grpo_core.metrics_schema import CheckpointMetrics, Level, StepMetrics
 
 PREFIX = "/internal/jobs"
 CLAIM = "/{job_id}/claim"
@@ -28,7 +28,6 @@ def url(path: str, job_id: str) -> str:
 
 # The worker stops at the next step boundary when an answer carries one of these; None: carry on.
 Stop = Literal["cancel", "pause"]
-Level = Literal["info", "warn", "error"]
 
 
 class ClaimRequest(BaseModel):

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grpo_core.checkpoint import ADAPTER_FILES
-from grpo_core.metrics_schema import StepMetrics
-from grpo_core.trainer import Level
+from grpo_core.metrics_schema import Level, StepMetrics
 from runtime import internal as api
 from runtime.keys import checkpoint_keys
 

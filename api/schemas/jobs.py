@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from grpo_core.config import GRPOConfig
-from grpo_core.metrics_schema import CheckpointMetrics, Sample, StepMetrics
+from grpo_core.metrics_schema import CheckpointMetrics, Level, Sample, StepMetrics
 from grpo_core.rewards.schemas import GraderSpec
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class JobEvent(BaseModel):
     object: Literal["fine_tuning.job.event"] = "fine_tuning.job.event"
     id: str
     created_at: int
-    level: Literal["info", "warn", "error"]
+    level: Level
     message: str
     type: Literal["message", "metrics"]
     data: StepMetrics | None = Field(None, description="A metrics event's step metrics; null for a message.")

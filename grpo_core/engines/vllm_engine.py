@@ -42,8 +42,9 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any
 
+from grpo_core.config import WeightSync
 from grpo_core.rollout import Rollout, eos_ids, pack_rollout
 
 # Ranks vLLM accepts for ``max_lora_rank`` (vllm.config.lora.MaxLoRARanks).
@@ -119,7 +120,7 @@ class VLLMEngine:
         max_model_len: int | None = None,
         max_lora_rank: int = 16,
         seed: int = 0,
-        sync: Literal["auto", "lora", "merged"] = "auto",
+        sync: WeightSync = "auto",
         kv_cache_gib: float = 1.0,
         enforce_eager: bool = True,
         llm_kwargs: dict[str, Any] | None = None,

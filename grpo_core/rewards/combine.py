@@ -21,15 +21,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from grpo_core.advantages import STD_EPS, Estimator, Scale, compute_advantages, nanstd
+from grpo_core.advantages import STD_EPS, compute_advantages, nanstd
+from grpo_core.config import Estimator, RewardAggregation, Scale
 from grpo_core.rewards.graders import Grader
-
-Aggregation = Literal["sum_then_normalize", "normalize_then_sum"]
 
 
 @dataclass
@@ -74,7 +73,7 @@ def combined_advantages(
     weights: Sequence[float],
     group_size: int,
     *,
-    aggregation: Aggregation = "sum_then_normalize",
+    aggregation: RewardAggregation = "sum_then_normalize",
     estimator: Estimator = "grpo",
     scale: Scale = "group",
 ) -> Tensor:

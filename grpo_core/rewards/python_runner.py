@@ -45,6 +45,9 @@ __all__ = [
 MAX_ERROR_CHARS = 2000
 
 
+BatchFailure = Literal["load", "sandbox"]
+
+
 @dataclass(frozen=True)
 class Batch:
     """One scored batch: ``{"score": float|None, "error": str|None}`` per item, and, when the whole batch failed
@@ -52,10 +55,10 @@ class Batch:
     sandbox was killed: a timeout, a crash, a malformed reply)."""
 
     items: list[dict[str, Any]]
-    failure: Literal["load", "sandbox"] | None = None
+    failure: BatchFailure | None = None
 
 
-def _failed(n: int, error: str, failure: Literal["load", "sandbox"]) -> Batch:
+def _failed(n: int, error: str, failure: BatchFailure) -> Batch:
     return Batch([{"score": None, "error": error} for _ in range(n)], failure)
 
 

@@ -33,11 +33,9 @@ T = TypeVar("T", bound="GRPOConfig")
 
 @_attrs_define
 class GRPOConfig:
-    """Hyperparameters of one GRPO run.
-
-    The objective (Shao et al., 2024, eq. 3) per prompt q with G sampled completions o_i:
-        J = 1/G Σ_i 1/|o_i| Σ_t [ min(ρ_it Â_i, clip(ρ_it, 1-ε, 1+ε_high) Â_i) - β KL_k3(π_θ || π_ref)_it ]
-    with ρ = π_θ/π_old per token and Â_i = (r_i - mean_g r) / (std_g r + 1e-4).
+    """Hyperparameters of one GRPO run: one flat JSON object (the job's ``hyperparameters``), whose fields are
+    grouped in code by what they are: ``AlgorithmConfig`` (what is computed), ``ExecutionConfig`` (how it runs),
+    ``MonitoringConfig`` (what is reported and kept), ``OpenAICompatFields`` (accepted, no effect).
 
         Attributes:
             advantage_estimator (GRPOConfigAdvantageEstimator | Unset): Group baseline (GRPO), leave-one-out (RLOO) or
