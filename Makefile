@@ -6,8 +6,8 @@ BIN    := $(VENV)/bin
 # the existing virtualenv.
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile clients/python/setup.py | sha1sum | cut -c1-10)
 
-.PHONY: install test test-unit test-integration test-browser lint services sandbox browser dashboard demo bench clean openapi \
-	check-openapi
+.PHONY: install test test-unit test-integration test-browser lint typecheck services sandbox browser dashboard demo bench \
+	clean openapi check-openapi
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy: strict on grpo_core and runtime, the default checks on api, worker and rft_cli ([tool.mypy] in pyproject.toml).
+typecheck: install
+	$(BIN)/mypy
+
 services:
 	bash scripts/services.sh
 
@@ -61,7 +65,7 @@ test-integration: install services sandbox
 test-browser: install services sandbox browser
 	$(BIN)/python -m pytest -q tests/browser
 
-test: install services sandbox browser lint check-openapi
+test: install services sandbox browser lint typecheck check-openapi
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # openapi.json and the generated client (clients/python) from api.main:create_app() (scripts/openapi.py);

@@ -98,8 +98,8 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errs = jsonable_encoder(exc.errors())
-        first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
+        errs: list[dict[str, Any]] = jsonable_encoder(exc.errors())
+        first: dict[str, Any] = errs[0] if errs else {"loc": (), "msg": "invalid request"}
         if first.get("type") == "json_invalid":
             ctx = first.get("ctx", {}).get("error", "")
             return error_json(

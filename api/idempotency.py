@@ -13,7 +13,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Annotated, Any, BinaryIO, TypeVar
+from typing import Annotated, Any, BinaryIO, TypeVar, cast
 
 from fastapi import Depends, Header, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
@@ -172,9 +172,8 @@ def idempotent(
                 meaning=None if meaning is None else meaning(**kwargs),
             )
 
-        route.__signature__ = signature.replace(  # type: ignore[attr-defined]
-            parameters=[*signature.parameters.values(), extra]
-        )
-        return route  # type: ignore[return-value]
+        wrapper: Any = route  # what inspect.signature, and so FastAPI, reads
+        wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), extra])
+        return cast(Endpoint, wrapper)
 
     return wrap

@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select, text
+from starlette.types import Message, Receive, Scope, Send
 
 from api.db.models import Job
 from api.settings import ApiSettings
@@ -137,7 +138,7 @@ class ObserveMiddleware:
     def __init__(self, app: Any, *, limiter: RateLimiter | None, latency: Histogram, limit: int) -> None:
         self.app, self.limiter, self.latency, self.limit = app, limiter, latency, limit
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -147,7 +148,7 @@ class ObserveMiddleware:
         start = time.perf_counter()
         status = 500
 
-        async def send_with_id(message: dict[str, Any]) -> None:
+        async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -188,7 +189,7 @@ def install(app: FastAPI, settings: ApiSettings) -> None:
         "rft_grpo_steps", "GRPO steps recorded (metrics events accepted from workers)", registry=registry
     )
     latency = Histogram("rft_http_request_seconds", "Request latency", ["method", "route", "status"], registry=registry)
-    registry.register(_StateCollector(app))  # type: ignore[arg-type]
+    registry.register(_StateCollector(app))
     limiter = RateLimiter(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
 
     app.add_middleware(ObserveMiddleware, limiter=limiter, latency=latency, limit=settings.rate_limit_per_minute)

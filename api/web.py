@@ -12,6 +12,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.types import Scope
 
 DIST = Path(__file__).resolve().parent / "dashboard" / "dist"
 
@@ -29,7 +30,7 @@ _SECURITY = {
 
 
 class _Assets(StaticFiles):
-    async def get_response(self, path: str, scope) -> Response:  # type: ignore[no-untyped-def]
+    async def get_response(self, path: str, scope: Scope) -> Response:
         response = await super().get_response(path, scope)
         response.headers.update(_NO_CACHE | _SECURITY)  # index.html is reachable here too
         return response

@@ -98,7 +98,7 @@ def read_manifest(ckpt_dir: Path) -> dict[str, Any]:
     path = ckpt_dir / MANIFEST
     if not path.is_file():
         raise CheckpointError(f"{ckpt_dir} has no {MANIFEST}: the save did not complete")
-    manifest = json.loads(path.read_text())
+    manifest: dict[str, Any] = json.loads(path.read_text())
     if manifest.get("format") != FORMAT:
         raise CheckpointError(f"checkpoint format {manifest.get('format')!r} is not {FORMAT}")
     for name, digest in manifest["files"].items():
@@ -113,7 +113,7 @@ def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path
     from safetensors.torch import load_file
 
     manifest = read_manifest(ckpt_dir)
-    result = set_peft_model_state_dict(model, load_file(str(ckpt_dir / "adapter_model.safetensors")))
+    result: Any = set_peft_model_state_dict(model, load_file(str(ckpt_dir / "adapter_model.safetensors")))
     if result.unexpected_keys:
         raise CheckpointError(f"checkpoint does not fit this adapter: unexpected {result.unexpected_keys[:3]}")
     # Our own file, verified by its hash above: it holds Python RNG state, which needs full unpickling.

@@ -52,18 +52,18 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def prompt_text(row: dict[str, Any], tokenizer) -> str:
-    """The exact text fed to the model for ``row``."""
+def prompt_text(row: dict[str, Any], tokenizer: Any) -> str:
+    """The exact text fed to the model for ``row`` (rows are checked at upload: ``prompt`` is a string,
+    ``messages`` a list of role/content turns)."""
     has_template = getattr(tokenizer, "chat_template", None) is not None
     if "messages" in row:
         if not has_template:
             return "\n".join(f"{m['role']}: {m['content']}" for m in row["messages"]) + "\nassistant:"
-        return tokenizer.apply_chat_template(row["messages"], tokenize=False, add_generation_prompt=True)
+        return str(tokenizer.apply_chat_template(row["messages"], tokenize=False, add_generation_prompt=True))
     if has_template:
-        return tokenizer.apply_chat_template(
-            [{"role": "user", "content": row["prompt"]}], tokenize=False, add_generation_prompt=True
-        )
-    return row["prompt"]
+        turn = [{"role": "user", "content": row["prompt"]}]
+        return str(tokenizer.apply_chat_template(turn, tokenize=False, add_generation_prompt=True))
+    return str(row["prompt"])
 
 
 def batches(n_rows: int, batch_size: int, seed: int, start_step: int = 0) -> Iterator[list[int]]:

@@ -14,8 +14,8 @@ import torch
 
 from grpo_core.data import prompt_text
 from grpo_core.engines.hf import sample
+from grpo_core.rewards.base import Grader
 from grpo_core.rewards.combine import score_samples, weighted_total
-from grpo_core.rewards.graders import Grader
 
 
 def evaluate_rewards(

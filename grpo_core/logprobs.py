@@ -9,7 +9,8 @@ so the ratio and KL must use the same distribution — and the log-prob of each 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, overload
 
 import torch
 from torch import Tensor
@@ -25,7 +26,7 @@ class TokenLogProb(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, logits: Tensor, index: Tensor) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, logits: Tensor, index: Tensor) -> Tensor:
         out = torch.empty(index.shape, dtype=torch.float32, device=logits.device)
         lse = torch.empty(index.shape, dtype=torch.float32, device=logits.device)
         for i in range(logits.shape[0]):
@@ -36,7 +37,7 @@ class TokenLogProb(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         logits, index, lse = ctx.saved_tensors
         grad_logits = torch.empty_like(logits)
         for i in range(logits.shape[0]):
@@ -47,6 +48,10 @@ class TokenLogProb(torch.autograd.Function):
         return grad_logits, None
 
 
+# torch.autograd.Function.apply is untyped; this is its signature for TokenLogProb
+_token_logprob: Callable[[Tensor, Tensor], Tensor] = TokenLogProb.apply
+
+
 def logprobs_and_entropy(
     logits: Tensor, index: Tensor, *, entropy_grad: bool | None = False
 ) -> tuple[Tensor, Tensor | None]:
@@ -55,7 +60,7 @@ def logprobs_and_entropy(
     ``entropy_grad=None`` skips the entropy; ``False`` computes it without gradient (a metric); ``True`` keeps
     its gradient (for an entropy bonus).
     """
-    logp = TokenLogProb.apply(logits, index)
+    logp = _token_logprob(logits, index)
     if entropy_grad is None:
         return logp, None
     ents = []
@@ -91,7 +96,7 @@ def shared_prefixes(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Te
     return first, inverse
 
 
-def prefill_cache(model: torch.nn.Module, ids: Tensor, mask: Tensor, cache: object) -> None:
+def prefill_cache(model: Any, ids: Tensor, mask: Tensor, cache: object) -> None:
     """Run every token but the last of the left-padded ``ids`` into ``cache``: one forward, logits for one position
     only, positions counted from the mask so padding never shifts RoPE. The last token is left for the caller's
     next forward, which then yields the first prediction. Shared by the update's shared prefix
@@ -107,9 +112,7 @@ def prefill_cache(model: torch.nn.Module, ids: Tensor, mask: Tensor, cache: obje
     )
 
 
-def _prefix_cache(
-    model: torch.nn.Module, prompt_ids: Tensor, prompt_mask: Tensor, groups: tuple[Tensor, Tensor]
-) -> object | None:
+def _prefix_cache(model: Any, prompt_ids: Tensor, prompt_mask: Tensor, groups: tuple[Tensor, Tensor]) -> object | None:
     """KV cache of every prompt token but the last, one forward per distinct prompt, indexed out to all rows; None
     (the caller runs the plain path) for a model whose cache cannot be built or indexed this way."""
     from transformers import DynamicCache
@@ -124,8 +127,36 @@ def _prefix_cache(
     return cache
 
 
+@overload
 def completion_logprobs(
-    model: torch.nn.Module,
+    model: Any,
+    prompt_ids: Tensor,
+    prompt_mask: Tensor,
+    completion_ids: Tensor,
+    completion_mask: Tensor,
+    *,
+    temperature: float,
+    entropy_grad: None = None,
+    share_prefix: bool = True,
+) -> Tensor: ...
+
+
+@overload
+def completion_logprobs(
+    model: Any,
+    prompt_ids: Tensor,
+    prompt_mask: Tensor,
+    completion_ids: Tensor,
+    completion_mask: Tensor,
+    *,
+    temperature: float,
+    entropy_grad: bool,
+    share_prefix: bool = True,
+) -> tuple[Tensor, Tensor]: ...
+
+
+def completion_logprobs(
+    model: Any,  # a transformers causal LM, or its peft wrapper
     prompt_ids: Tensor,  # (B, P)
     prompt_mask: Tensor,  # (B, P)
     completion_ids: Tensor,  # (B, C)

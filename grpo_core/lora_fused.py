@@ -22,7 +22,8 @@ forward, as do merged weights; a disabled adapter (the reference pass) calls the
 from __future__ import annotations
 
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -31,7 +32,7 @@ from torch import Tensor
 
 class LoRALinearFn(torch.autograd.Function):
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         x: Tensor,
         weight: Tensor,
@@ -52,7 +53,7 @@ class LoRALinearFn(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
         xc, u, w, a, b = ctx.saved_tensors
         s = ctx.scaling
         g = grad_out.to(w.dtype)
@@ -65,6 +66,10 @@ class LoRALinearFn(torch.autograd.Function):
         grad_a = (gu.reshape(-1, gu.shape[-1]).t() @ x2).mul_(s).to(ctx.param_dtypes[0])
         grad_a = grad_a if ctx.needs_input_grad[3] else None
         return grad_x, None, None, grad_a, grad_b, None, None
+
+
+# torch.autograd.Function.apply is untyped; this is its signature for LoRALinearFn
+_lora_linear: Callable[..., Tensor] = LoRALinearFn.apply
 
 
 def _fusable(module: Any) -> bool:
@@ -83,19 +88,19 @@ def _fusable(module: Any) -> bool:
 
 def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if args or kwargs or self.merged:  # anything unusual: peft's own path
-        return self._peft_forward(x, *args, **kwargs)
+        return cast(Tensor, self._peft_forward(x, *args, **kwargs))
     if self.disable_adapters:  # the reference pass: the base layer alone, without peft's per-call checks
-        return self.base_layer(x)
+        return cast(Tensor, self.base_layer(x))
     name = self.active_adapters[0] if len(self.active_adapters) == 1 else None
     dropout = self.lora_dropout[name] if name in self.lora_dropout else None  # noqa: SIM401 (ModuleDict: no .get)
     if name not in self.lora_A or (
         dropout is not None and not isinstance(dropout, torch.nn.Identity) and dropout.training
     ):
-        return self._peft_forward(x, *args, **kwargs)
+        return cast(Tensor, self._peft_forward(x, *args, **kwargs))
     device = x.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else self.base_layer.weight.dtype
     with torch.autocast(device, enabled=False):  # the casts are explicit inside the function
-        return LoRALinearFn.apply(
+        return _lora_linear(
             x,
             self.base_layer.weight,
             self.base_layer.bias,
@@ -111,7 +116,8 @@ def fuse_lora(model: torch.nn.Module) -> int:
     n = 0
     for module in model.modules():
         if _fusable(module) and not hasattr(module, "_peft_forward"):
-            module._peft_forward = module.forward
-            module.forward = types.MethodType(_fused_forward, module)
+            wrapped: Any = module  # a peft LoraLayer: its forward is replaced, the original kept for the rare paths
+            wrapped._peft_forward = module.forward
+            wrapped.forward = types.MethodType(_fused_forward, module)
             n += 1
     return n

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 SMOLLM2_ID = "SmolLM2-135M-Instruct"
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -55,7 +56,8 @@ def prepare_smollm2(catalog_dir: Path) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_name, dtype=torch.float32)
     config = AutoConfig.for_model(**{k: v for k, v in loaded.config.to_dict().items() if k != "quantization_config"})
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    auto: Any = AutoModelForCausalLM  # transformers' auto classes are untyped
+    plain = auto.from_config(config, dtype=torch.float32)
     missing, unexpected = plain.load_state_dict(loaded.state_dict(), strict=False)
     if unexpected or [k for k in missing if "lm_head" not in k]:
         raise RuntimeError(f"GGUF conversion mismatch: missing={missing} unexpected={unexpected}")

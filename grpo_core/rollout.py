@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -55,8 +56,9 @@ def concat_rollouts(parts: list[Rollout]) -> Rollout:
     p_w = max(r.prompt_ids.shape[1] for r in parts)
     c_w = max(r.completion_ids.shape[1] for r in parts)
     logp = None
-    if all(r.sampling_logp is not None for r in parts):
-        logp = torch.cat([_pad_to(r.sampling_logp, c_w, False) for r in parts])  # type: ignore[arg-type]
+    engine_logps = [r.sampling_logp for r in parts if r.sampling_logp is not None]
+    if len(engine_logps) == len(parts):
+        logp = torch.cat([_pad_to(x, c_w, False) for x in engine_logps])
     return Rollout(
         torch.cat([_pad_to(r.prompt_ids, p_w, True) for r in parts]),
         torch.cat([_pad_to(r.prompt_mask, p_w, True) for r in parts]),
@@ -68,7 +70,7 @@ def concat_rollouts(parts: list[Rollout]) -> Rollout:
     )
 
 
-def eos_ids(model: torch.nn.Module, tokenizer) -> list[int]:
+def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     """Every id that ends a completion: the generation config's EOS ids plus the tokenizer's."""
     ids: set[int] = set()
     gen = getattr(model, "generation_config", None)

@@ -31,8 +31,8 @@ from grpo_core.config import GRPOConfig
 from grpo_core.data import batches
 from grpo_core.engines.base import RolloutEngine
 from grpo_core.errors import GraderFailed, UserError
+from grpo_core.rewards.base import Grader
 from grpo_core.rewards.combine import combined_advantages, score_samples, weighted_total
-from grpo_core.rewards.graders import Grader
 from grpo_core.rollout import Rollout, concat_rollouts
 from grpo_core.shaping import soft_overlong_penalty
 

@@ -27,7 +27,9 @@ def lr_factor(update: int, *, kind: str, warmup: int, total: int) -> float:
     raise ValueError(f"unknown lr_scheduler {kind!r}")
 
 
-def make_scheduler(optimizer: torch.optim.Optimizer, cfg: GRPOConfig, total_updates: int):  # type: ignore[no-untyped-def]
+def make_scheduler(
+    optimizer: torch.optim.Optimizer, cfg: GRPOConfig, total_updates: int
+) -> torch.optim.lr_scheduler.LambdaLR:
     warmup = round(cfg.warmup_ratio * total_updates)
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda u: lr_factor(u, kind=cfg.lr_scheduler, warmup=warmup, total=total_updates)

@@ -35,7 +35,7 @@ from grpo_core.health import HealthMonitor
 from grpo_core.lora_fused import fuse_lora
 from grpo_core.metrics import step_metrics
 from grpo_core.metrics_schema import Level, StepMetrics
-from grpo_core.rewards.graders import Grader
+from grpo_core.rewards.base import Grader
 from grpo_core.sampling import PromptCursor, collect_batch
 from grpo_core.schedule import make_scheduler
 from grpo_core.update import old_logprobs, policy_update
@@ -78,12 +78,12 @@ def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool
     # bf16: the frozen base weights are stored in bf16 (half the memory, and autocast need not cast them on every
     # call); peft keeps the adapter in fp32 (autocast_adapter_dtype), so the optimizer state and updates are fp32.
     dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float32
-    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+    base: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
     base.eval()
     torch.manual_seed(seed)
     lora = LoraConfig(
         r=cfg.lora.rank,
-        lora_alpha=cfg.lora.alpha,
+        lora_alpha=cfg.lora.alpha,  # type: ignore[arg-type]  # peft annotates int; it scales by alpha / r
         lora_dropout=cfg.lora.dropout,
         target_modules=cfg.lora.target_modules,
         task_type="CAUSAL_LM",
@@ -173,7 +173,7 @@ def train(
                 rows=rows,
                 sums=sums,
                 grad_norm=grad_norm,
-                lr=scheduler.get_last_lr()[0],
+                lr=float(scheduler.get_last_lr()[0]),
                 times=(t0, t1, t2),
             )
             best = False

@@ -29,7 +29,7 @@ def _attention_kernels(device: str) -> Any:
 
 def _device(model: Any) -> str:
     """Autocast device type of the model's weights (cpu or cuda): bf16 autocast works on both."""
-    return next(model.parameters()).device.type
+    return str(next(model.parameters()).device.type)
 
 
 def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -130,7 +130,7 @@ def policy_update(
             entropy_coef=cfg.entropy_coef,
             top_entropy_quantile=cfg.top_entropy_quantile,
         )
-        out.loss.backward()
+        torch.autograd.backward(out.loss)
         sums["loss"] += float(out.loss.detach())
         sums["updated_tokens"] += out.metrics["tokens"]
         for k in ("clipped_tokens", "clipped_low_tokens", "clipped_high_tokens", "kl_sum", "entropy_sum"):

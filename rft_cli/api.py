@@ -68,9 +68,9 @@ class Config:
     base_url: str = DEFAULT_BASE_URL
     api_key: str | None = None
     timeout: float = 60.0
-    _client: Client | None = field(default=None, repr=False)
+    _client: Client | AuthenticatedClient | None = field(default=None, repr=False)
 
-    def client(self) -> Client:
+    def client(self) -> Client | AuthenticatedClient:
         """One generated client per invocation (its httpx connection pool is reused by every call)."""
         if self._client is None:
             self._client = make_client(self)
@@ -82,7 +82,7 @@ class Config:
             self._client = None
 
 
-def make_client(config: Config) -> Client:
+def make_client(config: Config) -> Client | AuthenticatedClient:
     """The generated client. Redirects are followed: an S3-backed service answers an adapter download with a
     302 to a presigned URL (httpx drops the Authorization header when the host changes)."""
     timeout = httpx.Timeout(config.timeout, connect=10.0)

@@ -30,6 +30,7 @@ BIN = Path(sys.executable).parent
 SPEC_PATH = ROOT / "openapi.json"
 CLIENT_DIR = ROOT / "clients" / "python"
 GENERATOR_CONFIG = ROOT / "clients" / "openapi-python-client.yaml"
+TEMPLATES = ROOT / "clients" / "templates"  # ours instead of the generator's (the client's README.md)
 # Build and tool leftovers inside the client folder (pip install -e, pytest, ruff): never compared or deleted.
 IGNORED = ("__pycache__", "*.pyc", "*.egg-info", ".ruff_cache", ".pytest_cache")
 TOP_IGNORED = ("build", "dist")  # only at the client's top level: a tag named "build" is a real package
@@ -87,6 +88,8 @@ def generate_client(spec: dict[str, Any], out_dir: Path) -> None:
             str(GENERATOR_CONFIG),
             "--meta",
             "setup",
+            "--custom-template-path",
+            str(TEMPLATES),
             "--output-path",
             str(target),
         ]

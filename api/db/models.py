@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    inspect,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -47,6 +48,11 @@ def new_id(prefix: str) -> str:
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+    def columns(self) -> dict[str, Any]:
+        """The row's column values by attribute name: what its response schema is validated from (each schema's
+        ``from_row`` adds only the fields that are not a column of the same name)."""
+        return {attr.key: getattr(self, attr.key) for attr in inspect(self).mapper.column_attrs}
 
 
 class JobStatus(enum.StrEnum):

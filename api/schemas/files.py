@@ -23,15 +23,7 @@ class FileObject(BaseModel):
 
     @classmethod
     def from_row(cls, row: db.File) -> FileObject:
-        return cls(
-            id=row.id,
-            bytes=row.bytes,
-            created_at=row.created_at,
-            filename=row.filename,
-            purpose=row.purpose,
-            row_count=row.row_count,
-            sha256=row.sha256,
-        )
+        return cls.model_validate(row.columns())
 
 
 class FileDeleted(BaseModel):

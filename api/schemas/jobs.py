@@ -87,26 +87,9 @@ class Job(BaseModel):
 
     @classmethod
     def from_row(cls, row: db.Job) -> Job:
-        return cls(
-            id=row.id,
-            model=row.model,
-            created_at=row.created_at,
-            finished_at=row.finished_at,
-            fine_tuned_model=row.fine_tuned_model,
-            organization_id=row.project_id,
-            status=row.status,  # type: ignore[arg-type]  # a JobStatus, stored as its string
-            training_file=row.training_file,
-            validation_file=row.validation_file,
-            trained_tokens=row.trained_tokens,
-            seed=row.seed,
-            suffix=row.suffix,
-            metadata=row.metadata_,
-            error=JobError(**row.error) if row.error else None,
-            hyperparameters=row.method["reinforcement"]["hyperparameters"],
-            method=row.method,
-            total_steps=row.total_steps,
-            steps_done=row.steps_done,
-        )
+        hyperparameters = row.method["reinforcement"]["hyperparameters"]
+        renamed = {"organization_id": row.project_id, "metadata": row.metadata_, "hyperparameters": hyperparameters}
+        return cls.model_validate(row.columns() | renamed)
 
 
 class JobEvent(BaseModel):
@@ -124,14 +107,7 @@ class JobEvent(BaseModel):
     def from_row(cls, row: db.JobEvent, *, samples: bool = True) -> JobEvent:
         """``samples=False`` leaves a metrics event's rollouts out (a light replay of a long job's curves)."""
         data = None if row.data is None else StepMetrics.model_validate(row.data if samples else row.data | NO_SAMPLES)
-        return cls(
-            id=row.id,
-            created_at=row.created_at,
-            level=row.level,  # type: ignore[arg-type]
-            message=row.message,
-            type=row.type,  # type: ignore[arg-type]
-            data=data,
-        )
+        return cls.model_validate(row.columns() | {"data": data})
 
 
 class Checkpoint(BaseModel):
@@ -150,15 +126,9 @@ class Checkpoint(BaseModel):
 
     @classmethod
     def from_row(cls, row: db.Checkpoint, job: db.Job, best_id: str | None) -> Checkpoint:
-        return cls(
-            best=row.id == best_id,
-            id=row.id,
-            created_at=row.created_at,
-            fine_tuning_job_id=row.job_id,
-            step_number=row.step_number,
-            fine_tuned_model_checkpoint=f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}:ckpt-step-{row.step_number}",
-            metrics=CheckpointMetrics.model_validate(row.metrics or {}),
-        )
+        name = f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}:ckpt-step-{row.step_number}"
+        derived = {"fine_tuning_job_id": row.job_id, "fine_tuned_model_checkpoint": name, "best": row.id == best_id}
+        return cls.model_validate(row.columns() | derived | {"metrics": row.metrics or {}})
 
 
 class MetricsPoint(BaseModel):

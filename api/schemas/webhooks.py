@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from api.db import models as db
 
 WebhookEventType = Literal["fine_tuning.job.succeeded", "fine_tuning.job.failed", "fine_tuning.job.cancelled"]
-EVENT_TYPES: tuple[str, ...] = get_args(WebhookEventType)
+EVENT_TYPES: tuple[WebhookEventType, ...] = get_args(WebhookEventType)
 
 
 class WebhookEndpointCreate(BaseModel):
@@ -54,7 +54,7 @@ class WebhookEndpoint(BaseModel):
 
     @classmethod
     def from_row(cls, row: db.WebhookEndpoint) -> WebhookEndpoint:
-        return cls(id=row.id, url=row.url, event_types=list(row.event_types), created_at=row.created_at)
+        return cls.model_validate(row.columns())
 
 
 class WebhookEndpointCreated(WebhookEndpoint):
@@ -97,18 +97,5 @@ class WebhookDelivery(BaseModel):
 
     @classmethod
     def from_row(cls, row: db.WebhookDelivery) -> WebhookDelivery:
-        return cls(
-            id=row.id,
-            endpoint_id=row.endpoint_id,
-            event_type=row.event_type,
-            job_id=row.job_id,
-            status=row.status,  # type: ignore[arg-type]  # pending|delivered|failed, stored as a string
-            attempts=row.attempts,
-            next_attempt_at=row.next_attempt_at if row.status == "pending" else None,
-            last_status_code=row.last_status_code,
-            last_error=row.last_error,
-            created_at=row.created_at,
-            delivered_at=row.delivered_at,
-            payload=row.payload,
-            history=[DeliveryAttempt(**h) for h in row.history or []],
-        )
+        due = row.next_attempt_at if row.status == "pending" else None
+        return cls.model_validate(row.columns() | {"next_attempt_at": due, "history": row.history or []})

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from api.db.models import Checkpoint, Job
 from api.services.access import get_job
-from api.services.pagination import Page, cursor, keyset_page
+from api.services.pagination import Page, anchor, keyset_page
 
 
 @dataclass(frozen=True)
@@ -24,13 +24,12 @@ def list_checkpoints(
 ) -> CheckpointList:
     """Newest step first; ``after`` is the id of the last checkpoint of the previous page."""
     job = get_job(session, project_id, job_id)
-    keys = [Checkpoint.step_number]
-    start = None
-    if after:
-        where = (Checkpoint.id == after, Checkpoint.job_id == job_id)
-        start = cursor(session, keys, *where, missing=f"no checkpoint {after!r} in job {job_id}")
+    start = anchor(
+        after, Checkpoint.id == after, Checkpoint.job_id == job_id, missing=f"no checkpoint {after!r} in job {job_id}"
+    )
     query = select(Checkpoint).where(Checkpoint.job_id == job_id)
-    page = keyset_page(session, query, keys, limit=limit, after=start, descending=True)
+    keys = [Checkpoint.step_number]
+    page = keyset_page(session, query, keys, limit=limit, descending=True, after=start)
     return CheckpointList(job, page, best_checkpoint_id(session, job_id))
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.db.models import Job, JobEvent, new_id
 from api.errors import NotFound
 from api.services.access import get_job
-from api.services.pagination import Page, cursor, keyset_page
+from api.services.pagination import Page, anchor, keyset_page
 
 STREAM_BATCH = 200  # events per poll of the stream
 
@@ -35,24 +35,24 @@ def add_event(
 def list_events(session: Session, project_id: str, job_id: str, *, limit: int, after: str | None) -> Page[JobEvent]:
     """Newest first, as OpenAI's list_events; ``after`` is the id of the last event of the previous page."""
     get_job(session, project_id, job_id)
-    keys = [JobEvent.seq]
-    start = None
-    if after:
-        where = (JobEvent.id == after, JobEvent.job_id == job_id)
-        start = cursor(session, keys, *where, missing=f"no event {after!r} in job {job_id}")
+    start = anchor(
+        after, JobEvent.id == after, JobEvent.job_id == job_id, missing=f"no event {after!r} in job {job_id}"
+    )
     query = select(JobEvent).where(JobEvent.job_id == job_id)
-    return keyset_page(session, query, keys, limit=limit, after=start, descending=True)
+    return keyset_page(session, query, [JobEvent.seq], limit=limit, descending=True, after=start)
 
 
-def _metrics_events(job_id: str) -> Select[tuple[JobEvent]]:
+def _metrics_events(job_id: str) -> Select[JobEvent]:
     return select(JobEvent).where(JobEvent.job_id == job_id, JobEvent.type == "metrics")
 
 
 def list_metrics(session: Session, project_id: str, job_id: str, *, limit: int, after: int | None) -> Page[JobEvent]:
     """The metrics events, oldest first, after step ``after`` (one per step: the unique index guarantees it)."""
     get_job(session, project_id, job_id)
-    start = None if after is None else (after,)
-    return keyset_page(session, _metrics_events(job_id), [JobEvent.step], limit=limit, after=start, descending=False)
+    query = _metrics_events(job_id)
+    if after is not None:  # the cursor is the step number itself
+        query = query.where(JobEvent.step > after)
+    return keyset_page(session, query, [JobEvent.step], limit=limit, descending=False)
 
 
 def step_event(session: Session, project_id: str, job_id: str, step: int | None) -> JobEvent:

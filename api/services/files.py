@@ -6,7 +6,7 @@ import hashlib
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from api.db.models import TERMINAL, File, Job, new_id
 from api.errors import Conflict, InvalidRequest, NotFound, TooLarge
-from api.services.pagination import Page, cursor, keyset_page
+from api.services.pagination import Page, anchor, keyset_page
 from grpo_core.data import RowError, check_row
 from runtime.keys import file_key
 from runtime.storage import ObjectStore
@@ -25,7 +25,7 @@ from runtime.storage import ObjectStore
 DELETED = "deleted"
 
 
-def _validate_into(src: BinaryIO, dest: BinaryIO, max_bytes: int) -> tuple[int, int, str]:
+def _validate_into(src: BinaryIO, dest: IO[bytes], max_bytes: int) -> tuple[int, int, str]:
     """Copy ``src`` to ``dest`` line by line, checking each; returns (bytes, rows, sha256)."""
     digest = hashlib.sha256()
     size = rows = lineno = 0
@@ -111,15 +111,12 @@ def list_files(
     session: Session, project_id: str, *, purpose: str | None, limit: int, after: str | None, order: str
 ) -> Page[File]:
     """OpenAI's ``GET /v1/files``: by ``created_at`` (``order`` asc|desc, then id), ``after`` = last id seen."""
-    keys = [File.created_at, File.id]
-    start = None
-    if after:
-        where = (File.id == after, File.project_id == project_id)
-        start = cursor(session, keys, *where, missing=f"no file {after!r} to page after")
     q = select(File).where(File.project_id == project_id, File.purpose != DELETED)
     if purpose is not None:
         q = q.where(File.purpose == purpose)
-    return keyset_page(session, q, keys, limit=limit, after=start, descending=order == "desc")
+    start = anchor(after, File.id == after, File.project_id == project_id, missing=f"no file {after!r} to page after")
+    keys = [File.created_at, File.id]
+    return keyset_page(session, q, keys, limit=limit, descending=order == "desc", after=start)
 
 
 def head_rows(store: ObjectStore, key: str, n: int) -> list[dict[str, Any]]:

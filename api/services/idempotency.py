@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.db.models import IdempotencyKey, now
+from api.db.session import rows_changed
 from api.errors import Conflict, Unprocessable
 
 PARAM = "Idempotency-Key"
@@ -58,9 +59,9 @@ def canonical_json(raw: bytes) -> bytes:
 
 def prune(session: Session, ttl_seconds: int) -> int:
     """Delete expired keys (opportunistic: called whenever a key is taken, uses the created_at index)."""
-    res = session.execute(delete(IdempotencyKey).where(IdempotencyKey.created_at < now() - ttl_seconds))
+    res = rows_changed(session, delete(IdempotencyKey).where(IdempotencyKey.created_at < now() - ttl_seconds))
     session.commit()
-    return res.rowcount or 0
+    return res or 0
 
 
 def begin(
@@ -79,15 +80,8 @@ def begin(
     prune(session, ttl_seconds)
     for _ in range(3):  # the holder may delete its row (a 4xx) between our INSERT and our SELECT: try again
         session.add(
-            IdempotencyKey(
-                project_id=project_id,
-                key=key,
-                method_path=method_path[:300],
-                request_hash=request_hash,
-                status_code=None,
-                response=None,
-                created_at=now(),
-            )
+            # status_code NULL: in flight until complete() stores the outcome
+            IdempotencyKey(project_id=project_id, key=key, method_path=method_path[:300], request_hash=request_hash)
         )
         try:
             session.commit()

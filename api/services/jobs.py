@@ -17,6 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from api.db.models import Job, JobStatus, new_id, now
+from api.db.session import rows_changed
 from api.errors import Conflict, InvalidRequest, TooManyRequests, Unprocessable
 from api.queue import Doorbell
 from api.schemas.jobs import JobCreate
@@ -25,7 +26,7 @@ from api.services.events import add_event
 from api.services.files import get_file, head_rows
 from api.services.graders import dry_run
 from api.services.openai_compat import ignored_field_warnings, metadata_filters
-from api.services.pagination import Page, cursor, keyset_page
+from api.services.pagination import Page, anchor, keyset_page
 from api.services.webhooks import record_job_event
 from api.settings import ApiSettings
 from grpo_core.config import apply_caps
@@ -56,8 +57,11 @@ def create_job(
         raise InvalidRequest(
             f"unknown model {body.model!r} (available: {known})", param="model", code="model_not_found"
         )
-    active = session.scalar(
-        select(func.count()).select_from(Job).where(Job.project_id == project_id, Job.status.in_(list(UNFINISHED)))
+    active = (
+        session.scalar(
+            select(func.count()).select_from(Job).where(Job.project_id == project_id, Job.status.in_(list(UNFINISHED)))
+        )
+        or 0
     )
     max_active_jobs = settings.max_active_jobs_per_project
     if active >= max_active_jobs:
@@ -134,21 +138,20 @@ def list_jobs(
     session: Session, project_id: str, *, limit: int, after: str | None, query: Iterable[tuple[str, str]] = ()
 ) -> Page[Job]:
     """Newest first; ``query`` (the request's raw pairs) may hold OpenAI's metadata filter (openai_compat)."""
-    filters = metadata_filters(query, session.get_bind().dialect.name)
+    q = select(Job).where(Job.project_id == project_id, *metadata_filters(query, session.get_bind().dialect.name))
+    start = anchor(
+        after, Job.id == after, Job.project_id == project_id, missing=f"no fine-tuning job {after!r} to page after"
+    )
     keys = [Job.created_at, Job.id]
-    start = None
-    if after:
-        where = (Job.id == after, Job.project_id == project_id)
-        start = cursor(session, keys, *where, missing=f"no fine-tuning job {after!r} to page after")
-    q = select(Job).where(Job.project_id == project_id, *filters)
-    return keyset_page(session, q, keys, limit=limit, after=start, descending=True)
+    return keyset_page(session, q, keys, limit=limit, descending=True, after=start)
 
 
 def set_status(session: Session, job_id: str, allowed: Iterable[str], **values: Any) -> bool:
     """The one way a job's status changes: a guarded UPDATE that applies only while the job is in ``allowed`` (so a
     racing cancel, claim or finish makes it match no row); True when it applied."""
-    res = session.execute(update(Job).where(Job.id == job_id, Job.status.in_(list(allowed))).values(**values))
-    return res.rowcount == 1
+    return (
+        rows_changed(session, update(Job).where(Job.id == job_id, Job.status.in_(list(allowed))).values(**values)) == 1
+    )
 
 
 def cancel_job(session: Session, project_id: str, job_id: str) -> Job:
@@ -165,13 +168,7 @@ def cancel_job(session: Session, project_id: str, job_id: str) -> Job:
     elif set_status(session, job_id, [JobStatus.running, JobStatus.pausing], status=JobStatus.cancelling):
         add_event(session, job_id, "Cancellation requested; the job stops after the current step")
     else:
-        session.refresh(job)
-        if job.status not in (JobStatus.cancelling, JobStatus.cancelled):
-            raise Conflict(
-                f"job {job_id} has already {job.status}; only an unfinished job can be cancelled",
-                param="fine_tuning_job_id",
-                code="job_not_cancellable",
-            )
+        _unless_already(session, job, (JobStatus.cancelling, JobStatus.cancelled), "job_not_cancellable")
     session.commit()
     session.refresh(job)
     return job
@@ -186,16 +183,26 @@ def pause_job(session: Session, project_id: str, job_id: str) -> Job:
     elif set_status(session, job_id, [JobStatus.running], status=JobStatus.pausing):
         add_event(session, job_id, "Pause requested; the job checkpoints and stops after the current step")
     else:
-        session.refresh(job)
-        if job.status not in (JobStatus.pausing, JobStatus.paused):
-            raise Conflict(
-                f"job {job_id} is {job.status}; only a queued or running job can be paused",
-                param="fine_tuning_job_id",
-                code="job_not_pausable",
-            )
+        _unless_already(session, job, (JobStatus.pausing, JobStatus.paused), "job_not_pausable")
     session.commit()
     session.refresh(job)
     return job
+
+
+_REFUSALS = {
+    "job_not_cancellable": "job {id} has already {status}; only an unfinished job can be cancelled",
+    "job_not_pausable": "job {id} is {status}; only a queued or running job can be paused",
+    "job_not_paused": "job {id} is {status}; only a paused job can be resumed",
+}
+
+
+def _unless_already(session: Session, job: Job, done: tuple[str, ...], code: str) -> None:
+    """A request neither transition took: fine when the job is already where it leads (the request is
+    idempotent), else 409 ``code``, read after a refresh (the state that made both guards miss)."""
+    session.refresh(job)
+    if job.status not in done:
+        message = _REFUSALS[code].format(id=job.id, status=job.status)
+        raise Conflict(message, param="fine_tuning_job_id", code=code)
 
 
 def resume_job(session: Session, queue: Doorbell, project_id: str, job_id: str) -> Job:
@@ -210,12 +217,7 @@ def resume_job(session: Session, queue: Doorbell, project_id: str, job_id: str) 
         "resume_reason": "after a pause" if job.started_at else None,
     }
     if not set_status(session, job_id, [JobStatus.paused], **values):
-        session.refresh(job)
-        raise Conflict(
-            f"job {job_id} is {job.status}; only a paused job can be resumed",
-            param="fine_tuning_job_id",
-            code="job_not_paused",
-        )
+        _unless_already(session, job, (), "job_not_paused")
     add_event(session, job_id, f"Resume requested; the job continues from step {job.steps_done}")
     session.commit()
     try:

@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, new_id, now
+from api.db.session import rows_changed
 from api.errors import Conflict, NotFound
 from api.queue import Doorbell
 from api.services.events import add_event
@@ -36,12 +37,12 @@ from runtime.storage import ObjectStore
 
 log = logging.getLogger(__name__)
 ACTIVE = (JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
-STOP = {JobStatus.cancelling: "cancel", JobStatus.pausing: "pause"}
+STOP: dict[str, Stop] = {JobStatus.cancelling: "cancel", JobStatus.pausing: "pause"}
 
 
 def stop_request(job: Job) -> Stop | None:
     """What the worker must do at the next step boundary: "cancel", "pause" or nothing."""
-    return STOP.get(job.status)  # type: ignore[call-overload]
+    return STOP.get(job.status)
 
 
 def claim(
@@ -91,7 +92,8 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
     # a running job here has an expired lease; a queued one carries why it was queued again (None: first run)
     why = f"after worker loss at step {job.steps_done}" if job.status == JobStatus.running else job.resume_reason or ""
     lease_gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
-    res = session.execute(
+    res = rows_changed(
+        session,
         update(Job)
         .where(
             Job.id == job_id,
@@ -109,9 +111,9 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
             not_before=None,
             resume_reason=None,
             started_at=func.coalesce(Job.started_at, t),
-        )
+        ),
     )
-    if res.rowcount != 1:
+    if res != 1:
         session.rollback()
         session.refresh(job)
         _finish_abandoned_stop(session, job, t)
@@ -153,8 +155,8 @@ def _finish_abandoned_stop(session: Session, job: Job, t: int) -> None:
     values: dict[str, Any] = {"status": final, "lease_expires_at": None}
     if final == JobStatus.cancelled:
         values["finished_at"] = t
-    done = session.execute(update(Job).where(Job.id == job.id, Job.status == job.status, gone).values(**values))
-    if done.rowcount == 1:
+    done = rows_changed(session, update(Job).where(Job.id == job.id, Job.status == job.status, gone).values(**values))
+    if done == 1:
         add_event(session, job.id, f"Job {final} (its worker stopped before acknowledging the request)")
         if final == JobStatus.cancelled:
             record_job_event(session, job, "fine_tuning.job.cancelled")
@@ -174,12 +176,13 @@ def last_checkpoint(session: Session, job_id: str) -> Checkpoint | None:
 
 def _fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
     """Renew the lease iff ``epoch`` is current and the job active; otherwise 409 (a stale worker)."""
-    res = session.execute(
+    res = rows_changed(
+        session,
         update(Job)
         .where(Job.id == job_id, Job.lease_epoch == epoch, Job.status.in_(list(ACTIVE)))
-        .values(lease_expires_at=now() + lease_seconds)
+        .values(lease_expires_at=now() + lease_seconds),
     )
-    if res.rowcount != 1:
+    if res != 1:
         session.rollback()
         raise Conflict(f"lease epoch {epoch} of job {job_id} is stale or the job is not running", code="stale_lease")
     job = session.get(Job, job_id)
@@ -253,18 +256,7 @@ def register_checkpoint(
 def finish(session: Session, queue: Doorbell, settings: ApiSettings, job_id: str, body: FinishRequest) -> Job:
     """Record how the worker's run ended (``finish_job``); a job handed back by a worker that shuts down is rung
     for the next worker at once (if that fails the reaper rings it later)."""
-    job, delay = finish_job(
-        session,
-        job_id,
-        body.epoch,
-        body.status,
-        error_code=body.error_code,
-        error_message=body.error_message,
-        trained_tokens=body.trained_tokens,
-        lease_seconds=settings.lease_seconds,
-        retryable=body.retryable,
-        retry_base_seconds=settings.retry_backoff_seconds,
-    )
+    job, delay = finish_job(session, job_id, body, settings.lease_seconds, settings.retry_backoff_seconds)
     if delay == 0:
         try:
             queue.ring(job_id)
@@ -279,21 +271,13 @@ def retry_delay(attempts: int, base_seconds: int) -> int:
 
 
 def finish_job(
-    session: Session,
-    job_id: str,
-    epoch: int,
-    status: str,
-    *,
-    error_code: str | None,
-    error_message: str | None,
-    trained_tokens: int | None,
-    lease_seconds: int,
-    retryable: bool = False,
-    retry_base_seconds: int = 30,
+    session: Session, job_id: str, body: FinishRequest, lease_seconds: int, retry_base_seconds: int
 ) -> tuple[Job, int | None]:
     """Record how the worker's run ended; returns (job, seconds until a retry). A retryable failure with
     attempts left goes back to queued with a backoff; the reaper rings the doorbell once it has passed."""
-    job = _fence(session, job_id, epoch, lease_seconds)
+    job = _fence(session, job_id, body.epoch, lease_seconds)
+    status: str = body.status
+    error_code, error_message, retryable = body.error_code, body.error_message, body.retryable
     if status == PREEMPTED:
         if job.status == JobStatus.running and _hand_back(session, job):
             return job, 0
@@ -342,8 +326,8 @@ def finish_job(
             message = f"Job failed: {values['error']['message']}"
         else:
             message = "Job cancelled"
-    if trained_tokens is not None:
-        values["trained_tokens"] = trained_tokens
+    if body.trained_tokens is not None:
+        values["trained_tokens"] = body.trained_tokens
     if not set_status(session, job_id, ACTIVE, **values):
         raise Conflict(f"job {job_id} is already {job.status}", code="already_finished")
     if status in TERMINAL:

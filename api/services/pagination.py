@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import ColumnElement, Select, and_, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from api.errors import NotFound
 
 T = TypeVar("T")
+Key = QueryableAttribute[Any]  # a mapped column, e.g. Job.created_at
 
 
 @dataclass(frozen=True)
@@ -25,21 +26,24 @@ class Page(Generic[T]):
     has_more: bool
 
 
-def cursor(
-    session: Session, keys: Sequence[ColumnElement[Any]], *where: ColumnElement[bool], missing: str
-) -> tuple[Any, ...]:
-    """The sort key of the item ``after`` names (``where`` selects it within the caller's scope); 404 when there
-    is none there, with ``missing`` as the message (param ``after``)."""
-    row = session.execute(select(*keys).where(*where)).first()
-    if row is None:
-        raise NotFound(missing, param="after")
-    return tuple(row)
+@dataclass(frozen=True)
+class Anchor:
+    """The item a page starts after: the conditions that select it (its id, within the caller's scope) and the
+    message of the 404 when there is none."""
+
+    where: tuple[ColumnElement[bool], ...]
+    missing: str
 
 
-def _beyond(keys: Sequence[ColumnElement[Any]], values: Sequence[Any], descending: bool) -> ColumnElement[bool]:
+def anchor(after: str | None, *where: ColumnElement[bool], missing: str) -> Anchor | None:
+    """The ``Anchor`` of a request's ``after`` (None on the first page)."""
+    return Anchor(where, missing) if after else None
+
+
+def _beyond(keys: Sequence[Key], values: Sequence[Any], descending: bool) -> ColumnElement[bool]:
     """(k1, k2, …) < (v1, v2, …) — or > — spelled with AND/OR, which every database plans as a range."""
     first, value = keys[0], values[0]
-    strictly = first < value if descending else first > value
+    strictly: ColumnElement[bool] = first < value if descending else first > value
     if len(keys) == 1:
         return strictly
     return or_(strictly, and_(first == value, _beyond(keys[1:], values[1:], descending)))
@@ -47,16 +51,19 @@ def _beyond(keys: Sequence[ColumnElement[Any]], values: Sequence[Any], descendin
 
 def keyset_page(
     session: Session,
-    query: Select[tuple[T]],
-    keys: Sequence[ColumnElement[Any]],
+    query: Select[T],
+    keys: Sequence[Key],
     *,
     limit: int,
-    after: Sequence[Any] | None,
     descending: bool,
+    after: Anchor | None = None,
 ) -> Page[T]:
-    """``limit`` rows of ``query`` ordered by ``keys`` (the last one unique), starting after the ``after`` key."""
+    """``limit`` rows of ``query`` ordered by ``keys`` (the last one unique), starting after the ``after`` item."""
     if after is not None:
-        query = query.where(_beyond(keys, after, descending))
+        row = session.execute(select(*keys).where(*after.where)).first()
+        if row is None:
+            raise NotFound(after.missing, param="after")
+        query = query.where(_beyond(keys, tuple(row), descending))
     order = [k.desc() if descending else k.asc() for k in keys]
     rows = list(session.scalars(query.order_by(*order).limit(limit + 1)))
     return Page(rows[:limit], len(rows) > limit)

@@ -22,6 +22,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.db.models import Job, JobStatus, now
+from api.db.session import rows_changed
 from api.queue import Doorbell
 from api.services.events import add_event
 from api.settings import ApiSettings
@@ -52,7 +53,7 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
             values: dict[str, Any] = {"status": final, "lease_expires_at": None}
             if final == JobStatus.cancelled:
                 values["finished_at"] = t
-            if session.execute(update(Job).where(guard).values(**values)).rowcount == 1:
+            if rows_changed(session, update(Job).where(guard).values(**values)) == 1:
                 add_event(session, job.id, f"Job {final} (its worker stopped before acknowledging the request)")
                 if final == JobStatus.cancelled:
                     _webhook(session, job, final)
@@ -64,11 +65,11 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
                 f"last at step {job.steps_done}/{job.total_steps}",
             }
             failed = {"status": JobStatus.failed, "finished_at": t, "lease_expires_at": None, "error": error}
-            if session.execute(update(Job).where(guard).values(**failed)).rowcount == 1:
+            if rows_changed(session, update(Job).where(guard).values(**failed)) == 1:
                 add_event(session, job.id, f"Job failed: {error['message']}", level="error")
                 _webhook(session, job, JobStatus.failed)
                 counts["failed_exhausted"] += 1
-        elif job.enqueued_at is None or job.enqueued_at < job.lease_expires_at:  # once per expiry
+        elif job.enqueued_at is None or job.enqueued_at < (job.lease_expires_at or t):  # once per expiry
             _requeue_lost(session, job, guard, t, counts, ring)
     stale = t - settings.requeue_after_seconds
     lost = select(Job.id).where(
@@ -77,16 +78,17 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
         or_(Job.not_before.is_(None), Job.not_before <= t),
     )
     for job_id in session.scalars(lost).all():
-        res = session.execute(
+        res = rows_changed(
+            session,
             update(Job)
             .where(
                 Job.id == job_id,
                 Job.status == JobStatus.queued,
                 or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale),
             )
-            .values(enqueued_at=t)
+            .values(enqueued_at=t),
         )
-        if res.rowcount == 1:
+        if res == 1:
             add_event(session, job_id, "Not claimed yet; ringing the queue again (its message may have been lost)")
             ring.append(job_id)
             counts["requeued_queued"] += 1
@@ -101,7 +103,7 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
 
 def _requeue_lost(session: Session, job: Job, guard: Any, t: int, counts: dict[str, int], ring: list[str]) -> None:
     """Mark the doorbell rung (the claim takes a running job whose lease expired) and say so in the events."""
-    if session.execute(update(Job).where(guard).values(enqueued_at=t)).rowcount != 1:
+    if rows_changed(session, update(Job).where(guard).values(enqueued_at=t)) != 1:
         return
     add_event(
         session,

@@ -25,6 +25,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.db.models import WebhookDelivery, WebhookEndpoint, now
+from api.db.session import rows_changed
 from api.services.webhooks import SECRET_PREFIX
 from api.settings import ApiSettings
 
@@ -58,17 +59,18 @@ def claim_next(session: Session, claim_seconds: int) -> Claimed | None:
     ).all()
     session.rollback()  # end the read: on SQLite a read transaction cannot always upgrade to a write
     for delivery_id, seen in candidates:
-        res = session.execute(
+        res = rows_changed(
+            session,
             update(WebhookDelivery)
             .where(
                 WebhookDelivery.id == delivery_id,
                 WebhookDelivery.status == "pending",
                 WebhookDelivery.next_attempt_at == seen,
             )
-            .values(next_attempt_at=t + claim_seconds)
+            .values(next_attempt_at=t + claim_seconds),
         )
         session.commit()
-        if res.rowcount != 1:
+        if res != 1:
             continue  # another dispatcher took it first
         row = session.execute(
             select(WebhookDelivery.attempts, WebhookDelivery.payload, WebhookEndpoint.url, WebhookEndpoint.secret)
@@ -130,13 +132,14 @@ def record_attempt(
     else:
         values |= {"status": "failed"}
     # Guarded by the attempt count: if our claim ran out and another dispatcher already recorded, do not clobber.
-    res = session.execute(
+    res = rows_changed(
+        session,
         update(WebhookDelivery)
         .where(WebhookDelivery.id == claimed.id, WebhookDelivery.attempts == claimed.attempts)
-        .values(**values)
+        .values(**values),
     )
     session.commit()
-    if res.rowcount != 1:
+    if res != 1:
         log.warning("webhook delivery %s: attempt %d was recorded by someone else", claimed.id, attempt)
     return values["status"]
 

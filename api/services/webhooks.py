@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from api.db.models import WebhookDelivery, WebhookEndpoint, new_id, now
 from api.errors import NotFound
 from api.schemas.webhooks import EVENT_TYPES
-from api.services.pagination import Page, cursor, keyset_page
+from api.services.pagination import Page, anchor, keyset_page
 
 SECRET_PREFIX = "whsec_"
 
@@ -80,13 +80,19 @@ def list_deliveries(
 ) -> Page[WebhookDelivery]:
     """Newest first; ``after`` is the id of the last delivery of the previous page."""
     get_endpoint(session, project_id, endpoint_id)
+    scope = WebhookDelivery.endpoint_id == endpoint_id
+    start = anchor(
+        after, WebhookDelivery.id == after, scope, missing=f"no delivery {after!r} for endpoint {endpoint_id}"
+    )
     keys = [WebhookDelivery.created_at, WebhookDelivery.id]
-    start = None
-    if after:
-        where = (WebhookDelivery.id == after, WebhookDelivery.endpoint_id == endpoint_id)
-        start = cursor(session, keys, *where, missing=f"no delivery {after!r} for endpoint {endpoint_id}")
-    q = select(WebhookDelivery).where(WebhookDelivery.endpoint_id == endpoint_id)
-    return keyset_page(session, q, keys, limit=limit, after=start, descending=True)
+    return keyset_page(
+        session,
+        select(WebhookDelivery).where(scope),
+        keys,
+        limit=limit,
+        descending=True,
+        after=start,
+    )
 
 
 def event_payload(event_id: str, event_type: str, job_id: str, created_at: int) -> dict[str, Any]:

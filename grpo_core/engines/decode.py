@@ -24,7 +24,7 @@ from grpo_core.rollout import Rollout, completion_mask, eos_ids
 def _preallocated_layer_class() -> type:
     from transformers.cache_utils import DynamicLayer
 
-    class PreallocatedLayer(DynamicLayer):
+    class PreallocatedLayer(DynamicLayer):  # type: ignore[no-untyped-call]  # transformers' cache: untyped
         """A DynamicLayer whose keys/values live in a buffer sized for the whole rollout, written in place.
 
         DynamicLayer concatenates the whole cache on every token (O(length) copying per step, per layer); here a
@@ -32,7 +32,7 @@ def _preallocated_layer_class() -> type:
         """
 
         def __init__(self, capacity: int) -> None:
-            super().__init__()
+            super().__init__()  # type: ignore[no-untyped-call]
             self.capacity, self.length = capacity, 0
 
         def update(self, key_states: Tensor, value_states: Tensor, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:

@@ -70,8 +70,8 @@ def _shared_prefill(model: Any, unique: dict[str, torch.Tensor], group_size: int
 # tensors may not be.
 @torch.no_grad()
 def sample(
-    model: torch.nn.Module,
-    tokenizer,
+    model: Any,  # a transformers causal LM, or its peft wrapper
+    tokenizer: Any,
     prompts: list[str],
     *,
     group_size: int,

@@ -49,7 +49,7 @@ def _can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
     return (
         dtype == torch.bfloat16
         and device.type == "cpu"
-        and torch.backends.mkldnn.is_available()
+        and torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]  # untyped in torch
         and hasattr(ops, "_reorder_linear_weight")
         and hasattr(ops, "_linear_pointwise")
     )
@@ -72,7 +72,8 @@ class PrepackedLinear(torch.nn.Module):
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, self.rows_hint)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        return out
 
 
 class MergedEngine:
@@ -87,7 +88,8 @@ class MergedEngine:
         base = model.get_base_model()
         self.layers = _lora_layers(model)
         with torch.device("meta"):  # the structure only: every tensor is assigned below, nothing is initialised
-            plain = AutoModelForCausalLM.from_config(base.config, dtype=dtype)
+            auto: Any = AutoModelForCausalLM  # transformers' auto classes are untyped
+            plain = auto.from_config(base.config, dtype=dtype)
         plain.generation_config = base.generation_config
         for name, param in base.named_parameters():
             if ".lora_" in name:

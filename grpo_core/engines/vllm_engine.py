@@ -95,7 +95,8 @@ def merged_state_dict(model: Any) -> dict[str, Any]:
                 key = name.removeprefix("base_model.model.") + ".weight"
                 for adapter in module.active_adapters:
                     if adapter in module.lora_A or adapter in module.lora_embedding_A:
-                        deltas[key] = deltas.get(key, 0) + module.get_delta_weight(adapter)
+                        lora: Any = module  # peft's LoraLayer subclasses define get_delta_weight; the base does not
+                        deltas[key] = deltas.get(key, 0) + lora.get_delta_weight(adapter)
         seen: set[int] = set()
         for name, tensor in model.get_base_model().state_dict().items():
             if ".lora_" in name or tensor.data_ptr() in seen:  # adapter tensors; a tied copy (lm_head)

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from grpo_core.advantages import STD_EPS, compute_advantages, nanstd
 from grpo_core.config import Estimator, RewardAggregation, Scale
-from grpo_core.rewards.graders import Grader
+from grpo_core.rewards.base import Grader
 
 
 @dataclass

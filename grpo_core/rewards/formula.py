@@ -76,7 +76,7 @@ def evaluate_formula(tree: ast.Expression, values: dict[str, float]) -> float:
     """Value of a tree from ``parse_formula`` with the sub-grader ``values``; math errors raise ValueError."""
 
     def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
             return float(node.value)
         if isinstance(node, ast.Name):
             return float(values[node.id])
@@ -85,8 +85,8 @@ def evaluate_formula(tree: ast.Expression, values: dict[str, float]) -> float:
             return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.BinOp):
             return float(_BINOPS[type(node.op)](ev(node.left), ev(node.right)))
-        if isinstance(node, ast.Call):
-            return float(_FUNCS[node.func.id](*(ev(a) for a in node.args)))  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return float(_FUNCS[node.func.id](*(ev(a) for a in node.args)))
         raise FormulaError(f"{type(node).__name__} in a checked formula")  # unreachable after parse_formula
 
     try:

@@ -90,7 +90,7 @@ def _string_check(spec: StringCheckGrader) -> Callable[[dict[str, Any], dict[str
         "like": lambda a, b: b in a,
         "ilike": lambda a, b: b.lower() in a.lower(),
     }
-    op = ops[spec.operation]
+    op: Callable[[str, str], bool] = ops[spec.operation]
     return lambda s, i: float(op(render(spec.input, s, i), render(spec.reference, s, i)))
 
 
@@ -158,7 +158,7 @@ def extract_answer(text: str, how: str) -> str:
         if how == "boxed":
             return ""
     if how in ("auto", "answer_tag"):
-        tags = re.findall(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
+        tags: list[str] = re.findall(r"<answer>(.*?)</answer>", text, flags=re.DOTALL)
         if tags:
             return tags[-1]
         if how == "answer_tag":

@@ -56,7 +56,7 @@ class Embeddings:
         norm = (sum(x * x for x in u) * sum(y * y for y in v)) ** 0.5
         if norm == 0:
             raise ValueError("an embedding is all zeros")
-        return dot / norm
+        return float(dot / norm)
 
 
 class ScoreModel:

@@ -122,6 +122,10 @@ class MathGrader(_Spec):
     extract: Literal["auto", "boxed", "answer_tag", "full"] = "auto"
 
 
+RegexFlag = Literal["IGNORECASE", "MULTILINE", "DOTALL"]
+DOTALL: tuple[RegexFlag, ...] = ("DOTALL",)  # the default: a completion's answer may span lines
+
+
 class RegexGrader(_Spec):
     """1.0 when ``pattern`` matches the rendered ``input`` (``fullmatch`` or ``search``), else 0.0. The format
     reward of R1-style training is ``pattern: "<think>.*?</think>\\s*<answer>.*?</answer>"`` with ``fullmatch``."""
@@ -131,7 +135,7 @@ class RegexGrader(_Spec):
     input: str = "{{sample.output_text}}"
     pattern: str = Field(min_length=1, max_length=4096)
     mode: Literal["fullmatch", "search"] = "search"
-    flags: list[Literal["IGNORECASE", "MULTILINE", "DOTALL"]] = Field(default_factory=lambda: ["DOTALL"])
+    flags: list[RegexFlag] = Field(default_factory=lambda: list(DOTALL))
 
     @field_validator("pattern")
     @classmethod
@@ -224,11 +228,11 @@ class MultiGrader(_Spec):
 GraderSpec = Annotated[Leaf | MultiGrader, Field(discriminator="type")]
 
 
-def reward_columns(spec: BaseModel) -> list[str]:
+def reward_columns(spec: Leaf | MultiGrader) -> list[str]:
     """Names of the reward columns a grader yields: one, or a multi's sub-graders when it has no formula."""
     if isinstance(spec, MultiGrader) and spec.calculate_output is None:
         return list(spec.graders)
-    return [spec.name]  # type: ignore[attr-defined]
+    return [spec.name]
 
 
 def uses_python(spec: BaseModel) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 
 class _NoWordNet:
@@ -25,7 +26,7 @@ class _NoWordNet:
 
 
 @cache
-def _rouge(kind: str):  # type: ignore[no-untyped-def]
+def _rouge(kind: str) -> Any:  # a rouge_score RougeScorer (untyped package)
     from rouge_score import rouge_scorer
 
     return rouge_scorer.RougeScorer([kind], use_stemmer=True)

@@ -11,10 +11,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
+from rft_client import AuthenticatedClient
 
 from scripts import openapi
+from tests.helpers import ARITH_ROWS, jsonl
+from tests.tiny_model import TINY_ID
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,3 +101,25 @@ def test_sync_tree_writes_only_what_changed(tmp_path: Path) -> None:
     assert openapi.sync_tree(src, dst) == ["pkg/new.py", "pkg/old.py"]
     assert sorted(p.name for p in (dst / "pkg").iterdir()) == ["new.py", "same.py"]
     assert (dst / "pkg" / "same.py").stat().st_mtime_ns == before and (dst / "pkg.egg-info").is_dir()
+
+
+def test_the_client_readme_example_runs_against_the_api(
+    client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generated client's README (our template, clients/templates) shows real modules and models: its example
+    runs as written against the app, with only the base URL and the model id swapped for the test's."""
+    readme = (ROOT / "clients" / "python" / "README.md").read_text()
+    assert "MyDataModel" not in readme and "api.example.com" not in readme  # not the generator's template
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    line = 'client = AuthenticatedClient(base_url="http://127.0.0.1:8000", token="rft_…")'
+    assert line in code
+    code = code.replace(line, 'client = AuthenticatedClient(base_url="http://testserver", token="x")')
+    code = code.replace('"SmolLM2-135M-Instruct"', repr(TINY_ID)).replace("print(", "printed.append((")
+    code = code.replace(".full_iteration)", ".full_iteration))")
+    (tmp_path / "train.jsonl").write_bytes(jsonl(ARITH_ROWS))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(AuthenticatedClient, "get_httpx_client", lambda self: client)
+    scope: dict[str, Any] = {"printed": []}
+    exec(compile(code, "clients/python/README.md", "exec"), scope)
+    assert scope["job"].status == "queued" and scope["job"].model == TINY_ID
+    assert client.get(f"/v1/fine_tuning/jobs/{scope['job'].id}").json()["training_file"] == scope["training_file"].id

@@ -22,6 +22,7 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,7 +214,7 @@ def make_folders(plan: LaunchPlan, source: str, limits: SandboxLimits) -> tuple[
 def remove_folders(base: str) -> None:
     """Delete a sandbox's folders, whatever the sandbox left in its scratch folder."""
 
-    def _retry(func, path, _exc):  # type: ignore[no-untyped-def]
+    def _retry(func: Callable[[str], object], path: str, _exc: object) -> None:
         try:
             os.chmod(os.path.dirname(path), 0o700)
             func(path)

@@ -66,7 +66,7 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-_SIGNAL_HINTS = {
+_SIGNAL_HINTS: dict[int, str] = {
     signal.SIGKILL: "out of memory?",
     signal.SIGXCPU: "its CPU-time limit was reached",
     signal.SIGSYS: "a forbidden system call",
@@ -230,6 +230,6 @@ class SandboxProcess:
             return "stopped answering"
         sig = -code if code < 0 else code - 128 if self.via_bwrap and code > 128 else 0
         if sig:
-            hint = _SIGNAL_HINTS.get(sig)  # type: ignore[call-overload]
+            hint = _SIGNAL_HINTS.get(sig)
             return f"was killed by {_signal_name(sig)}" + (f" ({hint})" if hint else "")
         return f"exited with code {code}"

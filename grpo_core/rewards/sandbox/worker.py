@@ -24,6 +24,7 @@ import struct
 import sys
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 CODE_DIR = os.path.dirname(os.path.abspath(__file__))
 GRADER_FILE = os.path.join(CODE_DIR, "grader.py")
@@ -77,7 +78,7 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(parts)
 
 
-def _lock_down(cfg: dict) -> int:
+def _lock_down(cfg: dict[str, Any]) -> int:
     """rlimits, non-dumpable, seccomp: everything user code must not be able to undo. Returns the seccomp mode."""
     mb = 1024 * 1024
     for name, value in (
@@ -97,7 +98,8 @@ def _lock_down(cfg: dict) -> int:
 
     seccomp.install(allow_unix_sockets=cfg["allow_unix_sockets"], own_pid=os.getpid())
     sys.path.remove(CODE_DIR)
-    return seccomp.seccomp_mode()
+    mode: int = seccomp.seccomp_mode()
+    return mode
 
 
 def _describe(exc: BaseException, tb_limit: int = 3) -> str:
@@ -137,7 +139,7 @@ def _check(fname: str, value: object) -> tuple[float | None, str | None]:
 def _load(source_path: str) -> tuple[str, Callable[..., object]]:
     with open(source_path, encoding="utf-8") as fh:
         source = fh.read()
-    namespace: dict = {"__name__": "user_grader", "__file__": source_path}
+    namespace: dict[str, Any] = {"__name__": "user_grader", "__file__": source_path}
     exec(compile(source, source_path, "exec", dont_inherit=True), namespace)  # not this file's __future__ flags
     for form in ("grade", "reward"):
         if callable(namespace.get(form)):
@@ -145,10 +147,12 @@ def _load(source_path: str) -> tuple[str, Callable[..., object]]:
     raise NameError("the source defines neither grade(sample, item) nor reward(prompt, completion, **row)")
 
 
-def _score(form: str, fn: Callable[..., object], samples: list, items: list) -> tuple[list, bool]:
+def _score(
+    form: str, fn: Callable[..., object], samples: list[Any], items: list[Any]
+) -> tuple[list[tuple[float | None, str | None]], bool]:
     """(one [score, error] per item, whether an item exhausted memory or the stack: the parent then replaces
     this process, whose heap or interpreter state may be left damaged)."""
-    results = []
+    results: list[tuple[float | None, str | None]] = []
     exhausted = False
     for sample, item in zip(samples, items, strict=True):
         try:
@@ -188,7 +192,7 @@ def main() -> None:
     _send(proto_out, {"ready": True, "form": form})
     while True:
         req = _recv(proto_in)
-        if req is None:
+        if not isinstance(req, dict):  # None: the parent closed the pipe
             return
         results, exhausted = _score(form, fn, req["samples"], req["items"])
         usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -1,0 +1,1 @@
+"""api: the FastAPI service (routes, schemas, services, the database). The only writer of the database."""
