@@ -75,7 +75,8 @@ def demo_step_share(steps: int, tier: str) -> tuple[float, float]:
 
     from grpo_core.config import GRPOConfig
     from grpo_core.models import prepare_smollm2
-    from grpo_core.rewards.graders import GraderEnv, build_grader
+    from grpo_core.rewards.base import GraderEnv
+    from grpo_core.rewards.graders import build_grader
     from grpo_core.rewards.schemas import PythonGrader
     from grpo_core.trainer import train
     from scripts.demo import GRADER_SOURCE, MODELS, make_rows

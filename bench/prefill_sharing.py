@@ -17,6 +17,7 @@ import torch
 
 from grpo_core.config import GRPOConfig
 from grpo_core.data import prompt_text
+from grpo_core.engines.base import Sampling
 from grpo_core.engines.hf import sample
 from grpo_core.models import prepare_smollm2
 from grpo_core.trainer import load_policy
@@ -50,11 +51,11 @@ def main() -> None:
     prompts = [prompt_text({"prompt": q}, tok) for q in (QUESTIONS * 4)[: args.prompts]]
     kw = {"group_size": args.group_size, "max_new_tokens": args.tokens, "top_p": 1.0, "seed": 0}
     same = torch.equal(
-        sample(model, tok, prompts, temperature=0.0, share_prefill=True, **kw).completion_ids,
-        sample(model, tok, prompts, temperature=0.0, share_prefill=False, **kw).completion_ids,
+        sample(model, tok, prompts, Sampling(temperature=0.0, **kw), share_prefill=True).completion_ids,
+        sample(model, tok, prompts, Sampling(temperature=0.0, **kw), share_prefill=False).completion_ids,
     )
-    plain = timed(lambda: sample(model, tok, prompts, temperature=1.0, share_prefill=False, **kw))
-    shared = timed(lambda: sample(model, tok, prompts, temperature=1.0, share_prefill=True, **kw))
+    plain = timed(lambda: sample(model, tok, prompts, Sampling(temperature=1.0, **kw), share_prefill=False))
+    shared = timed(lambda: sample(model, tok, prompts, Sampling(temperature=1.0, **kw), share_prefill=True))
     n_tok = len(tok(prompts[0], add_special_tokens=False)["input_ids"])
     print(f"{args.prompts} prompts (~{n_tok} tokens) x G={args.group_size}, {args.tokens} new tokens")
     print(f"plain {plain:.2f}s, shared prefill {shared:.2f}s, speed-up x{plain / shared:.2f}; greedy identical: {same}")

@@ -33,6 +33,7 @@ def main() -> None:
     from bench.sides import MODELS, _rows
     from grpo_core.config import GRPOConfig
     from grpo_core.data import prompt_text
+    from grpo_core.engines.base import Sampling
     from grpo_core.engines.hf import sample
     from grpo_core.logprobs import completion_logprobs
     from grpo_core.models import prepare_smollm2
@@ -45,7 +46,7 @@ def main() -> None:
             if "lora_B" in name:
                 p.normal_(std=0.002, generator=torch.Generator().manual_seed(0))
     prompts = [prompt_text(_rows(0)[0], tok)]
-    kw: dict[str, Any] = {"group_size": 8, "max_new_tokens": 64, "temperature": 1.0, "top_p": 1.0, "seed": 0}
+    kw = Sampling(group_size=8, max_new_tokens=64, temperature=1.0, top_p=1.0, seed=0)
 
     def best(fn: Any) -> tuple[float, Any]:
         times, out = [], None
@@ -56,7 +57,7 @@ def main() -> None:
         return min(times), out
 
     rows: list[tuple[str, float, Any]] = []
-    rows.append(("peft generate (fp32)", *best(lambda: sample(model, tok, prompts, **kw))))
+    rows.append(("peft generate (fp32)", *best(lambda: sample(model, tok, prompts, kw))))
     for label, dtype, prepack in (
         ("merged fp32", torch.float32, True),
         ("merged bf16", torch.bfloat16, True),
@@ -70,7 +71,7 @@ def main() -> None:
         t = time.perf_counter()
         engine.sync(model, 1)
         sync_s = time.perf_counter() - t
-        seconds, ro = best(lambda e=engine: e.generate(prompts, **kw))
+        seconds, ro = best(lambda e=engine: e.generate(prompts, kw))
         rows.append((f"{label} (sync {sync_s:.2f} s)", seconds, ro))
     print(f"one rollout: 1 prompt x 8 x <= 64 tokens, best of {a.repeats}, {torch.get_num_threads()} threads")
     for label, seconds, ro in rows:

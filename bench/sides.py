@@ -44,7 +44,7 @@ class LastNumber:
     name = "last_number"
 
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> Any:
-        from grpo_core.rewards.graders import GraderResult
+        from grpo_core.rewards.base import GraderResult
 
         return GraderResult([last_number_reward(t, r["answer"]) for t, r in zip(texts, rows, strict=True)])
 

@@ -45,6 +45,7 @@ def main() -> None:
     from bench.sides import MODELS, _rows
     from grpo_core.config import GRPOConfig
     from grpo_core.data import prompt_text
+    from grpo_core.engines.base import Sampling
     from grpo_core.engines.merged import MergedEngine
     from grpo_core.models import prepare_smollm2
 
@@ -64,9 +65,7 @@ def main() -> None:
     times: dict[str, list[float]] = {k: [] for k in variants}
     rows = _rows(0)
     for i in range(a.rollouts):
-        ro = engine.generate(
-            [prompt_text(rows[i], tok)], group_size=8, max_new_tokens=64, temperature=1.0, top_p=1.0, seed=i
-        )
+        ro = engine.generate([prompt_text(rows[i], tok)], Sampling(8, 64, temperature=1.0, top_p=1.0, seed=i))
         adv = torch.randn(8, generator=torch.Generator().manual_seed(i))
         for _ in range(a.repeats):
             for name, (model, kern, pref) in variants.items():

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from grpo_core.data import prompt_text
+from grpo_core.engines.base import Sampling
 from grpo_core.engines.hf import sample
 from grpo_core.rewards.base import Grader
 from grpo_core.rewards.combine import score_samples, weighted_total
@@ -45,14 +46,8 @@ def evaluate_rewards(
     generate = engine.generate if engine is not None else partial(sample, model, tokenizer)
     for lo in range(0, len(rows), prompts_per_batch):
         batch = rows[lo : lo + prompts_per_batch]
-        ro = generate(
-            [prompt_text(r, tokenizer) for r in batch],
-            group_size=k,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=1.0,
-            seed=seed + lo,
-        )
+        sampling = Sampling(k, max_new_tokens, temperature, top_p=1.0, seed=seed + lo)
+        ro = generate([prompt_text(r, tokenizer) for r in batch], sampling)
         rows_g = [r for r in batch for _ in range(k)]
         scores = score_samples(graders, ro.texts, rows_g, [0] * len(rows_g)).matrix
         r = torch.nan_to_num(weighted_total(scores, weights or [1.0] * len(graders)), nan=0.0).double()

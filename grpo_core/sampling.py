@@ -29,7 +29,7 @@ from torch import Tensor
 
 from grpo_core.config import GRPOConfig
 from grpo_core.data import batches
-from grpo_core.engines.base import RolloutEngine
+from grpo_core.engines.base import RolloutEngine, Sampling
 from grpo_core.errors import GraderFailed, UserError
 from grpo_core.rewards.base import Grader
 from grpo_core.rewards.combine import combined_advantages, score_samples, weighted_total
@@ -122,14 +122,9 @@ def collect_batch(
         idx = cursor.next()
         rnd = stats["sampling_rounds"]
         t0 = time.perf_counter()
-        ro = engine.generate(
-            [prompts[i] for i in idx],
-            group_size=n_sample,
-            max_new_tokens=cfg.max_completion_tokens,
-            temperature=cfg.temperature,
-            top_p=cfg.top_p,
-            seed=random.Random(f"{seed}:{step}:{int(rnd)}").randrange(2**31),
-        )
+        draw = random.Random(f"{seed}:{step}:{int(rnd)}").randrange(2**31)
+        sampling = Sampling(n_sample, cfg.max_completion_tokens, cfg.temperature, cfg.top_p, seed=draw)
+        ro = engine.generate([prompts[i] for i in idx], sampling)
         t1 = time.perf_counter()
         stats["sampling_rounds"] += 1
         stats["groups_sampled"] += len(idx)

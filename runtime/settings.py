@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from grpo_core.rewards.base import GraderEnv
+from grpo_core.rewards.base import Endpoint, GraderEnv
 
 
 class CommonSettings(BaseSettings):
@@ -54,14 +54,9 @@ class CommonSettings(BaseSettings):
 
     def grader_env(self) -> GraderEnv:
         """What graders may use on this service: the API's pre-flight and the worker's jobs run the same."""
-        return GraderEnv(
-            sandbox_tier=self.reward_sandbox,
-            judge_url=self.judge_base_url,
-            judge_api_key=self.judge_api_key,
-            embedding_url=self.embedding_base_url,
-            embedding_model=self.embedding_model,
-            embedding_api_key=self.embedding_api_key,
-        )
+        judge = Endpoint(self.judge_base_url, self.judge_api_key)
+        embeddings = Endpoint(self.embedding_base_url, self.embedding_api_key, self.embedding_model)
+        return GraderEnv(self.reward_sandbox, judge, embeddings)
 
     @property
     def single_machine(self) -> bool:

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from grpo_core.metrics_schema import StepMetrics
-from grpo_core.rewards.graders import GraderResult, build_grader
+from grpo_core.rewards.base import GraderResult
+from grpo_core.rewards.graders import build_grader
 from grpo_core.rewards.schemas import StringCheckGrader
 
 

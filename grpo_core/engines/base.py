@@ -15,25 +15,29 @@ next ``generate`` samples from the updated policy). Engines:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from grpo_core.rollout import Rollout
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How a rollout samples: ``group_size`` completions per prompt of at most ``max_new_tokens`` tokens, at
+    ``temperature`` (0: greedy) within the ``top_p`` nucleus, from the random stream ``seed``."""
+
+    group_size: int
+    max_new_tokens: int
+    temperature: float
+    top_p: float
+    seed: int
+
+
 class RolloutEngine(Protocol):
     name: str
 
-    def generate(
-        self,
-        prompts: list[str],
-        *,
-        group_size: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int,
-    ) -> Rollout:
+    def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         """``group_size`` completions per prompt, rows grouped by prompt (row i belongs to prompt i // G)."""
         ...
 

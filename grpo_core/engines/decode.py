@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.engines.base import Sampling
 from grpo_core.logprobs import prefill_cache
 from grpo_core.rollout import Rollout, completion_mask, eos_ids
 
@@ -103,16 +104,7 @@ def _nucleus(logp: Tensor, top_p: float) -> Tensor:
 
 
 def decode(
-    model: Any,
-    tokenizer: Any,
-    prompts: list[str],
-    *,
-    group_size: int,
-    max_new_tokens: int,
-    temperature: float,
-    top_p: float,
-    seed: int,
-    stop_ids: list[int] | None = None,
+    model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, *, stop_ids: list[int] | None = None
 ) -> Rollout:
     """``group_size`` completions per prompt (rows grouped by prompt), greedy at temperature 0.
 
@@ -124,7 +116,7 @@ def decode(
     inference tensors may not enter.
     """
     with torch.inference_mode():
-        ro = _decode(model, tokenizer, prompts, group_size, max_new_tokens, temperature, top_p, seed, stop_ids)
+        ro = _decode(model, tokenizer, prompts, sampling, stop_ids)
     return Rollout(
         prompt_ids=ro.prompt_ids.clone(),
         prompt_mask=ro.prompt_mask.clone(),
@@ -136,17 +128,8 @@ def decode(
     )
 
 
-def _decode(
-    model: Any,
-    tokenizer: Any,
-    prompts: list[str],
-    group_size: int,
-    max_new_tokens: int,
-    temperature: float,
-    top_p: float,
-    seed: int,
-    stop_ids: list[int] | None,
-) -> Rollout:
+def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, stop_ids: list[int] | None) -> Rollout:
+    group_size, max_new_tokens, temperature = sampling.group_size, sampling.max_new_tokens, sampling.temperature
     stop = stop_ids or eos_ids(model, tokenizer)
     if tokenizer.pad_token is None:  # masks never depend on the pad id (grpo_core.rollout)
         tokenizer.pad_token = tokenizer.convert_ids_to_tokens(stop[0])
@@ -161,7 +144,7 @@ def _decode(
     ids, mask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
     n = ids.shape[0]
     position = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # of the last prompt token
-    gen = torch.Generator(device=device).manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(sampling.seed)
     stop_t = torch.tensor(stop, device=device)
     tokens, logps = [], []
     done = torch.zeros(n, dtype=torch.bool, device=device)
@@ -181,8 +164,8 @@ def _decode(
         )
         if temperature > 0:
             logp = torch.log_softmax(logits.div_(temperature), dim=-1)
-            if top_p < 1.0:
-                logp = _nucleus(logp, top_p)
+            if sampling.top_p < 1.0:
+                logp = _nucleus(logp, sampling.top_p)
             token = _draw(logp, gen)
             logps.append(logp.gather(1, token.unsqueeze(1)).squeeze(1))
         else:

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from grpo_core.engines.base import Sampling
 from grpo_core.logprobs import prefill_cache
 from grpo_core.rollout import Rollout, completion_mask, eos_ids
 
@@ -23,20 +24,8 @@ class TransformersEngine:
         self.tokenizer = tokenizer
         self.autocast_dtype = autocast_dtype
 
-    def generate(
-        self, prompts: list[str], *, group_size: int, max_new_tokens: int, temperature: float, top_p: float, seed: int
-    ) -> Rollout:
-        return sample(
-            self.model,
-            self.tokenizer,
-            prompts,
-            group_size=group_size,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            autocast_dtype=self.autocast_dtype,
-        )
+    def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
+        return sample(self.model, self.tokenizer, prompts, sampling, autocast_dtype=self.autocast_dtype)
 
     def sync(self, model: Any, step: int) -> None:
         """Nothing to do: the engine samples with the trainer's model itself."""
@@ -73,12 +62,8 @@ def sample(
     model: Any,  # a transformers causal LM, or its peft wrapper
     tokenizer: Any,
     prompts: list[str],
+    sampling: Sampling,
     *,
-    group_size: int,
-    max_new_tokens: int,
-    temperature: float,
-    top_p: float,
-    seed: int,
     autocast_dtype: torch.dtype | None = None,
     share_prefill: bool = True,
 ) -> Rollout:
@@ -94,20 +79,20 @@ def sample(
     device = next(model.parameters()).device
     unique = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
     unique = {k: v.to(device) for k, v in unique.items()}
-    enc = {k: v.repeat_interleave(group_size, dim=0) for k, v in unique.items()}
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    enc = {k: v.repeat_interleave(sampling.group_size, dim=0) for k, v in unique.items()}
+    gen = torch.Generator(device="cpu").manual_seed(sampling.seed)
     # generate() draws from the global RNG; fork it so sampling is a function of (seed) only and the
     # caller's RNG stream is untouched.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
         with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            sampling = {"do_sample": True, "temperature": temperature, "top_p": top_p, "top_k": 0}
-            cache = _shared_prefill(model, unique, group_size) if share_prefill else None
+            drawn = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}
+            cache = _shared_prefill(model, unique, sampling.group_size) if share_prefill else None
             out = model.generate(
                 **enc,
                 past_key_values=cache,
-                **(sampling if temperature > 0 else {"do_sample": False}),
-                max_new_tokens=max_new_tokens,
+                **(drawn if sampling.temperature > 0 else {"do_sample": False}),
+                max_new_tokens=sampling.max_new_tokens,
                 eos_token_id=stop,
                 pad_token_id=tokenizer.pad_token_id,
             )

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from grpo_core.engines.base import Sampling
 from grpo_core.engines.decode import decode
 from grpo_core.rollout import Rollout, eos_ids
 
@@ -132,20 +133,8 @@ class MergedEngine:
             if packed:
                 module.set_weight(target)
 
-    def generate(
-        self, prompts: list[str], *, group_size: int, max_new_tokens: int, temperature: float, top_p: float, seed: int
-    ) -> Rollout:
-        return decode(
-            self.model,
-            self.tokenizer,
-            prompts,
-            group_size=group_size,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            stop_ids=self.stop,
-        )
+    def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
+        return decode(self.model, self.tokenizer, prompts, sampling, stop_ids=self.stop)
 
     def close(self) -> None:
         self.model = None

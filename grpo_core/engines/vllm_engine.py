@@ -45,6 +45,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from grpo_core.config import WeightSync
+from grpo_core.engines.base import Sampling
 from grpo_core.rollout import Rollout, eos_ids, pack_rollout
 
 # Ranks vLLM accepts for ``max_lora_rank`` (vllm.config.lora.MaxLoRARanks).
@@ -174,16 +175,7 @@ class VLLMEngine:
         self._dir = Path(tempfile.mkdtemp(prefix="vllm-sync-"))
         self._lora: Any = None  # the LoRARequest of the current policy; None = base weights
 
-    def generate(
-        self,
-        prompts: list[str],
-        *,
-        group_size: int,
-        max_new_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int,
-    ) -> Rollout:
+    def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         """``group_size`` completions per prompt (row i belongs to prompt i // G) with their sampling log-probs.
 
         Prompt i gets seed ``seed + i·G`` (vLLM gives its j-th sample ``+ j``), so no two rows share a random
@@ -193,13 +185,14 @@ class VLLMEngine:
         from vllm.inputs import TokensPrompt
 
         prompt_ids = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        g = sampling.group_size
         params = [
             SamplingParams(
-                n=group_size,
-                temperature=temperature,
-                top_p=top_p,
-                max_tokens=max_new_tokens,
-                seed=seed + i * group_size,
+                n=g,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_new_tokens,
+                seed=sampling.seed + i * g,
                 logprobs=0,  # only the sampled token's log-prob
                 stop_token_ids=self._stop,
                 detokenize=False,  # texts are decoded with our tokenizer below

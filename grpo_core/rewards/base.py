@@ -19,17 +19,23 @@ from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
+class Endpoint:
+    """An OpenAI-compatible HTTP endpoint the operator runs for graders (e.g. http://judge/v1)."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    model: str | None = None  # the embeddings' model; a judge's model is named by its grader
+
+
+@dataclass(frozen=True)
 class GraderEnv:
     """What the operator configures for graders (the worker and the API pass their settings in)."""
 
     sandbox_tier: str = "auto"  # grpo_core.rewards.python_runner tiers; fail-closed by default
-    judge_url: str | None = None  # OpenAI-compatible base URL for score_model graders, e.g. http://judge/v1
-    judge_api_key: str | None = None
-    judge_timeout: float = 60.0
+    judge: Endpoint = field(default_factory=Endpoint)  # /chat/completions for score_model graders
+    embeddings: Endpoint = field(default_factory=Endpoint)  # /embeddings for text_similarity "cosine"
+    request_timeout: float = 60.0
     judge_concurrency: int = 8
-    embedding_url: str | None = None  # OpenAI-compatible /embeddings for text_similarity "cosine"
-    embedding_model: str | None = None
-    embedding_api_key: str | None = None
 
 
 class SampleError(Exception):

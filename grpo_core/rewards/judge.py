@@ -33,20 +33,25 @@ class JudgeNotConfigured(ValueError):
     """A grader that needs a model endpoint (judge or embeddings) on a service that has none configured."""
 
 
+def _client(base_url: str, api_key: str | None, timeout: float) -> Any:
+    """An httpx client for an OpenAI-compatible endpoint (httpx is imported only when a grader needs one)."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+
+
 class Embeddings:
     """Cosine similarity of two texts' embeddings from the operator's endpoint (one request per pair)."""
 
     def __init__(self, env: GraderEnv) -> None:
-        if not env.embedding_url or not env.embedding_model:
+        if not env.embeddings.base_url or not env.embeddings.model:
             raise JudgeNotConfigured(
                 "evaluation_metric 'cosine' needs an embedding model, and this service has none configured "
                 "(EMBEDDING_BASE_URL, EMBEDDING_MODEL); use fuzzy_match, bleu, gleu, meteor or rouge_*"
             )
-        import httpx
-
-        headers = {"Authorization": f"Bearer {env.embedding_api_key}"} if env.embedding_api_key else {}
-        self.model = env.embedding_model
-        self.client = httpx.Client(base_url=env.embedding_url.rstrip("/"), headers=headers, timeout=env.judge_timeout)
+        self.model = env.embeddings.model
+        self.client = _client(env.embeddings.base_url, env.embeddings.api_key, env.request_timeout)
 
     def cosine(self, a: str, b: str) -> float:
         resp = self.client.post("/embeddings", json={"model": self.model, "input": [a, b]})
@@ -61,17 +66,14 @@ class Embeddings:
 
 class ScoreModel:
     def __init__(self, spec: ScoreModelGrader, env: GraderEnv) -> None:
-        if not env.judge_url:
+        if not env.judge.base_url:
             raise JudgeNotConfigured(
                 "score_model graders need a judge endpoint, and this service has none configured (JUDGE_BASE_URL)"
             )
-        import httpx
-
         self.spec = spec
         self.name = spec.name
         self.env = env
-        headers = {"Authorization": f"Bearer {env.judge_api_key}"} if env.judge_api_key else {}
-        self.client = httpx.Client(base_url=env.judge_url.rstrip("/"), headers=headers, timeout=env.judge_timeout)
+        self.client = _client(env.judge.base_url, env.judge.api_key, env.request_timeout)
 
     def _one(self, text: str, row: dict[str, Any]) -> tuple[float, SampleError | None]:
         sample = make_sample(text)

@@ -14,8 +14,10 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from grpo_core.rewards.base import (
+    Endpoint,
     FormulaFailed,
     GraderCodeError,
+    GraderEnv,
     InvalidVariable,
     JudgeReplyError,
     JudgeRequestError,
@@ -23,7 +25,7 @@ from grpo_core.rewards.base import (
     has_error,
 )
 from grpo_core.rewards.formula import FormulaError, evaluate_formula, parse_formula
-from grpo_core.rewards.graders import GraderEnv, build_grader, build_graders, extract_answer
+from grpo_core.rewards.graders import build_grader, build_graders, extract_answer
 from grpo_core.rewards.judge import JudgeNotConfigured
 from grpo_core.rewards.schemas import GraderSpec, StringCheckGrader
 from grpo_core.rewards.templates import render
@@ -293,7 +295,7 @@ def test_score_model_calls_the_configured_judge(judge_url: str) -> None:
         "range": [0, 1],
         "sampling_params": {"temperature": 0, "seed": 3, "max_completions_tokens": 8},
     }
-    env = GraderEnv(judge_url=judge_url, judge_api_key="k3y")
+    env = GraderEnv(judge=Endpoint(judge_url, api_key="k3y"))
     res = score(spec, ["abcde", "x" * 30, "refuse", "crash"], [{}] * 4, env)
     assert res.scores == [0.5, 1.0, 0.0, 0.0]  # clipped to the range; errors score 0
     assert isinstance(res.errors[2], JudgeReplyError) and "no number" in str(res.errors[2])
@@ -316,7 +318,7 @@ def test_non_finite_values_never_leave_a_grader() -> None:
 
 def test_cosine_similarity_uses_the_configured_embeddings(judge_url: str) -> None:
     spec = {"type": "text_similarity", "reference": "{{item.r}}", "evaluation_metric": "cosine"}
-    env = GraderEnv(embedding_url=judge_url, embedding_model="emb-1")
+    env = GraderEnv(embeddings=Endpoint(judge_url, model="emb-1"))
     res = score(spec, ["aa", "ab", "bbb"], [{"r": "a"}] * 3, env)
     assert res.scores == pytest.approx([1.0, 2**-0.5, 0.0])  # (2,0)·(1,0); (1,1)·(1,0)/√2; (0,3)·(1,0)
 

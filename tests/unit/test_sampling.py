@@ -14,9 +14,10 @@ import torch
 
 from grpo_core.advantages import STD_EPS, compute_advantages
 from grpo_core.config import GRPOConfig
+from grpo_core.engines.base import Sampling
 from grpo_core.errors import GraderFailed, UserError
+from grpo_core.rewards.base import GraderResult
 from grpo_core.rewards.combine import combined_advantages, weighted_total
-from grpo_core.rewards.graders import GraderResult
 from grpo_core.rollout import Rollout, concat_rollouts, pack_rollout
 from grpo_core.sampling import PromptCursor, collect_batch, gfpo_keep, groups_with_signal
 
@@ -84,9 +85,9 @@ class ScriptedEngine:
         self.script = script
         self.calls: list[list[str]] = []
 
-    def generate(self, prompts: list[str], *, group_size: int, **_: Any) -> Rollout:
+    def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         self.calls.append(prompts)
-        comps = [self.script[p][j] for p in prompts for j in range(group_size)]
+        comps = [self.script[p][j] for p in prompts for j in range(sampling.group_size)]
         ids = [[ord(c) for c in text] + [0] for text in comps]
         return pack_rollout([[1]] * len(ids), ids, [0], 0, lambda t: "".join(chr(i) for i in t if i))
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from grpo_core.config import GRPOConfig
+from grpo_core.engines.base import Sampling
 from grpo_core.logprobs import completion_logprobs, shared_prefixes
 from grpo_core.trainer import load_policy
 
@@ -106,9 +108,9 @@ def test_merged_sampler_logprobs_are_the_trainers(tiny_model_dir: Path) -> None:
     engine = MergedEngine(model, tok, torch.float32)
     embed = model.get_base_model().get_input_embeddings().weight
     assert engine.model.get_input_embeddings().weight.data_ptr() == embed.data_ptr()  # shared, not copied
-    kw = dict(group_size=4, max_new_tokens=12, temperature=0.7, top_p=1.0, seed=3)
+    kw = Sampling(group_size=4, max_new_tokens=12, temperature=0.7, top_p=1.0, seed=3)
     for round_ in range(2):
-        ro = engine.generate(["1+2=", "13+4="], **kw)
+        ro = engine.generate(["1+2=", "13+4="], kw)
         with torch.no_grad():
             want = completion_logprobs(
                 model, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask, temperature=0.7
@@ -130,10 +132,10 @@ def test_greedy_decode_matches_generate(tiny_model_dir: Path) -> None:
 
     model = _nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
-    kw = dict(group_size=2, max_new_tokens=10, temperature=0.0, top_p=1.0, seed=0)
+    kw = Sampling(group_size=2, max_new_tokens=10, temperature=0.0, top_p=1.0, seed=0)
     prompts = ["7+8=", "2*3+11="]  # different lengths: left padding
-    ours = MergedEngine(model, tok, torch.float32).generate(prompts, **kw)
-    ref = sample(model, tok, prompts, share_prefill=False, **kw)
+    ours = MergedEngine(model, tok, torch.float32).generate(prompts, kw)
+    ref = sample(model, tok, prompts, kw, share_prefill=False)
     assert ours.sampling_logp is None
     width = min(ours.completion_ids.shape[1], ref.completion_ids.shape[1])
     assert torch.equal(ours.completion_mask[:, :width], ref.completion_mask[:, :width])
@@ -148,8 +150,8 @@ def test_top_p_logprobs_are_the_renormalised_nucleus(tiny_model_dir: Path) -> No
     model = _nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     engine = MergedEngine(model, tok, torch.float32)
-    kw = dict(group_size=4, max_new_tokens=8, temperature=1.0, seed=1)
-    ro = engine.generate(["5+5="], top_p=0.5, **kw)
+    kw = Sampling(group_size=4, max_new_tokens=8, temperature=1.0, top_p=0.5, seed=1)
+    ro = engine.generate(["5+5="], kw)
     with torch.no_grad():
         full = completion_logprobs(
             model, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask, temperature=1.0
@@ -157,8 +159,8 @@ def test_top_p_logprobs_are_the_renormalised_nucleus(tiny_model_dir: Path) -> No
     m = ro.completion_mask.bool()
     # within the nucleus p / mass(nucleus) >= p; equality only where the nucleus is one token (log-prob 0)
     assert bool((ro.sampling_logp[m] >= full[m] - 1e-5).all())
-    tiny = engine.generate(["5+5="], top_p=1e-6, **kw)  # a nucleus of one token: greedy, probability 1
-    greedy = engine.generate(["5+5="], top_p=1.0, **{**kw, "temperature": 0.0})
+    tiny = engine.generate(["5+5="], replace(kw, top_p=1e-6))  # a nucleus of one token: greedy, probability 1
+    greedy = engine.generate(["5+5="], replace(kw, top_p=1.0, temperature=0.0))
     assert torch.allclose(tiny.sampling_logp, torch.zeros_like(tiny.sampling_logp))
     assert tiny.texts == greedy.texts
 
@@ -178,9 +180,7 @@ def test_bf16_logprobs_stay_within_the_documented_bound(tiny_model_dir: Path) ->
         if precision == "bf16":
             assert next(model.get_base_model().parameters()).dtype == torch.bfloat16
             assert all(p.dtype == torch.float32 for p in model.parameters() if p.requires_grad)
-            ro = MergedEngine(model, tok, torch.bfloat16).generate(
-                ["1+2="], group_size=4, max_new_tokens=8, temperature=1.0, top_p=1.0, seed=0
-            )
+            ro = MergedEngine(model, tok, torch.bfloat16).generate(["1+2="], Sampling(4, 8, 1.0, 1.0, 0))
             assert ro.sampling_logp is not None and bool(torch.isfinite(ro.sampling_logp).all())
     diff = (logps["bf16"] - logps["fp32"])[mask].abs()
     assert float(diff.max()) < BF16_LOGP_BOUND, float(diff.max())

@@ -15,6 +15,7 @@ import torch
 
 from grpo_core.checkpoint import MANIFEST, CheckpointError, load_checkpoint, read_manifest
 from grpo_core.config import GRPOConfig
+from grpo_core.engines.base import Sampling
 from grpo_core.engines.hf import sample
 from grpo_core.presets import PRESETS
 from grpo_core.trainer import load_policy, train
@@ -112,8 +113,9 @@ def test_shared_prefill_generates_what_the_plain_path_does(tiny_model_dir: Path)
     prompts = ["12+3=", "1+1=", "7*8=?"]
     kw = {"group_size": 3, "max_new_tokens": 6, "top_p": 1.0, "seed": 4}
     for temperature in (0.0, 1.0):
-        shared = sample(model, tok, prompts, temperature=temperature, share_prefill=True, **kw)
-        plain = sample(model, tok, prompts, temperature=temperature, share_prefill=False, **kw)
+        sampling = Sampling(temperature=temperature, **kw)
+        shared = sample(model, tok, prompts, sampling, share_prefill=True)
+        plain = sample(model, tok, prompts, sampling, share_prefill=False)
         assert torch.equal(shared.completion_ids, plain.completion_ids), temperature
         assert torch.equal(shared.prompt_ids, plain.prompt_ids) and shared.texts == plain.texts
 

@@ -23,6 +23,7 @@ pytest.importorskip("vllm", reason="vLLM is not installed (optional extra: pip i
 
 import torch
 
+from grpo_core.engines.base import Sampling
 from grpo_core.logprobs import completion_logprobs
 from grpo_core.rollout import Rollout
 from tests.tiny_model import build_tiny_model
@@ -78,7 +79,7 @@ def engine(request: pytest.FixtureRequest, model_dir: Path, policy: tuple[Any, A
 
 def generate(engine: Any, seed: int = 0) -> Rollout:
     t0 = time.perf_counter()
-    ro = engine.generate(PROMPTS, group_size=G, max_new_tokens=MAX_NEW, temperature=T, top_p=1.0, seed=seed)
+    ro = engine.generate(PROMPTS, Sampling(group_size=G, max_new_tokens=MAX_NEW, temperature=T, top_p=1.0, seed=seed))
     n = int(ro.completion_mask.sum())
     print(f"\ngenerate: {len(PROMPTS)}×{G} rows, {n} tokens in {time.perf_counter() - t0:.2f} s")
     return ro
