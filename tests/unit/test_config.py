@@ -33,3 +33,22 @@ def test_unknown_field_rejected() -> None:
 def test_total_steps() -> None:
     assert GRPOConfig(batch_size=4, n_epochs=2).total_steps(10) == 6
     assert GRPOConfig(max_steps=7).total_steps(10) == 7
+
+
+def test_readme_lists_each_field_under_its_kind() -> None:
+    """README's "Hyperparameters" section names every field under the class that declares it."""
+    import re
+    from pathlib import Path
+
+    from grpo_core.config import AlgorithmConfig, ExecutionConfig, GRPOConfig, MonitoringConfig, OpenAICompatFields
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Hyperparameters: what is computed, and how it runs", 1)[1].split("\n### ", 1)[0]
+    kinds = section.split("\n- **")[1:]
+    assert len(kinds) == 4
+    for kind, cls in zip(kinds, (AlgorithmConfig, ExecutionConfig, MonitoringConfig, OpenAICompatFields), strict=True):
+        named = set(re.findall(r"`(\w+)`", kind))
+        assert cls.__name__ in named and set(cls.model_fields) <= named, (cls.__name__, set(cls.model_fields) - named)
+    assert sum(
+        len(c.model_fields) for c in (AlgorithmConfig, ExecutionConfig, MonitoringConfig, OpenAICompatFields)
+    ) == len(GRPOConfig.model_fields)
