@@ -3,7 +3,7 @@
 Per-run state lives in ``JobRun``; the Celery task is one line. Everything the user sees goes through the
 internal API (events, checkpoints, the final status: worker.reporting); the object store is used directly for
 bytes. A heartbeat thread renews the lease while a long step runs and picks up a cancel or pause, which the loop
-honours between steps. Every failure ends as a finish the user can act on (``_outcome``).
+honours between steps. Every failure ends as a finish the user can act on (``_failure``).
 """
 
 from __future__ import annotations
