@@ -12,7 +12,8 @@ seed) and the global RNG is untouched.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -33,7 +34,7 @@ def _preallocated_layer_class() -> type:
         """
 
         def __init__(self, capacity: int) -> None:
-            super().__init__()  # type: ignore[no-untyped-call]
+            cast("Callable[[], None]", super().__init__)()  # DynamicLayer.__init__ is unannotated in transformers
             self.capacity, self.length = capacity, 0
 
         def update(self, key_states: Tensor, value_states: Tensor, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:

@@ -16,7 +16,8 @@ correction (``tis_cap``), exactly as for vLLM.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 
@@ -50,7 +51,8 @@ def _can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
     return (
         dtype == torch.bfloat16
         and device.type == "cpu"
-        and torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]  # untyped in torch
+        # torch leaves is_available unannotated; it takes nothing and returns a bool
+        and cast("Callable[[], bool]", torch.backends.mkldnn.is_available)()
         and hasattr(ops, "_reorder_linear_weight")
         and hasattr(ops, "_linear_pointwise")
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ("api", "worker", "runtime", "grpo_core", "rft_cli")
-CEILING = 6  # 24 before the type checker came in (issue 14)
+CEILING = 4  # 24 before the type checker came in (issue 14)
 IGNORE = re.compile(r"#\s*type:\s*ignore(\[[\w\-, ]+\])?")
 
 
