@@ -358,7 +358,3 @@ def apply_caps(cfg: GRPOConfig, caps: dict[str, int | None]) -> tuple[GRPOConfig
     values.pop("recipe", None)  # already expanded; re-expanding would not override the capped values anyway
     capped = GRPOConfig.model_validate(values)
     return capped.model_copy(update={"recipe": cfg.recipe}), messages
-
-
-EXECUTION_FIELDS = frozenset(ExecutionConfig.model_fields)
-ALGORITHM_FIELDS = frozenset(AlgorithmConfig.model_fields)
