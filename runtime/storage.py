@@ -93,12 +93,14 @@ class LocalStore:
 
 @contextlib.contextmanager
 def _s3_errors(action: str, key: str) -> Iterator[None]:
-    """botocore's failures (unreachable endpoint, refused credentials, missing bucket) as StoreError."""
+    """boto's failures (unreachable endpoint, refused credentials, missing bucket; boto3's own, such as a failed
+    managed upload) as StoreError."""
+    from boto3.exceptions import Boto3Error
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         yield
-    except (BotoCoreError, ClientError) as exc:
+    except (BotoCoreError, ClientError, Boto3Error) as exc:
         raise StoreError(f"object store: {action} {key!r} failed: {exc}") from exc
 
 
@@ -130,13 +132,8 @@ class S3Store:
         )
 
     def put_file(self, key: str, path: Path) -> None:
-        from boto3.exceptions import S3UploadFailedError
-
         with _s3_errors("upload of", key):
-            try:
-                self.client.upload_file(str(path), self.bucket, key)
-            except S3UploadFailedError as exc:
-                raise StoreError(f"object store: upload of {key!r} failed: {exc}") from exc
+            self.client.upload_file(str(path), self.bucket, key)
 
     def get_file(self, key: str, path: Path) -> None:
         with _s3_errors("download of", key):

@@ -39,3 +39,6 @@ def test_s3_failures_are_store_errors(tmp_path: Path) -> None:
         assert isinstance(info.value, InfrastructureError) and info.value.__cause__ is not None
         with pytest.raises(StoreError):
             store.exists("x")
+        (tmp_path / "up.tar").write_bytes(b"x")
+        with pytest.raises(StoreError):  # boto3's managed upload fails with an error of its own (S3UploadFailedError)
+            store.put_file("projects/p/jobs/j/checkpoints/a.tar", tmp_path / "up.tar")
