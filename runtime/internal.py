@@ -65,7 +65,6 @@ class Fenced(BaseModel):
 
 class HeartbeatResponse(BaseModel):
     status: str
-    cancel_requested: bool
     stop: Stop | None = Field(None, description="Stop at the next step boundary, and why.")
     lease_expires_at: int
 
@@ -111,7 +110,6 @@ class EventsRequest(Fenced):
 
 class EventsResponse(BaseModel):
     added: int
-    cancel_requested: bool
     stop: Stop | None = Field(None, description="Stop at the next step boundary, and why.")
 
 

@@ -42,9 +42,7 @@ def claim(
 def heartbeat(job_id: str, body: Fenced, session: SessionDep, settings: SettingsDep) -> HeartbeatResponse:
     job = svc.heartbeat(session, job_id, body.epoch, settings.lease_seconds)
     stop = svc.stop_request(job)
-    return HeartbeatResponse(
-        status=job.status, cancel_requested=stop == "cancel", stop=stop, lease_expires_at=job.lease_expires_at or 0
-    )
+    return HeartbeatResponse(status=job.status, stop=stop, lease_expires_at=job.lease_expires_at or 0)
 
 
 @router.post(contract.EVENTS)
@@ -53,7 +51,7 @@ def events(
 ) -> EventsResponse:
     added, steps, stop = svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)
     request.app.state.steps_counter.inc(steps)
-    return EventsResponse(added=added, cancel_requested=stop == "cancel", stop=stop)
+    return EventsResponse(added=added, stop=stop)
 
 
 @router.post(contract.CHECKPOINTS)

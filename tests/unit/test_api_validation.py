@@ -139,7 +139,7 @@ def test_internal_api_needs_the_worker_token_and_fences_epochs(client: TestClien
     ev = metrics_event(1) | {"message": "s1"}
     for _ in range(2):  # a retried post never duplicates a metrics point
         r = client.post(f"{url}/events", json={"epoch": 1, "events": [ev]}, headers=auth)
-        assert r.json()["cancel_requested"] is False
+        assert r.json()["stop"] is None
     events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events?limit=100").json()["data"]
     assert [e["message"] for e in events].count("s1") == 1
     assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["steps_done"] == 1
@@ -166,7 +166,7 @@ def test_cancel_reaches_the_worker_and_a_dead_workers_cancelling_job_ends(
     client.post(f"{url}/claim", json={"worker_id": "w", "claim_id": "claim-one"}, headers=auth)
     assert client.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel").json()["status"] == "cancelling"
     r = client.post(f"{url}/events", json={"epoch": 1, "events": [{"message": "step done"}]}, headers=auth)
-    assert r.json()["cancel_requested"] is True
+    assert r.json()["stop"] == "cancel"
     # the worker dies without acknowledging: once its lease is over, the next claim finishes the cancel
     with create_engine(settings.db_url).begin() as conn:
         conn.execute(text("update jobs set lease_expires_at = 0 where id = :id"), {"id": job["id"]})

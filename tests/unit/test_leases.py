@@ -96,7 +96,7 @@ def test_stop_requests_reach_the_worker_and_only_the_current_epoch_finishes(
     assert job.user(action).json()["status"] == request_state
     assert job.user(action).json()["status"] == request_state  # idempotent
     stop = job.write("events", 1, events=[{"message": "step"}]).json()
-    assert stop["stop"] == action and stop["cancel_requested"] == (action == "cancel")
+    assert stop["stop"] == action and stop["added"] == 1
     assert job.write("heartbeat", 1).json()["stop"] == action
     assert job.write("finish", 0, status=final).status_code == 409  # a stale epoch cannot finish it
     assert job.write("finish", 1, status=final).json()["status"] == final
