@@ -86,6 +86,7 @@ def demo_step_share(steps: int, tier: str) -> tuple[float, float]:
             self.steps: list[Any] = []  # grpo_core.metrics_schema.StepMetrics
 
         def on_message(self, message: str, level: str = "info") -> None: ...
+        def on_start(self, execution: Any) -> None: ...
         def on_step(self, metrics: Any) -> None:
             self.steps.append(metrics)
 

@@ -117,7 +117,9 @@ def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path
     if result.unexpected_keys:
         raise CheckpointError(f"checkpoint does not fit this adapter: unexpected {result.unexpected_keys[:3]}")
     # Our own file, verified by its hash above: it holds Python RNG state, which needs full unpickling.
-    state = torch.load(ckpt_dir / STATE_FILE, weights_only=False)
+    # Loaded on the CPU whatever device saved it: a job checkpointed on a GPU worker resumes on any worker (the
+    # optimizer moves its state to its parameters' device; RNG states are CPU tensors by definition).
+    state = torch.load(ckpt_dir / STATE_FILE, weights_only=False, map_location="cpu")
     optimizer.load_state_dict(state["optimizer"])
     if scheduler is not None and state.get("scheduler") is not None:
         scheduler.load_state_dict(state["scheduler"])

@@ -10,7 +10,7 @@ failure an hour into a GPU run.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -27,9 +27,9 @@ ImportanceSamplingLevel = Literal["token", "sequence"]  # grpo_core.loss
 KLEstimator = Literal["k1", "k2", "k3"]  # grpo_core.loss
 GFPOMetric = Literal["length", "reward_per_token"]  # grpo_core.sampling
 LRScheduler = Literal["constant", "linear", "cosine"]  # grpo_core.schedule
-RolloutEngineName = Literal["merged", "transformers", "vllm"]  # grpo_core.engines
+RolloutEngineName = Literal["auto", "merged", "transformers", "vllm"]  # grpo_core.engines
 WeightSync = Literal["auto", "lora", "merged"]  # grpo_core.engines.vllm_engine
-Precision = Literal["fp32", "bf16"]
+Precision = Literal["auto", "fp32", "bf16"]  # grpo_core.device
 ReasoningEffort = Literal["default", "low", "medium", "high"]
 
 _AUTO_FIELDS = {
@@ -205,30 +205,54 @@ class ExecutionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|cuda(:[0-9]{1,2})?)$",
+        description="Where the job trains: auto = the worker's GPU (cuda:N) when it has one, else its CPU; an "
+        "explicit 'cpu', 'cuda' or 'cuda:N' is honoured, or the job fails with a clear error on a worker without it.",
+    )
+    precision: Precision = Field(
+        "auto",
+        description="bf16: base weights stored in bf16, LoRA weights and optimizer in fp32, forward/backward under "
+        "bf16 autocast, a bf16 sampler; fp32 is exact. auto = bf16 on GPUs that have it and on CPUs whose measured "
+        "bf16 matmul is at least 2x fp32 (AMX), fp32 elsewhere; the job's `execution` shows the value chosen.",
+    )
     rollout_engine: RolloutEngineName = Field(
-        "merged",
+        "auto",
         description="Who samples: merged = a copy of the policy with the adapter folded into its weights, in the "
         "sampling precision, with a lean decode loop (fastest in-process; costs the adapted layers' weights "
         "once more); transformers = the trainer's own model through generate() (no copy, exact log-probs); "
-        "vllm = a vLLM engine (optional extra).",
+        "vllm = a vLLM engine (optional extra); auto = vllm on a GPU when it is installed, merged otherwise.",
     )
     vllm_weight_sync: WeightSync = Field(
         "auto",
         description="How the vLLM engine gets each step's policy: LoRA hot swap (fast on GPU), merged weights "
         "(fast on vLLM's CPU build, whose LoRA kernels are slow), or auto (merged on CPU, LoRA elsewhere).",
     )
-    precision: Precision = Field(
-        "fp32",
-        description="bf16: base weights stored in bf16, LoRA weights and optimizer in fp32, forward/backward under "
-        "bf16 autocast, a bf16 sampler (fast where the hardware has bf16 matmuls: AMX CPUs, recent GPUs); fp32 "
-        "is exact.",
+    vllm_gpu_memory_utilization: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Share of the GPU's memory the colocated vLLM engine may take (weights, activations, KV cache); "
+        "null = auto: what is left after the training's own estimated need, at most 0.5.",
     )
-    micro_batch_size: int = Field(
-        8,
-        ge=1,
-        le=4096,
-        description="Sequences per forward/backward; the gradient equals the full-batch one.",
+    micro_batch_size: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = Field(
+        "auto",
+        description="Sequences per forward/backward; the gradient equals the full-batch one whatever the value. "
+        "auto = sized from the GPU's free memory after the model is loaded; 8 on a CPU.",
     )
+    gradient_checkpointing: bool | None = Field(
+        None,
+        description="Recompute each layer's activations in the backward pass instead of keeping them: far less "
+        "memory for about a third more update compute. null = auto: on for a GPU, off on a CPU.",
+    )
+
+    @property
+    def micro_batch(self) -> int:
+        """The micro-batch size in use; ``auto`` is replaced by a number when the run starts (grpo_core.memory)."""
+        if self.micro_batch_size == "auto":
+            raise RuntimeError("micro_batch_size 'auto' must be resolved before the update (grpo_core.memory)")
+        return self.micro_batch_size
 
 
 class MonitoringConfig(BaseModel):

@@ -188,7 +188,11 @@ def completion_logprobs(
     if cache is None:
         keep = torch.arange(p - 1, p + c - 1, device=input_ids.device)
         logits = model(
-            input_ids=input_ids, attention_mask=_mask_or_none(attn), position_ids=position_ids, logits_to_keep=keep
+            input_ids=input_ids,
+            attention_mask=_mask_or_none(attn),
+            position_ids=position_ids,
+            logits_to_keep=keep,
+            use_cache=False,  # no cache to fill: a scoring pass (and checkpointed layers could not keep one)
         ).logits  # (B, C, V)
     else:
         logits = model(

@@ -89,6 +89,18 @@ class Sample(BaseModel):
     completion_tokens: int | None = None
 
 
+class MemoryStats(BaseModel):
+    """Peak memory of the step, for sizing micro_batch_size and gradient_checkpointing."""
+
+    device: str = Field(description="Where the job trains: cuda:N or cpu.")
+    peak_allocated_gb: float = Field(
+        description="GiB. On a GPU: the peak of memory allocated to tensors during this step (PyTorch's caching "
+        "allocator; the vLLM engine's own reservation is not included). On a CPU: the process's peak resident "
+        "set so far (a high-water mark that never goes down)."
+    )
+    device_total_gb: float | None = Field(None, description="The GPU's total memory in GiB; null on a CPU.")
+
+
 class StepMetrics(BaseModel):
     """One optimizer step. ``kl`` is null when β = 0; per-token means are over the tokens that were updated."""
 
@@ -128,6 +140,7 @@ class StepMetrics(BaseModel):
     sampling_logp_difference_max: float | None = Field(
         None, description="Separate sampling engine only: largest |log π_trainer − log π_engine| of a token."
     )
+    memory: MemoryStats | None = Field(None, description="Peak memory of the step.")
 
     def message(self) -> str:
         """One line for a job's event log."""
@@ -148,6 +161,41 @@ class StepMetrics(BaseModel):
             loss=self.loss,
             kl=self.kl,
             completion_length_mean=self.completion_length_mean,
+        )
+
+
+ResolvedPrecision = Literal["fp32", "bf16"]
+ResolvedEngine = Literal["merged", "transformers", "vllm"]
+
+
+class Execution(BaseModel):
+    """Where and how the worker runs the job: what the ``auto`` hyperparameters resolved to on its hardware."""
+
+    device: str = Field(description="cuda:N or cpu.")
+    device_name: str = Field(description="The GPU's name (e.g. 'NVIDIA H100 80GB HBM3') or the CPU's model name.")
+    precision: ResolvedPrecision
+    precision_reason: str = Field(description="Why: 'requested', 'bf16 tensor cores', 'bf16 matmul 6.2x fp32', …")
+    threads: int | None = Field(None, description="torch's CPU threads (the CPUs the worker may use); null on a GPU.")
+    micro_batch_size: int
+    gradient_checkpointing: bool
+    rollout_engine: ResolvedEngine
+    vllm_gpu_memory_utilization: float | None = Field(None, description="The vLLM engine's share of the GPU.")
+    device_total_gb: float | None = Field(None, description="The GPU's total memory in GiB; null on a CPU.")
+
+    def message(self) -> str:
+        """One line for the job's event log."""
+        where = (
+            f"{self.device} ({self.device_name}, {self.precision})"
+            if self.device.startswith("cuda")
+            else f"CPU, {self.threads} threads, {self.precision} ({self.precision_reason})"
+        )
+        engine: str = self.rollout_engine
+        if self.vllm_gpu_memory_utilization is not None:
+            engine += f" ({self.vllm_gpu_memory_utilization:.0%} of the GPU)"
+        gc = "on" if self.gradient_checkpointing else "off"
+        return (
+            f"Training on {where}: micro_batch_size {self.micro_batch_size}, gradient checkpointing {gc}, "
+            f"rollout engine {engine}"
         )
 
 

@@ -15,6 +15,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
+# Rollouts, rewards and advantages are host data: engines hand back CPU tensors, graders score text, and the
+# update moves each batch to the model's device once (``Rollout.to``). Host tensors name this device explicitly,
+# so an implicit device (a bug on a GPU) stands out (tests/device_guard.py).
+HOST = torch.device("cpu")
+
 
 @dataclass
 class Rollout:
@@ -29,6 +34,19 @@ class Rollout:
     # (B, C) log-probs the engine gave the sampled tokens (after temperature), 0 past the mask; set by engines
     # that are not the trainer's own forward pass (vLLM), for the truncated importance-sampling correction.
     sampling_logp: Tensor | None = None
+
+    def to(self, device: torch.device) -> Rollout:
+        """The same rollout on ``device``: rollouts are built on the host (engines return CPU tensors, grader
+        scores are host data) and moved to the model's device once per update."""
+        return Rollout(
+            self.prompt_ids.to(device),
+            self.prompt_mask.to(device),
+            self.completion_ids.to(device),
+            self.completion_mask.to(device),
+            self.truncated.to(device),
+            self.texts,
+            None if self.sampling_logp is None else self.sampling_logp.to(device),
+        )
 
     def select(self, idx: Tensor) -> Rollout:
         """Rows ``idx`` (a 1-D long tensor), in that order."""
@@ -107,16 +125,16 @@ def pack_rollout(
     n = len(completions)
     p_len = max(len(p) for p in prompts)
     c_len = max(1, max(len(c) for c in completions))
-    prompt_ids = torch.full((n, p_len), pad_id, dtype=torch.long)
-    prompt_mask = torch.zeros((n, p_len), dtype=torch.long)
-    completion_ids = torch.full((n, c_len), pad_id, dtype=torch.long)
-    logp = torch.zeros((n, c_len)) if sampling_logp is not None else None
+    prompt_ids = torch.full((n, p_len), pad_id, dtype=torch.long, device=HOST)
+    prompt_mask = torch.zeros((n, p_len), dtype=torch.long, device=HOST)
+    completion_ids = torch.full((n, c_len), pad_id, dtype=torch.long, device=HOST)
+    logp = torch.zeros((n, c_len), device=HOST) if sampling_logp is not None else None
     for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
-        prompt_ids[i, p_len - len(p) :] = torch.tensor(p, dtype=torch.long)
+        prompt_ids[i, p_len - len(p) :] = torch.tensor(p, dtype=torch.long, device=HOST)
         prompt_mask[i, p_len - len(p) :] = 1
-        completion_ids[i, : len(c)] = torch.tensor(c, dtype=torch.long)
+        completion_ids[i, : len(c)] = torch.tensor(c, dtype=torch.long, device=HOST)
         if logp is not None and sampling_logp is not None:
-            logp[i, : len(c)] = torch.tensor(sampling_logp[i], dtype=torch.float32)
+            logp[i, : len(c)] = torch.tensor(sampling_logp[i], dtype=torch.float32, device=HOST)
     mask, truncated = completion_mask(completion_ids, stop_ids)
     for i, c in enumerate(completions):  # positions past the generated tokens are padding, never content
         mask[i, len(c) :] = 0

@@ -33,7 +33,7 @@ from grpo_core.engines.base import RolloutEngine, Sampling
 from grpo_core.errors import GraderFailed, UserError
 from grpo_core.rewards.base import Grader
 from grpo_core.rewards.combine import combined_advantages, score_samples, weighted_total
-from grpo_core.rollout import Rollout, concat_rollouts
+from grpo_core.rollout import HOST, Rollout, concat_rollouts
 from grpo_core.shaping import soft_overlong_penalty
 
 
@@ -79,7 +79,7 @@ def gfpo_keep(total: Tensor, lengths: Tensor, sampled: int, keep: int, metric: s
         raise ValueError(f"unknown GFPO metric {metric!r}")
     order = torch.sort(score.view(-1, sampled), dim=1, descending=True, stable=True).indices[:, :keep]
     local = torch.sort(order, dim=1).values
-    return (local + torch.arange(0, total.numel(), sampled).unsqueeze(1)).flatten()
+    return (local + torch.arange(0, total.numel(), sampled, device=HOST).unsqueeze(1)).flatten()
 
 
 def groups_with_signal(total: Tensor, group_size: int) -> Tensor:
@@ -92,7 +92,7 @@ def groups_with_signal(total: Tensor, group_size: int) -> Tensor:
 
 
 def _rows_of_groups(keep_groups: Tensor, group_size: int) -> Tensor:
-    return (keep_groups.unsqueeze(1) * group_size + torch.arange(group_size)).flatten()
+    return (keep_groups.unsqueeze(1) * group_size + torch.arange(group_size, device=HOST)).flatten()
 
 
 def collect_batch(
@@ -146,7 +146,7 @@ def collect_batch(
             signal = groups_with_signal(weighted_total(matrix, weights), G)
             stats["groups_dropped"] += int((~signal).sum())
             if signal.any() or (not parts and stats["sampling_rounds"] >= cfg.dynamic_sampling_max_rounds):
-                kept = torch.nonzero(signal).flatten() if signal.any() else torch.arange(len(idx))
+                kept = torch.nonzero(signal).flatten() if signal.any() else torch.arange(len(idx), device=HOST)
                 rows_kept = _rows_of_groups(kept, G)
                 parts.append((ro.select(rows_kept), [idx[int(k)] for k in kept], matrix[rows_kept]))
             n_groups = sum(len(p[1]) for p in parts)
@@ -158,10 +158,10 @@ def collect_batch(
     ro = concat_rollouts([p[0] for p in parts])
     row_idx = [i for p in parts for i in p[1]][: cfg.batch_size]
     n = len(row_idx) * G
-    ro = ro.select(torch.arange(n)) if ro.completion_ids.shape[0] > n else ro
+    ro = ro.select(torch.arange(n, device=HOST)) if ro.completion_ids.shape[0] > n else ro
     matrix = torch.cat([p[2] for p in parts])[:n]
     lengths = ro.completion_mask.sum(dim=1)
-    overlong = torch.zeros(n)
+    overlong = torch.zeros(n, device=HOST)
     if cfg.overlong_buffer_fraction:
         buffer = max(1, round(cfg.overlong_buffer_fraction * cfg.max_completion_tokens))
         overlong = cfg.overlong_penalty * soft_overlong_penalty(lengths, cfg.max_completion_tokens, buffer)

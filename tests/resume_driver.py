@@ -42,10 +42,16 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--stop-after", type=int, default=None)
     ap.add_argument("--resume-from", type=Path, default=None)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--deterministic", action="store_true", help="deterministic CUDA kernels (tests/gpu)")
     args = ap.parse_args()
+    if args.deterministic:
+        import torch
+
+        torch.use_deterministic_algorithms(True)
     rec = Recorder(stop_after=args.stop_after)
     result = train(
-        GRPOConfig.model_validate(CONFIG),
+        GRPOConfig.model_validate({**CONFIG, "device": args.device}),
         args.model,
         ROWS,
         [StartsWithDigit(), DigitShare()],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from grpo_core.metrics_schema import StepMetrics
+from grpo_core.metrics_schema import Execution, StepMetrics
 from grpo_core.rewards.base import GraderResult
 from grpo_core.rewards.graders import build_grader
 from grpo_core.rewards.schemas import StringCheckGrader
@@ -20,6 +20,10 @@ class Recorder:
         self.best: list[int] = []  # steps whose checkpoint was marked best
         self.messages: list[tuple[str, str]] = []
         self.stop_after = stop_after
+        self.execution: Execution | None = None
+
+    def on_start(self, execution: Execution) -> None:
+        self.execution = execution
 
     def on_message(self, message: str, level: str = "info") -> None:
         self.messages.append((level, message))

@@ -84,7 +84,7 @@ def sample(
     # generate() draws from the global RNG; fork it so sampling is a function of (seed) only and the
     # caller's RNG stream is untouched.
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen, device=gen.device)))
         with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
             drawn = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}
             cache = _shared_prefill(model, unique, sampling.group_size) if share_prefill else None

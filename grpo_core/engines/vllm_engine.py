@@ -124,13 +124,16 @@ class VLLMEngine:
         seed: int = 0,
         sync: WeightSync = "auto",
         kv_cache_gib: float = 1.0,
+        gpu_memory_utilization: float | None = None,
         enforce_eager: bool = True,
         llm_kwargs: dict[str, Any] | None = None,
     ) -> None:
         """Start a vLLM engine on the base model in ``model_dir`` (a plain HF folder, read offline).
 
         ``sync``: ``"auto"``, ``"lora"`` or ``"merged"`` (module doc). ``kv_cache_gib`` sizes the KV cache
-        explicitly (on CPU, vLLM would otherwise reserve a fraction of all RAM). ``enforce_eager`` skips
+        explicitly (on CPU, vLLM would otherwise reserve a fraction of all RAM). ``gpu_memory_utilization``: on a
+        GPU shared with training, the engine's share of the device (weights, activations and KV cache; the
+        trainer computes it, grpo_core.memory); given, it replaces ``kv_cache_gib``. ``enforce_eager`` skips
         torch.compile, whose start-up cost on 2 cores outweighs a short rollout (vLLM's CPU build turns
         compilation off with LoRA anyway). ``llm_kwargs`` go to ``vllm.LLM`` unchanged and win over these.
         """
@@ -162,9 +165,12 @@ class VLLMEngine:
             "max_model_len": max_model_len,
             "enforce_eager": enforce_eager,
             "logprobs_mode": "processed_logprobs",  # after temperature: what the trainer computes (module doc)
-            "kv_cache_memory_bytes": int(kv_cache_gib * 2**30),
             "generation_config": "vllm",  # sampling is fully specified here, not by the model's defaults
         }
+        if gpu_memory_utilization is not None:
+            kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+        else:
+            kwargs["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
         if sync == "lora":  # one policy at a time; the CPU cache holds the current adapter and the one replaced
             kwargs |= {"enable_lora": True, "max_lora_rank": rank, "max_loras": 1, "max_cpu_loras": 2}
         else:

@@ -29,6 +29,7 @@ from torch import Tensor
 from grpo_core.advantages import STD_EPS, compute_advantages, nanstd
 from grpo_core.config import Estimator, RewardAggregation, Scale
 from grpo_core.rewards.base import Grader
+from grpo_core.rollout import HOST
 
 
 @dataclass
@@ -45,7 +46,7 @@ def score_samples(
 ) -> Scores:
     """Run every grader on every sample; ``row_numbers`` are 1-based training-file rows, one per sample."""
     cols: list[Tensor] = []
-    out = Scores(torch.zeros(0), [g.name for g in graders], [])
+    out = Scores(torch.zeros(0, device=HOST), [g.name for g in graders], [])
     for g in graders:
         res = g.score(texts, rows)
         if len(res.scores) != len(texts):
@@ -55,14 +56,14 @@ def score_samples(
         out.errors += failed
         out.error_counts[g.name] = len(failed)
         out.sub_scores |= {f"{g.name}.{k}": v for k, v in res.sub_scores.items()}
-        cols.append(torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64))
-    out.matrix = torch.stack(cols, dim=1) if cols else torch.zeros(len(texts), 0, dtype=torch.float64)
+        cols.append(torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64, device=HOST))
+    out.matrix = torch.stack(cols, dim=1) if cols else torch.zeros(len(texts), 0, dtype=torch.float64, device=HOST)
     return out
 
 
 def weighted_total(matrix: Tensor, weights: Sequence[float]) -> Tensor:
     """Σ_k w_k R_k over the graders that scored each sample; NaN only where none did. (N,) float32."""
-    w = torch.tensor(list(weights), dtype=matrix.dtype)
+    w = torch.tensor(list(weights), dtype=matrix.dtype, device=matrix.device)
     total = (matrix * w).nansum(dim=1)
     total[torch.isnan(matrix).all(dim=1)] = math.nan
     return total.float()
