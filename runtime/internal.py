@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Field, Tag
 
-from grpo_core.metrics_schema import CheckpointMetrics, Level, StepMetrics
+from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, StepMetrics
 
 PREFIX = "/internal/jobs"
 CLAIM = "/{job_id}/claim"
@@ -19,6 +19,7 @@ HEARTBEAT = "/{job_id}/heartbeat"
 EVENTS = "/{job_id}/events"
 CHECKPOINTS = "/{job_id}/checkpoints"
 FINISH = "/{job_id}/finish"
+EXECUTION = "/{job_id}/execution"
 
 
 def url(path: str, job_id: str) -> str:
@@ -111,6 +112,12 @@ class EventsRequest(Fenced):
 class EventsResponse(BaseModel):
     added: int
     stop: Stop | None = Field(None, description="Stop at the next step boundary, and why.")
+
+
+class ExecutionRequest(Fenced):
+    """Where and how this attempt trains (the ``auto`` settings resolved); the job object shows it."""
+
+    execution: Execution
 
 
 class CheckpointRequest(Fenced):

@@ -14,6 +14,7 @@ from typing import TypeVar
 import httpx
 from pydantic import BaseModel
 
+from grpo_core.metrics_schema import Execution
 from runtime import internal as api
 from runtime.errors import InfrastructureError
 
@@ -87,6 +88,10 @@ class InternalClient:
         """Post events; returns what the user asked the job to do at the next step boundary: cancel, pause, None."""
         body = api.EventsRequest(epoch=epoch, events=events)
         return self._post(api.url(api.EVENTS, job_id), body, api.EventsResponse).stop
+
+    def execution(self, job_id: str, epoch: int, execution: Execution) -> api.Stop | None:
+        body = api.ExecutionRequest(epoch=epoch, execution=execution)
+        return self._post(api.url(api.EXECUTION, job_id), body, api.HeartbeatResponse).stop
 
     def checkpoint(self, job_id: str, body: api.CheckpointRequest) -> api.CheckpointResponse:
         return self._post(api.url(api.CHECKPOINTS, job_id), body, api.CheckpointResponse)

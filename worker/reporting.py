@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grpo_core.checkpoint import ADAPTER_FILES
-from grpo_core.metrics_schema import Level, StepMetrics
+from grpo_core.metrics_schema import Execution, Level, StepMetrics
 from runtime import internal as api
 from runtime.keys import checkpoint_keys
 
@@ -47,6 +47,11 @@ class Reporter:
 
     def on_message(self, message: str, level: Level = "info") -> None:
         self.run.post_events([api.MessageEvent(message=message, level=level)])
+
+    def on_start(self, execution: Execution) -> None:
+        """The job object shows where it trains (and the answer, like a heartbeat's, may ask it to stop)."""
+        self.run.post_execution(execution)
+        self.on_message(execution.message())
 
     def on_step(self, metrics: StepMetrics) -> None:
         self.tokens += metrics.tokens

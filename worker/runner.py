@@ -25,6 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from grpo_core.config import GRPOConfig
 from grpo_core.data import read_jsonl
 from grpo_core.errors import GraderFailed, UserError
+from grpo_core.metrics_schema import Execution
 from grpo_core.models import resolve_model
 from grpo_core.rewards.base import Grader
 from grpo_core.rewards.judge import JudgeNotConfigured
@@ -53,13 +54,28 @@ def is_infrastructure(exc: BaseException) -> bool:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """torch reports memory exhaustion as torch.OutOfMemoryError (GPU) or as a RuntimeError from the CPU
-    allocator, which has no class of its own: its message is all there is to read."""
+    """The trainer turns a device's out-of-memory into DeviceOutOfMemory (with the step and the remedy); outside
+    its loop torch reports it as torch.OutOfMemoryError (GPU) or as a RuntimeError from the CPU allocator, which
+    has no class of its own: its message is all there is to read."""
     import torch
 
-    if isinstance(exc, MemoryError | torch.OutOfMemoryError):
+    from grpo_core.memory import DeviceOutOfMemory
+
+    if isinstance(exc, MemoryError | torch.OutOfMemoryError | DeviceOutOfMemory):
         return True
     return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
+
+
+def _release_device_memory() -> None:
+    """Hand the run's GPU memory back (this process trains the next job too): the model and optimizer are
+    unreachable once ``train`` returned or raised, but the caching allocator keeps their blocks until told."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 _shutting_down = False  # set once by stop_for_shutdown; read at every step boundary
@@ -103,6 +119,9 @@ class JobRun:
 
     def post_events(self, events: list[api.EventIn]) -> None:
         self._request_stop(self.client.events(self.job_id, self.epoch, events))
+
+    def post_execution(self, execution: Execution) -> None:
+        self._request_stop(self.client.execution(self.job_id, self.epoch, execution))
 
     def finish(self, outcome: api.FinishRequest) -> None:
         self.client.finish(self.job_id, outcome)
@@ -198,6 +217,11 @@ class JobRun:
 
         if isinstance(exc, GraderFailed | GraderError):
             return failed("grader_error", str(exc))
+        if is_out_of_memory(exc):  # never retried: the same settings run out the same way
+            if isinstance(exc, UserError):  # the trainer's DeviceOutOfMemory: step, peak and remedy included
+                return failed("out_of_memory", str(exc))
+            msg = "out of memory: lower group_size, batch_size, micro_batch_size or max_completion_tokens"
+            return failed("out_of_memory", msg)
         if isinstance(exc, UserError):
             return failed("invalid_job", str(exc))
         if isinstance(exc, SoftTimeLimitExceeded):  # the operator's per-attempt budget (JOB_TIME_LIMIT_SECONDS)
@@ -206,15 +230,12 @@ class JobRun:
         if is_infrastructure(exc):  # not the job's fault: the API re-queues it while attempts remain
             log.exception("job %s: infrastructure error", self.job_id)
             return failed("infrastructure_error", f"{type(exc).__name__}: {exc}", retryable=True)
-        if is_out_of_memory(exc):
-            msg = "out of memory: lower group_size, batch_size, micro_batch_size or max_completion_tokens"
-            return failed("out_of_memory", msg)
         log.exception("job %s crashed", self.job_id)
         return failed("internal_error", f"{type(exc).__name__}: {exc}")
 
     def _run_training(self, claim: api.ClaimResponse, work: Path, reporter: Reporter) -> TrainResult:
-        import torch
 
+        from grpo_core.device import resolve_placement
         from grpo_core.rewards.graders import build_graders
         from grpo_core.trainer import train
 
@@ -232,10 +253,10 @@ class JobRun:
         valid_rows = None
         if claim.validation_file_key:
             valid_rows = self._fetch_rows(claim.validation_file_key, work / "validation.jsonl")
-        torch.set_num_threads(max(1, os.cpu_count() or 1))
         resume_dir = self._fetch_resume_point(claim.resume, work / "resume")
+        placement = resolve_placement(cfg.device, cfg.precision)  # also sets torch's threads to the usable CPUs
         reporter.on_message(
-            f"Training {claim.model} with GRPO: {claim.total_steps} steps of "
+            f"Training {claim.model} with GRPO on {placement.describe()}: {claim.total_steps} steps of "
             f"{cfg.batch_size} prompts × {cfg.group_size} samples"
         )
         if uses_python(spec):
@@ -258,10 +279,12 @@ class JobRun:
                 seed=claim.seed,
                 resume_from=resume_dir,
                 valid_rows=valid_rows,
+                placement=placement,
             )
         finally:
             for g in graders:
                 g.close()
+            _release_device_memory()
 
     def _fetch_rows(self, key: str, dest: Path) -> list[dict[str, Any]]:
         self.store.get_file(key, dest)

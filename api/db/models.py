@@ -98,6 +98,8 @@ class Job(Base):
     method: Mapped[dict[str, Any]] = mapped_column(JSON)  # as submitted, hyperparameters fully resolved
     status: Mapped[str] = mapped_column(String(32), index=True)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # What the worker resolved the `auto` settings to (grpo_core.metrics_schema.Execution); null until it starts.
+    execution: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     fine_tuned_model: Mapped[str | None] = mapped_column(String(256))
     trained_tokens: Mapped[int | None] = mapped_column(BigInteger)
     total_steps: Mapped[int] = mapped_column(Integer)

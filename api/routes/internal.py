@@ -16,6 +16,7 @@ from runtime.internal import (
     ClaimResponse,
     EventsRequest,
     EventsResponse,
+    ExecutionRequest,
     Fenced,
     FinishRequest,
     FinishResponse,
@@ -52,6 +53,14 @@ def events(
     added, steps, stop = svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)
     request.app.state.steps_counter.inc(steps)
     return EventsResponse(added=added, stop=stop)
+
+
+@router.post(contract.EXECUTION)
+def execution(job_id: str, body: ExecutionRequest, session: SessionDep, settings: SettingsDep) -> HeartbeatResponse:
+    """The worker's resolved execution settings; answered like a heartbeat (it renews the lease too)."""
+    job = svc.record_execution(session, job_id, body.epoch, body.execution, settings.lease_seconds)
+    stop = svc.stop_request(job)
+    return HeartbeatResponse(status=job.status, stop=stop, lease_expires_at=job.lease_expires_at or 0)
 
 
 @router.post(contract.CHECKPOINTS)

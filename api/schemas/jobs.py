@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from grpo_core.config import GRPOConfig
-from grpo_core.metrics_schema import CheckpointMetrics, Level, Sample, StepMetrics
+from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, Sample, StepMetrics
 from grpo_core.rewards.schemas import GraderSpec
 
 if TYPE_CHECKING:
@@ -84,6 +84,12 @@ class Job(BaseModel):
     estimated_finish: int | None = None
     total_steps: int = Field(description="Optimizer steps the job will take.")
     steps_done: int = Field(description="Optimizer steps finished so far.")
+    execution: Execution | None = Field(
+        None,
+        description="Where and how the worker trains it: the device, and what the `auto` hyperparameters (device, "
+        "precision, micro_batch_size, gradient_checkpointing, rollout_engine) resolved to on its hardware; null "
+        "until training starts.",
+    )
 
     @classmethod
     def from_row(cls, row: db.Job) -> Job:

@@ -30,7 +30,7 @@ from api.services.files import get_file
 from api.services.jobs import set_status
 from api.services.webhooks import record_job_event
 from api.settings import ApiSettings
-from grpo_core.metrics_schema import CheckpointMetrics
+from grpo_core.metrics_schema import CheckpointMetrics, Execution
 from runtime.internal import ClaimResponse, EventIn, FinishRequest, MetricsEvent, ResumePoint, Stop
 from runtime.keys import CheckpointKey, checkpoints_prefix, job_prefix
 from runtime.storage import ObjectStore
@@ -193,6 +193,14 @@ def _fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job
 
 def heartbeat(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
     job = _fence(session, job_id, epoch, lease_seconds)
+    session.commit()
+    return job
+
+
+def record_execution(session: Session, job_id: str, epoch: int, execution: Execution, lease_seconds: int) -> Job:
+    """Keep what this attempt's worker resolved its ``auto`` settings to (each attempt replaces it)."""
+    job = _fence(session, job_id, epoch, lease_seconds)
+    job.execution = execution.model_dump(mode="json")
     session.commit()
     return job
 

@@ -53,6 +53,14 @@ def check_succeeded_job(api: httpx.Client, job: dict[str, Any], tiny_model_dir: 
         assert set(e["data"]["timing"]["step"]) >= {"sampling", "scoring", "training"}
     messages = [e["message"] for e in events]
     assert any(m.startswith("Fine-tuning job started") for m in messages)
+    # the worker's first event names where it trains; the job object keeps what `auto` resolved to
+    ex = job["execution"]
+    assert ex["device"] == "cpu" and ex["rollout_engine"] == "merged" and ex["micro_batch_size"] == 8, ex
+    started = messages.index(next(m for m in messages if m.startswith("Fine-tuning job started")))
+    where = f"CPU, {ex['threads']} threads, {ex['precision']} ({ex['precision_reason']})"
+    assert messages[started + 1].startswith(f"Training {job['model']} with GRPO on {where}:"), messages
+    assert f"Training on {where}: micro_batch_size 8" in " ".join(messages)
+    assert all(e["data"]["memory"]["peak_allocated_gb"] > 0 for e in metrics)
     assert any(m.startswith("Python graders run in the bwrap sandbox") for m in messages)  # the boot self-test
     assert messages[-1] == "The job has successfully completed"
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 from celery.exceptions import SoftTimeLimitExceeded
 
 from grpo_core.errors import GraderFailed, UserError
+from grpo_core.memory import DeviceOutOfMemory
 from runtime import internal as api
 from runtime.errors import StoreError
 from worker.client import ApiUnreachable
@@ -37,6 +39,8 @@ CLAIM = api.ClaimResponse(
         (GraderFailed("grader 'g' failed on 90%"), "grader_error", False),
         (SoftTimeLimitExceeded(), "time_limit", False),
         (MemoryError(), "out_of_memory", False),
+        (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "out_of_memory", False),
+        (DeviceOutOfMemory("out of memory on cuda:0 in the update of step 3: lower …"), "out_of_memory", False),
         (
             RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 GB"),
             "out_of_memory",
@@ -62,3 +66,5 @@ def test_failures_map_to_codes_and_only_infrastructure_retries(
     assert outcome.retryable is retryable
     if code == "time_limit":
         assert "3600 s time limit" in (outcome.error_message or "")
+    if isinstance(exc, DeviceOutOfMemory):  # the trainer's message (step, peak, remedy) reaches the user as is
+        assert outcome.error_message == str(exc)

@@ -31,6 +31,7 @@ def test_three_steps_with_the_vllm_engine(tmp_path: Path) -> None:
         beta=0.0,
         temperature=0.7,
         rollout_engine="vllm",
+        precision="fp32",  # the log-prob match below is fp32's (auto would pick bf16 on an AMX CPU)
     )
     rec = Recorder()
     result = train(cfg, model, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path / "w", seed=1)

@@ -7,6 +7,9 @@ from .delivery_attempt import DeliveryAttempt
 from .download_link import DownloadLink
 from .error_body import ErrorBody
 from .error_response import ErrorResponse
+from .execution import Execution
+from .execution_precision import ExecutionPrecision
+from .execution_rollout_engine import ExecutionRolloutEngine
 from .file_deleted import FileDeleted
 from .file_object import FileObject
 from .format_grader import FormatGrader
@@ -56,6 +59,7 @@ from .list_response_webhook_endpoint import ListResponseWebhookEndpoint
 from .lora_config import LoraConfig
 from .math_grader import MathGrader
 from .math_grader_extract import MathGraderExtract
+from .memory_stats import MemoryStats
 from .method import Method
 from .metrics_page import MetricsPage
 from .metrics_point import MetricsPoint
@@ -112,6 +116,9 @@ __all__ = (
     "DownloadLink",
     "ErrorBody",
     "ErrorResponse",
+    "Execution",
+    "ExecutionPrecision",
+    "ExecutionRolloutEngine",
     "FileDeleted",
     "FileObject",
     "FormatGrader",
@@ -161,6 +168,7 @@ __all__ = (
     "LoraConfig",
     "MathGrader",
     "MathGraderExtract",
+    "MemoryStats",
     "Method",
     "MetricsPage",
     "MetricsPoint",

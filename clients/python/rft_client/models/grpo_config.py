@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from attrs import define as _attrs_define
 
@@ -46,6 +46,9 @@ class GRPOConfig:
             compute_multiplier (float | Unset): OpenAI's field, accepted for compatibility; no effect here (exploration is
                 set explicitly by group_size and batch_size). A value other than 1 ('auto') gets a warn event. Default: 1.0.
             delta (float | None | Unset): Two-sided clip (TRL's delta): caps the unclipped ratio at delta.
+            device (str | Unset): Where the job trains: auto = the worker's GPU (cuda:N) when it has one, else its CPU; an
+                explicit 'cpu', 'cuda' or 'cuda:N' is honoured, or the job fails with a clear error on a worker without it.
+                Default: 'auto'.
             dynamic_sampling (bool | Unset): DAPO's dynamic sampling: drop groups whose grader rewards are all equal (no
                 signal) and sample more prompts until batch_size groups with signal are collected. Default: False.
             dynamic_sampling_max_rounds (int | Unset): Cap on sampling rounds per step for dynamic sampling (DAPO's
@@ -62,6 +65,8 @@ class GRPOConfig:
                 per token. Default: 'length'.
             gfpo_sample_size (int | None | Unset): GFPO (Shrivastava et al., 2025): sample this many completions per prompt
                 and keep the group_size best by gfpo_metric; advantages are computed over the kept ones.
+            gradient_checkpointing (bool | None | Unset): Recompute each layer's activations in the backward pass instead of
+                keeping them: far less memory for about a third more update compute. null = auto: on for a GPU, off on a CPU.
             group_size (int | Unset): G: completions sampled per prompt. Default: 8.
             health (HealthConfig | Unset):
             importance_sampling_level (GRPOConfigImportanceSamplingLevel | Unset): 'sequence' uses GSPO's length-normalised
@@ -86,8 +91,9 @@ class GRPOConfig:
                 metrics. Default: 0.8.
             max_prompt_tokens (int | Unset): Prompts longer than this are rejected. Default: 1024.
             max_steps (int | None | Unset): Optimizer steps; overrides n_epochs.
-            micro_batch_size (int | Unset): Sequences per forward/backward; the gradient equals the full-batch one. Default:
-                8.
+            micro_batch_size (int | Literal['auto'] | Unset): Sequences per forward/backward; the gradient equals the full-
+                batch one whatever the value. auto = sized from the GPU's free memory after the model is loaded; 8 on a CPU.
+                Default: 'auto'.
             n_epochs (int | Unset): Passes over the training file; ignored when max_steps is set. Default: 1.
             num_iterations (int | Unset): μ: optimizer updates per sampled batch (PPO epochs); > 1 makes the ratio and
                 clipping matter and costs one extra no-grad forward for the old log-probs. Default: 1.
@@ -95,8 +101,9 @@ class GRPOConfig:
                 max_completion_tokens costs up to 1 reward, linearly.
             overlong_penalty (float | Unset): Scale of the soft overlong punishment. Default: 1.0.
             precision (GRPOConfigPrecision | Unset): bf16: base weights stored in bf16, LoRA weights and optimizer in fp32,
-                forward/backward under bf16 autocast, a bf16 sampler (fast where the hardware has bf16 matmuls: AMX CPUs, recent
-                GPUs); fp32 is exact. Default: 'fp32'.
+                forward/backward under bf16 autocast, a bf16 sampler; fp32 is exact. auto = bf16 on GPUs that have it and on
+                CPUs whose measured bf16 matmul is at least 2x fp32 (AMX), fp32 elsewhere; the job's `execution` shows the value
+                chosen. Default: 'auto'.
             reasoning_effort (GRPOConfigReasoningEffort | Unset): OpenAI's field, accepted for compatibility; no effect here
                 (open base models have no effort setting: bound reasoning with max_completion_tokens). A value other than
                 'default' gets a warn event. Default: 'default'.
@@ -108,7 +115,8 @@ class GRPOConfig:
             rollout_engine (GRPOConfigRolloutEngine | Unset): Who samples: merged = a copy of the policy with the adapter
                 folded into its weights, in the sampling precision, with a lean decode loop (fastest in-process; costs the
                 adapted layers' weights once more); transformers = the trainer's own model through generate() (no copy, exact
-                log-probs); vllm = a vLLM engine (optional extra). Default: 'merged'.
+                log-probs); vllm = a vLLM engine (optional extra); auto = vllm on a GPU when it is installed, merged otherwise.
+                Default: 'auto'.
             sample_log_count (int | Unset): Rollouts per step kept in the metrics event for inspection. Default: 4.
             scale_rewards (GRPOConfigScaleRewards | Unset): Divide advantages by the group's reward std (GRPO), the batch's
                 (Lite-PPO), or not at all (Dr. GRPO). Default: 'group'.
@@ -119,6 +127,9 @@ class GRPOConfig:
             top_entropy_quantile (float | Unset): ρ of the 80/20 rule (Wang et al., 2025): policy loss only on the ρ share
                 of tokens with the highest entropy in each micro-batch; 1 keeps all. Default: 1.0.
             top_p (float | Unset): Nucleus sampling. Default: 1.0.
+            vllm_gpu_memory_utilization (float | None | Unset): Share of the GPU's memory the colocated vLLM engine may take
+                (weights, activations, KV cache); null = auto: what is left after the training's own estimated need, at most
+                0.5.
             vllm_weight_sync (GRPOConfigVllmWeightSync | Unset): How the vLLM engine gets each step's policy: LoRA hot swap
                 (fast on GPU), merged weights (fast on vLLM's CPU build, whose LoRA kernels are slow), or auto (merged on CPU,
                 LoRA elsewhere). Default: 'auto'.
@@ -132,6 +143,7 @@ class GRPOConfig:
     checkpoint_interval: int | Unset = 0
     compute_multiplier: float | Unset = 1.0
     delta: float | None | Unset = UNSET
+    device: str | Unset = "auto"
     dynamic_sampling: bool | Unset = False
     dynamic_sampling_max_rounds: int | Unset = 3
     entropy_coef: float | Unset = 0.0
@@ -142,6 +154,7 @@ class GRPOConfig:
     eval_temperature: float | Unset = 0.0
     gfpo_metric: GRPOConfigGfpoMetric | Unset = "length"
     gfpo_sample_size: int | None | Unset = UNSET
+    gradient_checkpointing: bool | None | Unset = UNSET
     group_size: int | Unset = 8
     health: HealthConfig | Unset = UNSET
     importance_sampling_level: GRPOConfigImportanceSamplingLevel | Unset = "token"
@@ -157,23 +170,24 @@ class GRPOConfig:
     max_grader_error_rate: float | Unset = 0.8
     max_prompt_tokens: int | Unset = 1024
     max_steps: int | None | Unset = UNSET
-    micro_batch_size: int | Unset = 8
+    micro_batch_size: int | Literal["auto"] | Unset = "auto"
     n_epochs: int | Unset = 1
     num_iterations: int | Unset = 1
     overlong_buffer_fraction: float | None | Unset = UNSET
     overlong_penalty: float | Unset = 1.0
-    precision: GRPOConfigPrecision | Unset = "fp32"
+    precision: GRPOConfigPrecision | Unset = "auto"
     reasoning_effort: GRPOConfigReasoningEffort | Unset = "default"
     recipe: GRPOConfigRecipeType0 | None | Unset = UNSET
     reward_aggregation: GRPOConfigRewardAggregation | Unset = "sum_then_normalize"
     reward_weights: list[float] | None | Unset = UNSET
-    rollout_engine: GRPOConfigRolloutEngine | Unset = "merged"
+    rollout_engine: GRPOConfigRolloutEngine | Unset = "auto"
     sample_log_count: int | Unset = 4
     scale_rewards: GRPOConfigScaleRewards | Unset = "group"
     temperature: float | Unset = 1.0
     tis_cap: float | None | Unset = 2.0
     top_entropy_quantile: float | Unset = 1.0
     top_p: float | Unset = 1.0
+    vllm_gpu_memory_utilization: float | None | Unset = UNSET
     vllm_weight_sync: GRPOConfigVllmWeightSync | Unset = "auto"
     warmup_ratio: float | Unset = 0.0
     weight_decay: float | Unset = 0.0
@@ -196,6 +210,8 @@ class GRPOConfig:
             delta = UNSET
         else:
             delta = self.delta
+
+        device = self.device
 
         dynamic_sampling = self.dynamic_sampling
 
@@ -226,6 +242,12 @@ class GRPOConfig:
             gfpo_sample_size = UNSET
         else:
             gfpo_sample_size = self.gfpo_sample_size
+
+        gradient_checkpointing: bool | None | Unset
+        if isinstance(self.gradient_checkpointing, Unset):
+            gradient_checkpointing = UNSET
+        else:
+            gradient_checkpointing = self.gradient_checkpointing
 
         group_size = self.group_size
 
@@ -273,7 +295,11 @@ class GRPOConfig:
         else:
             max_steps = self.max_steps
 
-        micro_batch_size = self.micro_batch_size
+        micro_batch_size: int | Literal["auto"] | Unset
+        if isinstance(self.micro_batch_size, Unset):
+            micro_batch_size = UNSET
+        else:
+            micro_batch_size = self.micro_batch_size
 
         n_epochs = self.n_epochs
 
@@ -338,6 +364,12 @@ class GRPOConfig:
 
         top_p = self.top_p
 
+        vllm_gpu_memory_utilization: float | None | Unset
+        if isinstance(self.vllm_gpu_memory_utilization, Unset):
+            vllm_gpu_memory_utilization = UNSET
+        else:
+            vllm_gpu_memory_utilization = self.vllm_gpu_memory_utilization
+
         vllm_weight_sync: str | Unset = UNSET
         if not isinstance(self.vllm_weight_sync, Unset):
             vllm_weight_sync = self.vllm_weight_sync
@@ -361,6 +393,8 @@ class GRPOConfig:
             field_dict["compute_multiplier"] = compute_multiplier
         if delta is not UNSET:
             field_dict["delta"] = delta
+        if device is not UNSET:
+            field_dict["device"] = device
         if dynamic_sampling is not UNSET:
             field_dict["dynamic_sampling"] = dynamic_sampling
         if dynamic_sampling_max_rounds is not UNSET:
@@ -381,6 +415,8 @@ class GRPOConfig:
             field_dict["gfpo_metric"] = gfpo_metric
         if gfpo_sample_size is not UNSET:
             field_dict["gfpo_sample_size"] = gfpo_sample_size
+        if gradient_checkpointing is not UNSET:
+            field_dict["gradient_checkpointing"] = gradient_checkpointing
         if group_size is not UNSET:
             field_dict["group_size"] = group_size
         if health is not UNSET:
@@ -445,6 +481,8 @@ class GRPOConfig:
             field_dict["top_entropy_quantile"] = top_entropy_quantile
         if top_p is not UNSET:
             field_dict["top_p"] = top_p
+        if vllm_gpu_memory_utilization is not UNSET:
+            field_dict["vllm_gpu_memory_utilization"] = vllm_gpu_memory_utilization
         if vllm_weight_sync is not UNSET:
             field_dict["vllm_weight_sync"] = vllm_weight_sync
         if warmup_ratio is not UNSET:
@@ -484,6 +522,8 @@ class GRPOConfig:
 
         delta = _parse_delta(d.pop("delta", UNSET))
 
+        device = d.pop("device", UNSET)
+
         dynamic_sampling = d.pop("dynamic_sampling", UNSET)
 
         dynamic_sampling_max_rounds = d.pop("dynamic_sampling_max_rounds", UNSET)
@@ -522,6 +562,15 @@ class GRPOConfig:
             return cast(int | None | Unset, data)
 
         gfpo_sample_size = _parse_gfpo_sample_size(d.pop("gfpo_sample_size", UNSET))
+
+        def _parse_gradient_checkpointing(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        gradient_checkpointing = _parse_gradient_checkpointing(d.pop("gradient_checkpointing", UNSET))
 
         group_size = d.pop("group_size", UNSET)
 
@@ -590,7 +639,16 @@ class GRPOConfig:
 
         max_steps = _parse_max_steps(d.pop("max_steps", UNSET))
 
-        micro_batch_size = d.pop("micro_batch_size", UNSET)
+        def _parse_micro_batch_size(data: object) -> int | Literal["auto"] | Unset:
+            if isinstance(data, Unset):
+                return data
+            micro_batch_size_type_1 = cast(Literal["auto"], data)
+            if micro_batch_size_type_1 != "auto":
+                raise ValueError(f"micro_batch_size_type_1 must match const 'auto', got '{micro_batch_size_type_1}'")
+            return micro_batch_size_type_1
+            return cast(int | Literal["auto"] | Unset, data)
+
+        micro_batch_size = _parse_micro_batch_size(d.pop("micro_batch_size", UNSET))
 
         n_epochs = d.pop("n_epochs", UNSET)
 
@@ -693,6 +751,15 @@ class GRPOConfig:
 
         top_p = d.pop("top_p", UNSET)
 
+        def _parse_vllm_gpu_memory_utilization(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        vllm_gpu_memory_utilization = _parse_vllm_gpu_memory_utilization(d.pop("vllm_gpu_memory_utilization", UNSET))
+
         _vllm_weight_sync = d.pop("vllm_weight_sync", UNSET)
         vllm_weight_sync: GRPOConfigVllmWeightSync | Unset
         if isinstance(_vllm_weight_sync, Unset):
@@ -711,6 +778,7 @@ class GRPOConfig:
             checkpoint_interval=checkpoint_interval,
             compute_multiplier=compute_multiplier,
             delta=delta,
+            device=device,
             dynamic_sampling=dynamic_sampling,
             dynamic_sampling_max_rounds=dynamic_sampling_max_rounds,
             entropy_coef=entropy_coef,
@@ -721,6 +789,7 @@ class GRPOConfig:
             eval_temperature=eval_temperature,
             gfpo_metric=gfpo_metric,
             gfpo_sample_size=gfpo_sample_size,
+            gradient_checkpointing=gradient_checkpointing,
             group_size=group_size,
             health=health,
             importance_sampling_level=importance_sampling_level,
@@ -753,6 +822,7 @@ class GRPOConfig:
             tis_cap=tis_cap,
             top_entropy_quantile=top_entropy_quantile,
             top_p=top_p,
+            vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
             vllm_weight_sync=vllm_weight_sync,
             warmup_ratio=warmup_ratio,
             weight_decay=weight_decay,

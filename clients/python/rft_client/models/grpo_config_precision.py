@@ -1,8 +1,9 @@
 from typing import Literal
 
-GRPOConfigPrecision = Literal["bf16", "fp32"]
+GRPOConfigPrecision = Literal["auto", "bf16", "fp32"]
 
 GRPO_CONFIG_PRECISION_VALUES: set[GRPOConfigPrecision] = {
+    "auto",
     "bf16",
     "fp32",
 }

@@ -1,8 +1,9 @@
 from typing import Literal
 
-GRPOConfigRolloutEngine = Literal["merged", "transformers", "vllm"]
+GRPOConfigRolloutEngine = Literal["auto", "merged", "transformers", "vllm"]
 
 GRPO_CONFIG_ROLLOUT_ENGINE_VALUES: set[GRPOConfigRolloutEngine] = {
+    "auto",
     "merged",
     "transformers",
     "vllm",

@@ -10,6 +10,7 @@ from ..models.job_status import JobStatus, check_job_status
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.execution import Execution
     from ..models.job_error import JobError
     from ..models.job_hyperparameters import JobHyperparameters
     from ..models.job_metadata_type_0 import JobMetadataType0
@@ -43,6 +44,9 @@ class Job:
         training_file (str):
         validation_file (None | str):
         estimated_finish (int | None | Unset):
+        execution (Execution | None | Unset): Where and how the worker trains it: the device, and what the `auto`
+            hyperparameters (device, precision, micro_batch_size, gradient_checkpointing, rollout_engine) resolved to on its
+            hardware; null until training starts.
         object_ (Literal['fine_tuning.job'] | Unset):  Default: 'fine_tuning.job'.
         result_files (list[str] | Unset):
     """
@@ -66,11 +70,13 @@ class Job:
     training_file: str
     validation_file: None | str
     estimated_finish: int | None | Unset = UNSET
+    execution: Execution | None | Unset = UNSET
     object_: Literal["fine_tuning.job"] | Unset = "fine_tuning.job"
     result_files: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.execution import Execution  # noqa: PLC0415
         from ..models.job_error import JobError  # noqa: PLC0415
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
 
@@ -129,6 +135,14 @@ class Job:
         else:
             estimated_finish = self.estimated_finish
 
+        execution: dict[str, Any] | None | Unset
+        if isinstance(self.execution, Unset):
+            execution = UNSET
+        elif isinstance(self.execution, Execution):
+            execution = self.execution.to_dict()
+        else:
+            execution = self.execution
+
         object_ = self.object_
 
         result_files: list[str] | Unset = UNSET
@@ -161,6 +175,8 @@ class Job:
         )
         if estimated_finish is not UNSET:
             field_dict["estimated_finish"] = estimated_finish
+        if execution is not UNSET:
+            field_dict["execution"] = execution
         if object_ is not UNSET:
             field_dict["object"] = object_
         if result_files is not UNSET:
@@ -170,6 +186,7 @@ class Job:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.execution import Execution  # noqa: PLC0415
         from ..models.job_error import JobError  # noqa: PLC0415
         from ..models.job_hyperparameters import JobHyperparameters  # noqa: PLC0415
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
@@ -272,6 +289,23 @@ class Job:
 
         estimated_finish = _parse_estimated_finish(d.pop("estimated_finish", UNSET))
 
+        def _parse_execution(data: object) -> Execution | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                execution_type_0 = Execution.from_dict(data)
+
+                return execution_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Execution | None | Unset, data)
+
+        execution = _parse_execution(d.pop("execution", UNSET))
+
         object_ = cast(Literal["fine_tuning.job"] | Unset, d.pop("object", UNSET))
         if object_ != "fine_tuning.job" and not isinstance(object_, Unset):
             raise ValueError(f"object must match const 'fine_tuning.job', got '{object_}'")
@@ -298,6 +332,7 @@ class Job:
             training_file=training_file,
             validation_file=validation_file,
             estimated_finish=estimated_finish,
+            execution=execution,
             object_=object_,
             result_files=result_files,
         )

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.memory_stats import MemoryStats
     from ..models.sample import Sample
     from ..models.sampling_stats import SamplingStats
     from ..models.scores import Scores
@@ -53,6 +54,7 @@ class StepMetrics:
         errors (StepErrors | Unset):
         importance_sampling_ratio_mean (float | None | Unset): Separate sampling engine only: mean truncated importance
             weight π_trainer/π_engine.
+        memory (MemoryStats | None | Unset): Peak memory of the step.
         samples (list[Sample] | Unset): The first sample_log_count rollouts.
         sampling_logp_difference_max (float | None | Unset): Separate sampling engine only: largest |log π_trainer − log
             π_engine| of a token.
@@ -85,12 +87,15 @@ class StepMetrics:
     truncated_ratio: float
     errors: StepErrors | Unset = UNSET
     importance_sampling_ratio_mean: float | None | Unset = UNSET
+    memory: MemoryStats | None | Unset = UNSET
     samples: list[Sample] | Unset = UNSET
     sampling_logp_difference_max: float | None | Unset = UNSET
     warnings: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.memory_stats import MemoryStats  # noqa: PLC0415
+
         advantage_mean = self.advantage_mean
 
         advantage_std = self.advantage_std
@@ -150,6 +155,14 @@ class StepMetrics:
         else:
             importance_sampling_ratio_mean = self.importance_sampling_ratio_mean
 
+        memory: dict[str, Any] | None | Unset
+        if isinstance(self.memory, Unset):
+            memory = UNSET
+        elif isinstance(self.memory, MemoryStats):
+            memory = self.memory.to_dict()
+        else:
+            memory = self.memory
+
         samples: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.samples, Unset):
             samples = []
@@ -201,6 +214,8 @@ class StepMetrics:
             field_dict["errors"] = errors
         if importance_sampling_ratio_mean is not UNSET:
             field_dict["importance_sampling_ratio_mean"] = importance_sampling_ratio_mean
+        if memory is not UNSET:
+            field_dict["memory"] = memory
         if samples is not UNSET:
             field_dict["samples"] = samples
         if sampling_logp_difference_max is not UNSET:
@@ -212,6 +227,7 @@ class StepMetrics:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.memory_stats import MemoryStats  # noqa: PLC0415
         from ..models.sample import Sample  # noqa: PLC0415
         from ..models.sampling_stats import SamplingStats  # noqa: PLC0415
         from ..models.scores import Scores  # noqa: PLC0415
@@ -290,6 +306,23 @@ class StepMetrics:
             d.pop("importance_sampling_ratio_mean", UNSET)
         )
 
+        def _parse_memory(data: object) -> MemoryStats | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                memory_type_0 = MemoryStats.from_dict(data)
+
+                return memory_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(MemoryStats | None | Unset, data)
+
+        memory = _parse_memory(d.pop("memory", UNSET))
+
         _samples = d.pop("samples", UNSET)
         samples: list[Sample] | Unset = UNSET
         if _samples is not UNSET:
@@ -337,6 +370,7 @@ class StepMetrics:
             truncated_ratio=truncated_ratio,
             errors=errors,
             importance_sampling_ratio_mean=importance_sampling_ratio_mean,
+            memory=memory,
             samples=samples,
             sampling_logp_difference_max=sampling_logp_difference_max,
             warnings=warnings,

@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.execution_precision import ExecutionPrecision, check_execution_precision
+from ..models.execution_rollout_engine import ExecutionRolloutEngine, check_execution_rollout_engine
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Execution")
+
+
+@_attrs_define
+class Execution:
+    """Where and how the worker runs the job: what the ``auto`` hyperparameters resolved to on its hardware.
+
+    Attributes:
+        device (str): cuda:N or cpu.
+        device_name (str): The GPU's name (e.g. 'NVIDIA H100 80GB HBM3') or the CPU's model name.
+        gradient_checkpointing (bool):
+        micro_batch_size (int):
+        precision (ExecutionPrecision):
+        precision_reason (str): Why: 'requested', 'bf16 tensor cores', 'bf16 matmul 6.2x fp32', …
+        rollout_engine (ExecutionRolloutEngine):
+        device_total_gb (float | None | Unset): The GPU's total memory in GiB; null on a CPU.
+        threads (int | None | Unset): torch's CPU threads (the CPUs the worker may use); null on a GPU.
+        vllm_gpu_memory_utilization (float | None | Unset): The vLLM engine's share of the GPU.
+    """
+
+    device: str
+    device_name: str
+    gradient_checkpointing: bool
+    micro_batch_size: int
+    precision: ExecutionPrecision
+    precision_reason: str
+    rollout_engine: ExecutionRolloutEngine
+    device_total_gb: float | None | Unset = UNSET
+    threads: int | None | Unset = UNSET
+    vllm_gpu_memory_utilization: float | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        device = self.device
+
+        device_name = self.device_name
+
+        gradient_checkpointing = self.gradient_checkpointing
+
+        micro_batch_size = self.micro_batch_size
+
+        precision: str = self.precision
+
+        precision_reason = self.precision_reason
+
+        rollout_engine: str = self.rollout_engine
+
+        device_total_gb: float | None | Unset
+        if isinstance(self.device_total_gb, Unset):
+            device_total_gb = UNSET
+        else:
+            device_total_gb = self.device_total_gb
+
+        threads: int | None | Unset
+        if isinstance(self.threads, Unset):
+            threads = UNSET
+        else:
+            threads = self.threads
+
+        vllm_gpu_memory_utilization: float | None | Unset
+        if isinstance(self.vllm_gpu_memory_utilization, Unset):
+            vllm_gpu_memory_utilization = UNSET
+        else:
+            vllm_gpu_memory_utilization = self.vllm_gpu_memory_utilization
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "device": device,
+                "device_name": device_name,
+                "gradient_checkpointing": gradient_checkpointing,
+                "micro_batch_size": micro_batch_size,
+                "precision": precision,
+                "precision_reason": precision_reason,
+                "rollout_engine": rollout_engine,
+            }
+        )
+        if device_total_gb is not UNSET:
+            field_dict["device_total_gb"] = device_total_gb
+        if threads is not UNSET:
+            field_dict["threads"] = threads
+        if vllm_gpu_memory_utilization is not UNSET:
+            field_dict["vllm_gpu_memory_utilization"] = vllm_gpu_memory_utilization
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        device = d.pop("device")
+
+        device_name = d.pop("device_name")
+
+        gradient_checkpointing = d.pop("gradient_checkpointing")
+
+        micro_batch_size = d.pop("micro_batch_size")
+
+        precision = check_execution_precision(d.pop("precision"))
+
+        precision_reason = d.pop("precision_reason")
+
+        rollout_engine = check_execution_rollout_engine(d.pop("rollout_engine"))
+
+        def _parse_device_total_gb(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        device_total_gb = _parse_device_total_gb(d.pop("device_total_gb", UNSET))
+
+        def _parse_threads(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        threads = _parse_threads(d.pop("threads", UNSET))
+
+        def _parse_vllm_gpu_memory_utilization(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        vllm_gpu_memory_utilization = _parse_vllm_gpu_memory_utilization(d.pop("vllm_gpu_memory_utilization", UNSET))
+
+        execution = cls(
+            device=device,
+            device_name=device_name,
+            gradient_checkpointing=gradient_checkpointing,
+            micro_batch_size=micro_batch_size,
+            precision=precision,
+            precision_reason=precision_reason,
+            rollout_engine=rollout_engine,
+            device_total_gb=device_total_gb,
+            threads=threads,
+            vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
+        )
+
+        execution.additional_properties = d
+        return execution
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
