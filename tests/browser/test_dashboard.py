@@ -144,6 +144,14 @@ def test_reward_curve_gains_points_as_steps_land(
     metrics = client.get(f"/v1/fine_tuning/jobs/{first_job['id']}/metrics", params={"limit": 100}).json()["data"]
     assert job["steps_done"] == STEPS and len(metrics) == STEPS
     assert last == js_fmt(metrics[-1]["metrics"]["scores"]["train_reward_mean"])
+    # peak memory per step, titled by where it was measured; the header line says where the job trained
+    assert points(page, "memory") == STEPS
+    device = metrics[-1]["metrics"]["memory"]["device"]
+    memory_title = page.get_attribute('[data-testid="chart-memory"]', "data-title") or ""
+    assert ("GPU" in memory_title) == device.startswith("cuda") and ("RSS" in memory_title) == (device == "cpu")
+    execution = page.get_by_test_id("execution").inner_text()
+    assert job["execution"]["device"] == device and f"micro-batch {job['execution']['micro_batch_size']}" in execution
+    assert execution.startswith("CPU" if device == "cpu" else device), execution
     page.screenshot(path=str(artifacts / "03-job-page.png"), full_page=True)
     assert not page_errors
 

@@ -1,6 +1,7 @@
 """The dashboard reads the metrics the API types: every field its charts, header and rollout viewer read from a
-metrics event (StepMetrics, GraderMetrics) or a logged rollout (Sample) exists in openapi.json, so renaming a
-field in grpo_core.metrics_schema fails here instead of leaving a chart empty."""
+metrics event (StepMetrics, GraderMetrics, MemoryStats), a logged rollout (Sample) or the job (Job.execution:
+Execution) exists in openapi.json, so renaming a field in grpo_core.metrics_schema fails here instead of leaving a
+chart or the header empty."""
 
 from __future__ import annotations
 
@@ -38,12 +39,26 @@ def test_the_chart_and_header_fields_are_step_metrics_fields() -> None:
     paths = set(re.findall(r'col\(rows, "([\w.]+)"\)', charts))
     paths |= {f"scores.{f}" for f in re.findall(r"\bscores\??\.(\w+)", charts + job)}
     paths |= {f for f in re.findall(r"\be\.data\.(\w+)", job)} | {f for f in re.findall(r"\br\.(\w+)", charts)}
+    paths |= {f"memory.{f}" for f in re.findall(r"\bmemory\??\.(\w+)", charts)}
     assert {"scores.train_reward_mean", "kl", "entropy", "clip_ratio", "step"} <= paths  # the scan reads them
+    assert {"memory", "memory.peak_allocated_gb", "memory.device", "memory.device_total_gb"} <= paths
     missing = sorted(p for p in paths if not resolve("StepMetrics", p))
     assert not missing, f"the dashboard reads fields StepMetrics lacks: {missing}"
     grader_fields = set(re.findall(r"\bg\.(\w+)", charts))
     assert grader_fields >= {"name", "train_reward_mean"}
     assert all(resolve("GraderMetrics", f) for f in grader_fields), grader_fields
+
+
+def test_the_execution_line_reads_execution_fields() -> None:
+    """The job page's header line (job.js ``Execution({ ex })``) reads ``job.execution``, an ``Execution``."""
+    job = read("job.js")
+    assert "ex=${job.execution}" in job
+    assert resolve("Job", "execution"), "Job.execution is missing from openapi.json: run `make openapi`"
+    fields = set(re.findall(r"\bex\.(\w+)", job))
+    shown = {"device", "device_name", "precision", "micro_batch_size", "gradient_checkpointing", "rollout_engine"}
+    assert shown <= fields  # the scan reads them
+    missing = sorted(f for f in fields if not resolve("Execution", f))
+    assert not missing, f"the job header reads fields Execution lacks: {missing}"
 
 
 def test_the_rollout_viewer_fields_are_sample_fields() -> None:
@@ -55,3 +70,4 @@ def test_the_rollout_viewer_fields_are_sample_fields() -> None:
 
 def test_a_renamed_field_is_caught() -> None:
     assert resolve("StepMetrics", "scores.valid_reward_mean") and not resolve("StepMetrics", "scores.valid_reward")
+    assert resolve("StepMetrics", "memory.peak_allocated_gb") and not resolve("StepMetrics", "memory.peak_gb")

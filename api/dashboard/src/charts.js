@@ -49,7 +49,8 @@ function options(title, series, width, fraction) {
 export function Chart({ id, title, steps, series, fraction = false, emptyNote = "no data yet" }) {
   const box = useRef(null);
   const plot = useRef(null);
-  const shape = series.map((s) => s.label).join("|");
+  // uPlot takes its title and labels once: a change (the memory chart learns its device) draws it anew
+  const shape = [title, ...series.map((s) => s.label)].join("|");
   const data = [steps, ...series.map((s) => s.values)];
 
   useEffect(() => {
@@ -74,7 +75,8 @@ export function Chart({ id, title, steps, series, fraction = false, emptyNote = 
   const empty = !series.some((s) => s.values.some((v) => v !== null && v !== undefined));
   // what is drawn, for the browser tests: points of the first series, and label=count for every series
   const drawn = series.map((s, i) => `${s.label}=${counts[i]}`).join(";");
-  return html`<div class="chart" data-testid=${`chart-${id}`} data-points=${points} data-series=${drawn}>
+  const testid = `chart-${id}`;
+  return html`<div class="chart" data-testid=${testid} data-title=${title} data-points=${points} data-series=${drawn}>
     <div ref=${box}></div>
     ${empty && html`<div class="chart-empty">${emptyNote}</div>`}
   </div>`;
@@ -86,6 +88,24 @@ const col = (rows, path) =>
     const v = get(r, path);
     return typeof v === "number" && Number.isFinite(v) ? v : null;
   });
+
+// Peak memory per step (StepMetrics.memory): on a GPU the allocator's peak during the step, on a CPU the process's
+// peak RSS so far; the title says which, from the newest row that has it. Null in jobs from before it.
+function memoryChart(rows) {
+  const values = col(rows, "memory.peak_allocated_gb");
+  const last = [...rows].reverse().find((r) => r.memory);
+  if (!last) return { id: "memory", title: "Peak memory (GiB)", series: [{ label: "peak", values }] };
+  if (!last.memory.device.startsWith("cuda")) {
+    return { id: "memory", title: "Peak memory, process RSS (GiB)", series: [{ label: "peak RSS", values }] };
+  }
+  const total = last.memory.device_total_gb;
+  const of = typeof total === "number" ? ` of ${total.toFixed(1)} GiB` : "";
+  return {
+    id: "memory",
+    title: `Peak GPU memory (GiB) · ${last.memory.device}${of}`,
+    series: [{ label: "allocated", values }],
+  };
+}
 
 // The job page's charts from the metrics events' data (StepMetrics in openapi.json), one row per step.
 export function MetricCharts({ rows, hyperparameters = {} }) {
@@ -146,6 +166,8 @@ export function MetricCharts({ rows, hyperparameters = {} }) {
       fraction: true,
       series: [{ label: "zero-std share", values: col(rows, "frac_reward_zero_std") }],
     },
+    // steps but none with memory: a job from before it was measured, nothing to draw
+    ...(rows.length && !rows.some((r) => r.memory) ? [] : [memoryChart(rows)]),
   ];
   return html`<div class="charts">
     ${charts.map((c) => html`<${Chart} key=${c.id} ...${c} steps=${steps} />`)}

@@ -156,6 +156,25 @@ function Checkpoints({ job, version }) {
   </section>`;
 }
 
+// Where and how the worker trains the job (Job.execution: what the `auto` settings resolved to on its hardware),
+// one line under the title; nothing until the worker starts training.
+function Execution({ ex }) {
+  if (!ex) return null;
+  const where = ex.device.startsWith("cuda")
+    ? [ex.device, ex.device_name + (ex.device_total_gb != null ? ` (${ex.device_total_gb.toFixed(1)} GiB)` : "")]
+    : ["CPU", ...(ex.threads != null ? [`${ex.threads} threads`] : [])];
+  const share = ex.vllm_gpu_memory_utilization;
+  const parts = [
+    ...where,
+    ex.precision,
+    `micro-batch ${ex.micro_batch_size}`,
+    `checkpointing ${ex.gradient_checkpointing ? "on" : "off"}`,
+    ex.rollout_engine + (share != null ? ` (${Math.round(100 * share)}% of the GPU)` : ""),
+  ];
+  const why = `${ex.device_name}; ${ex.precision}: ${ex.precision_reason}`;
+  return html`<p class="muted" data-testid="execution" title=${why}>${parts.join(" · ")}</p>`;
+}
+
 function EventLog({ messages }) {
   const recent = messages.slice(-200).reverse();
   return html`<section class="card">
@@ -184,6 +203,7 @@ export function JobPage({ jobId }) {
           ${job.estimated_finish && !TERMINAL.has(job.status) && ` · ETA ${when(job.estimated_finish)}`}
           · stream <span data-testid="stream-state">${stream}</span>
         </p>
+        <${Execution} ex=${job.execution} />
       </div>
       <${Controls} job=${job} onJob=${setJob} />
     </div>
