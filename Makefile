@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 # the existing virtualenv.
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile clients/python/setup.py | sha1sum | cut -c1-10)
 
-.PHONY: install test test-unit test-integration test-browser lint typecheck services sandbox browser dashboard demo bench \
+.PHONY: install test test-gpu test-unit test-integration test-browser lint typecheck services sandbox browser dashboard demo bench \
 	clean openapi check-openapi
 
 $(STAMP): pyproject.toml Makefile
@@ -67,6 +67,14 @@ test-browser: install services sandbox browser
 
 test: install services sandbox browser lint typecheck check-openapi
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+# The GPU suite (tests/gpu) and the GPU bench, on a machine with CUDA: refuses to start without one (on a CPU-only
+# machine `make test` runs tests/gpu and reports each test skipped, with the reason). Results JSON: bench/results/.
+test-gpu: install services sandbox
+	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+		'make test-gpu needs a GPU and a CUDA build of torch: torch.cuda.is_available() is False here')"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -rs tests/gpu
+	$(BIN)/python -m bench.grpo_vs_trl --device cuda --quick
 
 # openapi.json and the generated client (clients/python) from api.main:create_app() (scripts/openapi.py);
 # check-openapi regenerates both into a temporary folder and fails on any drift (a route changed, no regeneration).
