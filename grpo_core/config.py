@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from grpo_core.health import HealthConfig
 from grpo_core.presets import expand
@@ -31,6 +31,10 @@ RolloutEngineName = Literal["auto", "merged", "transformers", "vllm"]  # grpo_co
 WeightSync = Literal["auto", "lora", "merged"]  # grpo_core.engines.vllm_engine
 Precision = Literal["auto", "fp32", "bf16"]  # grpo_core.device
 ReasoningEffort = Literal["default", "low", "medium", "high"]
+
+# "auto" beside a number, spelt as a one-value enum in the schema (a JSON-schema const beside an integer makes the
+# generated client refuse every number: openapi-python-client checks the const without trying the integer first).
+Auto = Annotated[Literal["auto"], WithJsonSchema({"type": "string", "enum": ["auto"]})]
 
 _AUTO_FIELDS = {
     "n_epochs",
@@ -236,7 +240,7 @@ class ExecutionConfig(BaseModel):
         description="Share of the GPU's memory the colocated vLLM engine may take (weights, activations, KV cache); "
         "null = auto: what is left after the training's own estimated need, at most 0.5.",
     )
-    micro_batch_size: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = Field(
+    micro_batch_size: Auto | Annotated[int, Field(ge=1, le=4096)] = Field(
         "auto",
         description="Sequences per forward/backward; the gradient equals the full-batch one whatever the value. "
         "auto = sized from the GPU's free memory after the model is loaded; 8 on a CPU.",

@@ -88,3 +88,15 @@ def test_api_error_text_from_the_error_shape_and_from_anything_else() -> None:
     shaped = json.dumps({"error": {"type": "invalid_request_error", "code": "x", "message": "bad", "param": "p"}})
     assert ApiError.from_response(resp(422, shaped.encode())).message == "422 invalid_request_error (x): bad [param: p]"
     assert ApiError.from_response(resp(502, b"<html>bad gateway</html>")).message == "502: <html>bad gateway</html>"
+
+
+@pytest.mark.parametrize("value", ["32", "auto"])
+def test_execution_settings_pass_through_the_generated_models(value: str) -> None:
+    """``--hp micro_batch_size=32`` and ``=auto`` both survive the generated client (a number beside a const once
+    made it refuse every number), as do the other ``auto`` settings."""
+    from rft_client.models import JobCreate
+
+    hp = parse_assignments([f"micro_batch_size={value}", "device=cuda:0", "gradient_checkpointing=true"])
+    body = build_job_body({"model": "m", "training_file": "f", "grader": GRADER, "hyperparameters": hp})
+    kept = JobCreate.from_dict(body).to_dict()
+    assert kept["method"]["reinforcement"]["hyperparameters"] == hp and not dropped_keys(body, kept)

@@ -24,6 +24,7 @@ from .grpo_config_importance_sampling_level import GRPOConfigImportanceSamplingL
 from .grpo_config_kl_estimator import GRPOConfigKlEstimator
 from .grpo_config_loss_aggregation import GRPOConfigLossAggregation
 from .grpo_config_lr_scheduler import GRPOConfigLrScheduler
+from .grpo_config_micro_batch_size_type_0 import GRPOConfigMicroBatchSizeType0
 from .grpo_config_precision import GRPOConfigPrecision
 from .grpo_config_reasoning_effort import GRPOConfigReasoningEffort
 from .grpo_config_recipe_type_0 import GRPOConfigRecipeType0
@@ -133,6 +134,7 @@ __all__ = (
     "GRPOConfigKlEstimator",
     "GRPOConfigLossAggregation",
     "GRPOConfigLrScheduler",
+    "GRPOConfigMicroBatchSizeType0",
     "GRPOConfigPrecision",
     "GRPOConfigReasoningEffort",
     "GRPOConfigRecipeType0",

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
@@ -14,6 +14,10 @@ from ..models.grpo_config_importance_sampling_level import (
 from ..models.grpo_config_kl_estimator import GRPOConfigKlEstimator, check_grpo_config_kl_estimator
 from ..models.grpo_config_loss_aggregation import GRPOConfigLossAggregation, check_grpo_config_loss_aggregation
 from ..models.grpo_config_lr_scheduler import GRPOConfigLrScheduler, check_grpo_config_lr_scheduler
+from ..models.grpo_config_micro_batch_size_type_0 import (
+    GRPOConfigMicroBatchSizeType0,
+    check_grpo_config_micro_batch_size_type_0,
+)
 from ..models.grpo_config_precision import GRPOConfigPrecision, check_grpo_config_precision
 from ..models.grpo_config_reasoning_effort import GRPOConfigReasoningEffort, check_grpo_config_reasoning_effort
 from ..models.grpo_config_recipe_type_0 import GRPOConfigRecipeType0, check_grpo_config_recipe_type_0
@@ -91,9 +95,9 @@ class GRPOConfig:
                 metrics. Default: 0.8.
             max_prompt_tokens (int | Unset): Prompts longer than this are rejected. Default: 1024.
             max_steps (int | None | Unset): Optimizer steps; overrides n_epochs.
-            micro_batch_size (int | Literal['auto'] | Unset): Sequences per forward/backward; the gradient equals the full-
-                batch one whatever the value. auto = sized from the GPU's free memory after the model is loaded; 8 on a CPU.
-                Default: 'auto'.
+            micro_batch_size (GRPOConfigMicroBatchSizeType0 | int | Unset): Sequences per forward/backward; the gradient
+                equals the full-batch one whatever the value. auto = sized from the GPU's free memory after the model is loaded;
+                8 on a CPU. Default: 'auto'.
             n_epochs (int | Unset): Passes over the training file; ignored when max_steps is set. Default: 1.
             num_iterations (int | Unset): μ: optimizer updates per sampled batch (PPO epochs); > 1 makes the ratio and
                 clipping matter and costs one extra no-grad forward for the old log-probs. Default: 1.
@@ -170,7 +174,7 @@ class GRPOConfig:
     max_grader_error_rate: float | Unset = 0.8
     max_prompt_tokens: int | Unset = 1024
     max_steps: int | None | Unset = UNSET
-    micro_batch_size: int | Literal["auto"] | Unset = "auto"
+    micro_batch_size: GRPOConfigMicroBatchSizeType0 | int | Unset = "auto"
     n_epochs: int | Unset = 1
     num_iterations: int | Unset = 1
     overlong_buffer_fraction: float | None | Unset = UNSET
@@ -295,9 +299,11 @@ class GRPOConfig:
         else:
             max_steps = self.max_steps
 
-        micro_batch_size: int | Literal["auto"] | Unset
+        micro_batch_size: int | str | Unset
         if isinstance(self.micro_batch_size, Unset):
             micro_batch_size = UNSET
+        elif isinstance(self.micro_batch_size, str):
+            micro_batch_size = self.micro_batch_size
         else:
             micro_batch_size = self.micro_batch_size
 
@@ -639,14 +645,18 @@ class GRPOConfig:
 
         max_steps = _parse_max_steps(d.pop("max_steps", UNSET))
 
-        def _parse_micro_batch_size(data: object) -> int | Literal["auto"] | Unset:
+        def _parse_micro_batch_size(data: object) -> GRPOConfigMicroBatchSizeType0 | int | Unset:
             if isinstance(data, Unset):
                 return data
-            micro_batch_size_type_1 = cast(Literal["auto"], data)
-            if micro_batch_size_type_1 != "auto":
-                raise ValueError(f"micro_batch_size_type_1 must match const 'auto', got '{micro_batch_size_type_1}'")
-            return micro_batch_size_type_1
-            return cast(int | Literal["auto"] | Unset, data)
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                micro_batch_size_type_0 = check_grpo_config_micro_batch_size_type_0(data)
+
+                return micro_batch_size_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(GRPOConfigMicroBatchSizeType0 | int | Unset, data)
 
         micro_batch_size = _parse_micro_batch_size(d.pop("micro_batch_size", UNSET))
 
