@@ -219,7 +219,8 @@ class ExecutionConfig(BaseModel):
         "auto",
         description="bf16: base weights stored in bf16, LoRA weights and optimizer in fp32, forward/backward under "
         "bf16 autocast, a bf16 sampler; fp32 is exact. auto = bf16 on GPUs that have it and on CPUs whose measured "
-        "bf16 matmul is at least 2x fp32 (AMX), fp32 elsewhere; the job's `execution` shows the value chosen.",
+        "bf16 matmul is at least 1.5x fp32 (AMX, AVX512-BF16), fp32 elsewhere; the job's `execution` shows the "
+        "value chosen.",
     )
     rollout_engine: RolloutEngineName = Field(
         "auto",
