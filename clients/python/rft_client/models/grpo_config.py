@@ -106,8 +106,8 @@ class GRPOConfig:
             overlong_penalty (float | Unset): Scale of the soft overlong punishment. Default: 1.0.
             precision (GRPOConfigPrecision | Unset): bf16: base weights stored in bf16, LoRA weights and optimizer in fp32,
                 forward/backward under bf16 autocast, a bf16 sampler; fp32 is exact. auto = bf16 on GPUs that have it and on
-                CPUs whose measured bf16 matmul is at least 2x fp32 (AMX), fp32 elsewhere; the job's `execution` shows the value
-                chosen. Default: 'auto'.
+                CPUs whose measured bf16 matmul is at least 1.5x fp32 (AMX, AVX512-BF16), fp32 elsewhere; the job's `execution`
+                shows the value chosen. Default: 'auto'.
             reasoning_effort (GRPOConfigReasoningEffort | Unset): OpenAI's field, accepted for compatibility; no effect here
                 (open base models have no effort setting: bound reasoning with max_completion_tokens). A value other than
                 'default' gets a warn event. Default: 'default'.
