@@ -291,7 +291,9 @@ def check_args(a: argparse.Namespace) -> None:
             raise SystemExit(
                 "--trl-vllm needs --device cuda: TRL's vLLM colocate mode runs the engine on the training GPU"
             )
-        a.device_name = _cpu_name()
+        from grpo_core.device import cpu_name
+
+        a.device_name = cpu_name()
         return
     from bench.gpu import require_cuda, require_vllm_cuda
 
@@ -301,16 +303,6 @@ def check_args(a: argparse.Namespace) -> None:
     for flag, wanted in (("--vllm", a.vllm), ("--trl-vllm", a.trl_vllm)):
         if wanted:
             require_vllm_cuda(flag)
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "CPU"
 
 
 def resolve_model(a: argparse.Namespace) -> None:

@@ -159,7 +159,8 @@ def _has_amx() -> bool:
         return False
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), for events and bench reports."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -177,7 +178,7 @@ def resolve_placement(device: str = "auto", precision: str = "auto") -> Placemen
         return Placement(dev, prec, torch.cuda.get_device_name(dev), 0, why)
     threads = usable_cpus()
     torch.set_num_threads(threads)
-    return Placement(dev, prec, _cpu_name(), threads, why)
+    return Placement(dev, prec, cpu_name(), threads, why)
 
 
 def reset_peak_memory(device: torch.device) -> None:
