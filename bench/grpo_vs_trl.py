@@ -95,8 +95,9 @@ def matmul_peaks() -> dict[str, float]:
     import torch
 
     from bench.matmul_dtypes import gflops
+    from grpo_core.device import usable_cpus
 
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(usable_cpus())  # the trainer's threads (grpo_core.device), so MFU has the same peak
     return {"fp32": gflops(torch.float32), "bf16": gflops(torch.bfloat16)}
 
 
@@ -199,7 +200,9 @@ def report(a: argparse.Namespace, sides: list[str], runs: dict, summary: dict, p
         f"GRPO step, {a.model_name}, G={a.group_size} x {a.prompts} prompt(s), <= {a.max_tokens} tokens, on "
         f"{a.device_name}; ours in {_precision(summary, 'ours')}, TRL in {_precision(summary, 'trl')}"
     )
-    where = f"{os.cpu_count()} threads" if a.device == "cpu" else "one GPU"
+    from grpo_core.device import usable_cpus
+
+    where = f"{usable_cpus()} threads" if a.device == "cpu" else "one GPU"
     print(f"  {where}, 1 warm-up + {len(o)} measured steps per side, alternated ABBA")
     for s in sides:
         m = summary[s]

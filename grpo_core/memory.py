@@ -13,23 +13,14 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-import torch
-
 from grpo_core.config import GRPOConfig
-from grpo_core.device import Placement, device_memory_gb
-from grpo_core.errors import UserError
+from grpo_core.device import Placement, device_memory_gb, peak_memory_gb
+from grpo_core.errors import DeviceOutOfMemory
 
 SAFETY = 0.7  # share of the free memory the micro-batch estimate may plan for
 CPU_MICRO_BATCH = 8  # on a CPU memory is rarely the limit and bigger micro-batches do not run faster
 MAX_AUTO_MICRO_BATCH = 64
 VLLM_MAX_SHARE = 0.5  # the colocated vLLM engine never takes more than this share of the GPU by default
-
-
-class DeviceOutOfMemory(UserError):
-    """The device ran out of memory: the message names the step, the phase, the peak and what to change.
-
-    A ``UserError`` because the remedy is the job's settings; never retried (the same settings would fail the
-    same way)."""
 
 
 def _dims(model: Any) -> tuple[int, int, int, int]:
@@ -137,8 +128,7 @@ def out_of_memory(step: int, phase: str, placement: Placement, cfg: GRPOConfig) 
     (``cfg`` is the run's resolved config)."""
     peak = ""
     if placement.is_cuda:
-        total = torch.cuda.get_device_properties(placement.device).total_memory / 2**30
-        peak = f" (peak {torch.cuda.max_memory_allocated(placement.device) / 2**30:.1f} GiB of {total:.1f} GiB)"
+        peak = f" (peak {peak_memory_gb(placement.device):.1f} GiB of {placement.total_gb:.1f} GiB)"
     if phase == "sampling":
         remedies = ["lower group_size or batch_size", "lower max_completion_tokens"]
         if cfg.rollout_engine == "vllm":

@@ -165,6 +165,16 @@ class StepMetrics(BaseModel):
 
 
 ResolvedPrecision = Literal["fp32", "bf16"]
+
+
+def where_it_trains(device: str, device_name: str, precision: str, reason: str, threads: int | None) -> str:
+    """'cuda:0 (NVIDIA H100 80GB HBM3, bf16)' or 'CPU, 16 threads, bf16 (bf16 matmul 6.1x fp32)': the words of the
+    worker's first event and of the execution message, written once."""
+    if device.startswith("cuda"):
+        return f"{device} ({device_name}, {precision})"
+    return f"CPU, {threads} threads, {precision} ({reason})"
+
+
 ResolvedEngine = Literal["merged", "transformers", "vllm"]
 
 
@@ -184,11 +194,7 @@ class Execution(BaseModel):
 
     def message(self) -> str:
         """One line for the job's event log."""
-        where = (
-            f"{self.device} ({self.device_name}, {self.precision})"
-            if self.device.startswith("cuda")
-            else f"CPU, {self.threads} threads, {self.precision} ({self.precision_reason})"
-        )
+        where = where_it_trains(self.device, self.device_name, self.precision, self.precision_reason, self.threads)
         engine: str = self.rollout_engine
         if self.vllm_gpu_memory_utilization is not None:
             engine += f" ({self.vllm_gpu_memory_utilization:.0%} of the GPU)"

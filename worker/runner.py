@@ -24,7 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from grpo_core.config import GRPOConfig
 from grpo_core.data import read_jsonl
-from grpo_core.errors import GraderFailed, UserError
+from grpo_core.errors import DeviceOutOfMemory, GraderFailed, UserError
 from grpo_core.metrics_schema import Execution
 from grpo_core.models import resolve_model
 from grpo_core.rewards.base import Grader
@@ -54,14 +54,12 @@ def is_infrastructure(exc: BaseException) -> bool:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """The trainer turns a device's out-of-memory into DeviceOutOfMemory (with the step and the remedy); outside
-    its loop torch reports it as torch.OutOfMemoryError (GPU) or as a RuntimeError from the CPU allocator, which
-    has no class of its own: its message is all there is to read."""
+    """Memory exhaustion outside the trainer's loop (which raises DeviceOutOfMemory with the step and the remedy):
+    torch.OutOfMemoryError (GPU), or a RuntimeError from the CPU allocator, which has no class of its own: its
+    message is all there is to read."""
     import torch
 
-    from grpo_core.memory import DeviceOutOfMemory
-
-    if isinstance(exc, MemoryError | torch.OutOfMemoryError | DeviceOutOfMemory):
+    if isinstance(exc, MemoryError | torch.OutOfMemoryError):
         return True
     return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
 
@@ -217,9 +215,9 @@ class JobRun:
 
         if isinstance(exc, GraderFailed | GraderError):
             return failed("grader_error", str(exc))
-        if is_out_of_memory(exc):  # never retried: the same settings run out the same way
-            if isinstance(exc, UserError):  # the trainer's DeviceOutOfMemory: step, peak and remedy included
-                return failed("out_of_memory", str(exc))
+        if isinstance(exc, DeviceOutOfMemory):  # never retried: the same settings run out the same way
+            return failed("out_of_memory", str(exc))  # the trainer's words: step, peak and remedy
+        if is_out_of_memory(exc):
             msg = "out of memory: lower group_size, batch_size, micro_batch_size or max_completion_tokens"
             return failed("out_of_memory", msg)
         if isinstance(exc, UserError):

@@ -15,9 +15,10 @@ import pytest
 import torch
 
 from grpo_core.config import GRPOConfig
+from grpo_core.device import vllm_on_cuda
+from grpo_core.errors import DeviceOutOfMemory
 from grpo_core.logprobs import completion_logprobs
-from grpo_core.memory import DeviceOutOfMemory
-from grpo_core.trainer import load_policy, train, vllm_on_cuda
+from grpo_core.trainer import load_policy, train
 from tests.training import ROWS, DigitShare, Recorder
 
 ROOT = Path(__file__).resolve().parents[2]

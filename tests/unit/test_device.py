@@ -16,8 +16,8 @@ import torch
 
 from grpo_core import device as dev
 from grpo_core.config import GRPOConfig
-from grpo_core.errors import UserError
-from grpo_core.memory import DeviceOutOfMemory, auto_micro_batch, checkpointing, enable_checkpointing
+from grpo_core.errors import DeviceOutOfMemory, UserError
+from grpo_core.memory import auto_micro_batch, checkpointing, enable_checkpointing
 from grpo_core.trainer import load_policy, train
 from tests.device_guard import FACTORIES, ROOT, ImplicitDeviceGuard
 from tests.training import ROWS, DigitShare, Recorder

@@ -8,8 +8,7 @@ import pytest
 import torch
 from celery.exceptions import SoftTimeLimitExceeded
 
-from grpo_core.errors import GraderFailed, UserError
-from grpo_core.memory import DeviceOutOfMemory
+from grpo_core.errors import DeviceOutOfMemory, GraderFailed, UserError
 from runtime import internal as api
 from runtime.errors import StoreError
 from worker.client import ApiUnreachable
