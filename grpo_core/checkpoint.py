@@ -2,10 +2,14 @@
 
 Layout of a checkpoint directory:
     adapter_config.json, adapter_model.safetensors   — loadable with ``PeftModel.from_pretrained``
-    trainer_state.pt    — optimizer, LR scheduler, every RNG state (torch, CUDA, Python, NumPy)
-    manifest.json       — step, data cursor, best validation so far, and the SHA-256 of every other file;
+    trainer_state.pt    — optimizer, LR scheduler, every RNG state (torch, CUDA, Python, NumPy) of every rank
+    manifest.json       — step, data cursor, best validation so far, the world size that saved it, and the
+                          SHA-256 of every other file;
                           written last (atomically), so a folder without it is an interrupted save, never loaded
-Uploading is the caller's business (a callback); this module never touches the network.
+Uploading is the caller's business (a callback); this module never touches the network. With several ranks the
+weights and optimizer state are the same on every rank (grpo_core.distributed), so rank 0 alone writes them, with
+every rank's RNG state gathered beside; a resume with the same world size gives each rank its own state back, one
+with another world size gives every rank rank 0's (the trainer says so in an event).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class ResumeState:
     cursor: int
     best_valid_reward: float | None = None
     best_step: int | None = None
+    world_size: int = 1  # ranks of the run that saved it
 
 
 def _sha256(path: Path) -> str:
@@ -46,6 +51,11 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def rng_state() -> dict[str, Any]:
+    """This process's RNG states (what ``save_checkpoint``'s ``rng_states`` holds one of per rank)."""
+    return _rng_state()
 
 
 def _rng_state() -> dict[str, Any]:
@@ -73,9 +83,15 @@ def _set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_checkpoint(
-    model: Any, optimizer: torch.optim.Optimizer, resume: ResumeState, out_dir: Path, scheduler: Any = None
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    resume: ResumeState,
+    out_dir: Path,
+    scheduler: Any = None,
+    rng_states: list[dict[str, Any]] | None = None,
 ) -> Path:
-    """Write the adapter and the training state after ``resume.step`` steps to ``out_dir``; manifest last."""
+    """Write the adapter and the training state after ``resume.step`` steps to ``out_dir``; manifest last.
+    ``rng_states``: every rank's RNG states in rank order (default: this process's alone)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / MANIFEST).unlink(missing_ok=True)  # an overwrite is incomplete until its new manifest lands
     model.save_pretrained(out_dir)
@@ -83,6 +99,7 @@ def save_checkpoint(
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict() if scheduler is not None else None,
         "rng": _rng_state(),
+        "rng_ranks": rng_states or [_rng_state()],
     }
     torch.save(state, out_dir / STATE_FILE)
     files = {name: _sha256(out_dir / name) for name in (*ADAPTER_FILES, STATE_FILE)}
@@ -107,8 +124,17 @@ def read_manifest(ckpt_dir: Path) -> dict[str, Any]:
     return manifest
 
 
-def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path, scheduler: Any = None) -> ResumeState:
-    """Restore adapter weights, optimizer, LR schedule and RNG; returns where the run stands."""
+def load_checkpoint(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    ckpt_dir: Path,
+    scheduler: Any = None,
+    *,
+    rank: int = 0,
+    world_size: int = 1,
+) -> ResumeState:
+    """Restore adapter weights, optimizer, LR schedule and RNG (rank ``rank``'s when the checkpoint was saved by
+    ``world_size`` ranks, else rank 0's); returns where the run stands, with the world size that saved it."""
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -123,10 +149,12 @@ def load_checkpoint(model: Any, optimizer: torch.optim.Optimizer, ckpt_dir: Path
     optimizer.load_state_dict(state["optimizer"])
     if scheduler is not None and state.get("scheduler") is not None:
         scheduler.load_state_dict(state["scheduler"])
-    _set_rng_state(state["rng"])
+    ranks = state.get("rng_ranks") or [state["rng"]]
+    _set_rng_state(ranks[rank] if len(ranks) == world_size else ranks[0])
     return ResumeState(
         step=int(manifest["step"]),
         cursor=int(manifest["cursor"]),
         best_valid_reward=manifest.get("best_valid_reward"),
         best_step=manifest.get("best_step"),
+        world_size=int(manifest.get("world_size", 1)),
     )

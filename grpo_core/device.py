@@ -12,7 +12,10 @@ exactly one place that decides. The rules:
   fp32 elsewhere. Measured rather than read from CPU flags: a flag says an instruction exists, not that the oneDNN
   path PyTorch takes is faster (bench/matmul_dtypes.py prints the same measurement).
 - CPU threads: the CPUs this process may run on (its affinity mask and its cgroup's CPU quota), not
-  ``os.cpu_count()``, which counts the node's cores and oversubscribes a container with a quota.
+  ``os.cpu_count()``, which counts the node's cores and oversubscribes a container with a quota; with several
+  ranks on a node (grpo_core.distributed) each takes its share of them.
+- Several ranks on a node: ``auto`` and ``cuda`` mean ``cuda:LOCAL_RANK`` (one GPU per rank); a fixed ``cuda:N``
+  would put every rank on one GPU and is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Literal
 
 import torch
 
+from grpo_core.distributed import World
 from grpo_core.errors import UserError
 from grpo_core.metrics_schema import where_it_trains
 
@@ -89,8 +93,12 @@ def _cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
         return None
 
 
-def resolve_device(requested: str) -> torch.device:
-    """``auto`` → the current CUDA device if there is one, else the CPU; an explicit device is checked here."""
+def resolve_device(requested: str, world: World | None = None) -> torch.device:
+    """``auto`` → the current CUDA device if there is one (``cuda:LOCAL_RANK`` for one of several ranks on a
+    node), else the CPU; an explicit device is checked here."""
+    world = world or World()
+    if world.local_size > 1:
+        return _rank_device(requested, world)
     if requested == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda", torch.cuda.current_device())
@@ -113,6 +121,25 @@ def resolve_device(requested: str) -> torch.device:
     if index >= count:
         raise UserError(f"device {requested!r}: this worker has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
     return torch.device("cuda", index)
+
+
+def _rank_device(requested: str, world: World) -> torch.device:
+    """The device of local rank ``world.local_rank`` of ``world.local_size`` ranks on this node."""
+    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if requested not in ("auto", "cuda"):
+        raise UserError(
+            f"device {requested!r}: a job on {world.local_size} devices per node trains on one GPU per rank; use "
+            "'auto' or 'cuda' (or 'cpu')"
+        )
+    if not torch.cuda.is_available():
+        raise UserError(f"device {requested!r} was requested, but this worker has no CUDA device; use 'auto'")
+    count = torch.cuda.device_count()
+    if world.local_size > count:
+        raise UserError(
+            f"the job asks for {world.local_size} devices per node, but this worker has {count} CUDA device(s)"
+        )
+    return torch.device("cuda", world.local_rank)
 
 
 @cache
@@ -171,14 +198,16 @@ def cpu_name() -> str:
     return "CPU"
 
 
-def resolve_placement(device: str = "auto", precision: str = "auto") -> Placement:
-    """The run's placement; on the CPU this also sets torch's thread count to the usable CPUs."""
-    dev = resolve_device(device)
+def resolve_placement(device: str = "auto", precision: str = "auto", world: World | None = None) -> Placement:
+    """The run's placement; on the CPU this also sets torch's thread count to this rank's share of the usable
+    CPUs (all of them for a run of one process)."""
+    world = world or World()
+    dev = resolve_device(device, world)
     prec, why = resolve_precision(precision, dev)
     if dev.type == "cuda":
         total = round(torch.cuda.get_device_properties(dev).total_memory / 2**30, 2)
         return Placement(dev, prec, torch.cuda.get_device_name(dev), 0, why, total)
-    threads = usable_cpus()
+    threads = max(1, usable_cpus() // world.local_size)
     torch.set_num_threads(threads)
     return Placement(dev, prec, cpu_name(), threads, why)
 

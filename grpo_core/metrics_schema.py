@@ -191,10 +191,17 @@ class Execution(BaseModel):
     rollout_engine: ResolvedEngine
     vllm_gpu_memory_utilization: float | None = Field(None, description="The vLLM engine's share of the GPU.")
     device_total_gb: float | None = Field(None, description="The GPU's total memory in GiB; null on a CPU.")
+    world_size: int = Field(1, description="Training processes (ranks) of this attempt, over all nodes.")
+    ranks_per_node: int = Field(1, description="Ranks on each node; `device` and `threads` are rank 0's.")
+    backend: Literal["nccl", "gloo"] | None = Field(None, description="torch.distributed backend; null for one rank.")
 
     def message(self) -> str:
         """One line for the job's event log."""
         where = where_it_trains(self.device, self.device_name, self.precision, self.precision_reason, self.threads)
+        if self.world_size > 1:
+            nodes = self.world_size // max(self.ranks_per_node, 1)
+            layout = f"{nodes} node{'s' * (nodes > 1)} × {self.ranks_per_node}, {self.backend}"
+            where += f" × {self.world_size} ranks ({layout})"
         engine: str = self.rollout_engine
         if self.vllm_gpu_memory_utilization is not None:
             engine += f" ({self.vllm_gpu_memory_utilization:.0%} of the GPU)"

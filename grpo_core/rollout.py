@@ -67,8 +67,16 @@ def _pad_to(x: Tensor, width: int, left: bool) -> Tensor:
     return torch.cat([pad, x] if left else [x, pad], dim=1)
 
 
+def empty_rollout() -> Rollout:
+    """A rollout of no rows (a rank whose share of a short batch is empty); ``concat_rollouts`` skips it."""
+    ids = torch.zeros((0, 1), dtype=torch.long, device=HOST)
+    return Rollout(ids, ids, ids, ids, torch.zeros(0, dtype=torch.bool, device=HOST), [])
+
+
 def concat_rollouts(parts: list[Rollout]) -> Rollout:
-    """One Rollout from several (dynamic sampling's rounds): prompts re-left-padded, completions re-right-padded."""
+    """One Rollout from several (dynamic sampling's rounds, the ranks' shares): prompts re-left-padded,
+    completions re-right-padded; parts with no rows are left out."""
+    parts = [p for p in parts if p.completion_ids.shape[0]] or parts[:1]
     if len(parts) == 1:
         return parts[0]
     p_w = max(r.prompt_ids.shape[1] for r in parts)

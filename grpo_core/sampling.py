@@ -14,6 +14,10 @@ The sampling strategies are config values, applied in this order per sampling ro
 
 Then DAPO's soft overlong punishment is added as one more reward column, and advantages are computed over the
 final batch. Every round's prompts come from the data cursor, so a resumed run continues with the same prompts.
+
+With several ranks (grpo_core.distributed) step 1 and 2 run on each rank's contiguous share of the round's prompts
+and their results are all-gathered, so steps 3 and 4, the shaping and the advantages see the whole round on every
+rank, in one-process order: the batch, and every decision taken on it, is the same as one process's.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -29,11 +33,12 @@ from torch import Tensor
 
 from grpo_core.config import GRPOConfig
 from grpo_core.data import batches
+from grpo_core.distributed import World, all_gather_objects
 from grpo_core.engines.base import RolloutEngine, Sampling
 from grpo_core.errors import GraderFailed, UserError
 from grpo_core.rewards.base import Grader
-from grpo_core.rewards.combine import combined_advantages, score_samples, weighted_total
-from grpo_core.rollout import HOST, Rollout, concat_rollouts
+from grpo_core.rewards.combine import Scores, combined_advantages, score_samples, weighted_total
+from grpo_core.rollout import HOST, Rollout, concat_rollouts, empty_rollout
 from grpo_core.shaping import soft_overlong_penalty
 
 
@@ -105,8 +110,10 @@ def collect_batch(
     *,
     seed: int,
     step: int,
+    world: World | None = None,
 ) -> StepBatch:
     """Sample and score until the step's batch is complete; see the module doc for the order of strategies."""
+    world = world or World()
     G = cfg.group_size
     n_sample = cfg.gfpo_sample_size or G
     weights = cfg.reward_weights or [1.0] * len(graders)
@@ -124,11 +131,9 @@ def collect_batch(
         t0 = time.perf_counter()
         draw = random.Random(f"{seed}:{step}:{int(rnd)}").randrange(2**31)
         sampling = Sampling(n_sample, cfg.max_completion_tokens, cfg.temperature, cfg.top_p, seed=draw)
-        ro = engine.generate([prompts[i] for i in idx], sampling)
-        t1 = time.perf_counter()
+        ro, sc, t1 = _sample_and_score(engine, prompts, rows, graders, idx, sampling, world)
         stats["sampling_rounds"] += 1
         stats["groups_sampled"] += len(idx)
-        sc = score_samples(graders, ro.texts, [rows[i] for i in idx for _ in range(n_sample)], _numbers(idx, n_sample))
         seconds["sampling"] += t1 - t0
         seconds["scoring"] += time.perf_counter() - t1
         errors += sc.errors
@@ -193,6 +198,47 @@ def collect_batch(
         {k: v / n_scored for k, v in error_counts.items()},
         {k: _mean(v) for k, v in sub_scores.items()},
     )
+
+
+def _sample_and_score(
+    engine: RolloutEngine,
+    prompts: list[str],
+    rows: list[dict[str, Any]],
+    graders: Sequence[Grader],
+    idx: list[int],
+    sampling: Sampling,
+    world: World,
+) -> tuple[Rollout, Scores, float]:
+    """The round's rollout and scores for prompts ``idx``, this rank's share sampled and scored here and the rest
+    gathered from the other ranks (in rank order = one-process order); also when sampling ended on this rank."""
+    lo, hi = world.shard(len(idx))
+    mine = idx[lo:hi]  # empty on some ranks when an epoch's short last batch has fewer prompts than ranks
+    n = sampling.group_size
+    if mine:
+        ro = engine.generate([prompts[i] for i in mine], replace(sampling, first_row=lo * n))
+        t1 = time.perf_counter()
+        sc = score_samples(graders, ro.texts, [rows[i] for i in mine for _ in range(n)], _numbers(mine, n))
+    else:
+        ro, t1 = empty_rollout(), time.perf_counter()
+        names = [g.name for g in graders]
+        sc = Scores(torch.zeros(0, len(graders), dtype=torch.float64, device=HOST), names, [], dict.fromkeys(names, 0))
+    if not world.distributed:
+        return ro, sc, t1
+    parts = all_gather_objects(world, (ro, sc))
+    return concat_rollouts([p[0] for p in parts]), _concat_scores([p[1] for p in parts]), t1
+
+
+def _concat_scores(parts: list[Scores]) -> Scores:
+    """One round's scores from the ranks' shares (rows in rank order; error counts added)."""
+    counts: dict[str, int] = {}
+    subs: dict[str, list[float | None]] = {}
+    for p in parts:
+        for name, n in p.error_counts.items():
+            counts[name] = counts.get(name, 0) + n
+        for name, vals in p.sub_scores.items():
+            subs[name] = subs.get(name, []) + vals
+    matrix = torch.cat([p.matrix for p in parts])
+    return Scores(matrix, parts[0].names, [e for p in parts for e in p.errors], counts, subs)
 
 
 def _check_error_rate(counts: dict[str, int], errors: list[str], n: int, limit: float, step: int) -> None:

@@ -12,6 +12,9 @@ throughout (no dropout), so that ratio is exactly 1 in value. Variants are confi
 functions; the loop has no branch per algorithm.
 
 The trainer never knows about HTTP, queues or object stores: progress leaves through ``Callbacks``.
+
+Under torchrun the same loop runs on every rank (grpo_core.distributed): sampling and the update are split, the
+batch and the gradient are the one-process ones, and rank 0 alone reports and writes checkpoints.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from typing import Any, Protocol
 
 import torch
 
-from grpo_core.checkpoint import ResumeState, load_checkpoint, save_checkpoint
+from grpo_core import distributed
+from grpo_core.checkpoint import ResumeState, load_checkpoint, rng_state, save_checkpoint
 from grpo_core.config import GRPOConfig
 from grpo_core.data import prompt_text
 from grpo_core.device import Placement, peak_memory_gb, reset_peak_memory, resolve_placement, vllm_on_cuda
+from grpo_core.distributed import World, all_gather_objects, any_rank, broadcast_object, broadcast_parameters
 from grpo_core.engines.base import make_engine
 from grpo_core.errors import UserError
 from grpo_core.evaluate import evaluate_rewards
@@ -63,6 +68,33 @@ class Callbacks(Protocol):
         """Checked before every step. When it returns True the loop checkpoints the current state (unless the
         last step was just saved) and returns, so a pause or a cancel never loses finished steps."""
         ...
+
+
+class _MainRank:
+    """``Callbacks`` as every rank calls them: rank 0 alone reports, and whether to stop is rank 0's answer, told
+    to every rank (all ranks ask before every step, so the collective lines up)."""
+
+    def __init__(self, inner: Callbacks, world: World, device: torch.device) -> None:
+        self.inner, self.world, self.device = inner, world, device
+
+    def on_message(self, message: str, level: Level = "info") -> None:
+        if self.world.is_main:
+            self.inner.on_message(message, level)
+
+    def on_start(self, execution: Execution) -> None:
+        if self.world.is_main:
+            self.inner.on_start(execution)
+
+    def on_step(self, metrics: StepMetrics) -> None:
+        if self.world.is_main:
+            self.inner.on_step(metrics)
+
+    def on_checkpoint(self, step: int, path: Path, metrics: StepMetrics, *, final: bool, best: bool) -> None:
+        if self.world.is_main:
+            self.inner.on_checkpoint(step, path, metrics, final=final, best=best)
+
+    def should_stop(self) -> bool:
+        return any_rank(self.world, self.world.is_main and self.inner.should_stop(), self.device)
 
 
 @dataclass
@@ -116,13 +148,41 @@ def train(
     resume_from: Path | None = None,
     valid_rows: list[dict[str, Any]] | None = None,
     placement: Placement | None = None,
+    world: World | None = None,
 ) -> TrainResult:
     """Run GRPO on ``rows`` and return when done, stopped, or raise (UserError for the user's mistakes, its
     subclass DeviceOutOfMemory when the device runs out). ``placement``: where to train, when the caller resolved
-    it already (the worker names it in its first event); by default resolved here from ``cfg``."""
+    it already (the worker names it in its first event); by default resolved here from ``cfg``. ``world``: this
+    process's rank among the job's (default: torchrun's environment, or one process); the process group is
+    joined here unless the caller did."""
     if not rows:
         raise UserError("the training file has no rows")
-    placement = placement or resolve_placement(cfg.device, cfg.precision)
+    world = world or World.from_env()
+    if cfg.batch_size < world.size:
+        raise UserError(
+            f"batch_size={cfg.batch_size} leaves some of the {world.size} ranks without a prompt per step: raise "
+            f"batch_size to at least {world.size} or train on fewer devices"
+        )
+    placement = placement or resolve_placement(cfg.device, cfg.precision, world)
+    with distributed.process_group(world, placement.device):
+        run = (cfg, model_dir, rows, graders, callbacks, work_dir, seed, resume_from, valid_rows, placement, world)
+        return _train(*run)
+
+
+def _train(
+    cfg: GRPOConfig,
+    model_dir: Path,
+    rows: list[dict[str, Any]],
+    graders: Sequence[Grader],
+    reporter: Callbacks,
+    work_dir: Path,
+    seed: int,
+    resume_from: Path | None,
+    valid_rows: list[dict[str, Any]] | None,
+    placement: Placement,
+    world: World,
+) -> TrainResult:
+    callbacks = _MainRank(reporter, world, placement.device)
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model, tokenizer = load_policy(model_dir, cfg, seed)
     prompts_all = [prompt_text(r, tokenizer) for r in rows]
@@ -133,19 +193,21 @@ def train(
                 f"training row {i + 1}: prompt is {n_tok} tokens, over max_prompt_tokens={cfg.max_prompt_tokens}"
             )
     params = [p for p in model.parameters() if p.requires_grad]
+    broadcast_parameters(world, params)  # the replicas start identical (and stay so: same gradient, same step)
     optimizer = torch.optim.AdamW(params, lr=cfg.effective_learning_rate, weight_decay=cfg.weight_decay)
     total = cfg.total_steps(len(rows))
     scheduler = make_scheduler(optimizer, cfg, total * cfg.num_iterations)
-    state = ResumeState(step=0, cursor=0)
+    state = ResumeState(step=0, cursor=0, world_size=world.size)
     if resume_from is not None:
-        state = load_checkpoint(model, optimizer, resume_from, scheduler)
-        callbacks.on_message(f"Resumed from step {state.step}")
+        state = load_checkpoint(model, optimizer, resume_from, scheduler, rank=world.rank, world_size=world.size)
+        callbacks.on_message(_resumed(state, world))
+        state.world_size = world.size
     autocast = placement.autocast
     cfg = _resolve_execution(cfg, model, placement)
     engine = _engine(cfg, model, tokenizer, model_dir, seed, autocast)
     micro_batch = auto_micro_batch(model, cfg, placement, checkpointing=bool(cfg.gradient_checkpointing))
     cfg = cfg.model_copy(update={"micro_batch_size": micro_batch})
-    callbacks.on_start(_execution(cfg, placement))
+    callbacks.on_start(_execution(cfg, placement, world))
     if state.step:
         engine.sync(model, state.step)
     health = HealthMonitor(cfg.health)
@@ -157,15 +219,15 @@ def train(
         while state.step < total:
             if callbacks.should_stop():
                 if last is not None and state.step > saved_step:  # keep every finished step: resume from here
-                    final_ckpt = save_checkpoint(
-                        model, optimizer, state, work_dir / f"step-{state.step:06d}", scheduler
-                    )
+                    final_ckpt = _save(model, optimizer, state, work_dir, scheduler, world)
                     callbacks.on_checkpoint(state.step, final_ckpt, last, final=False, best=False)
                 return TrainResult(state.step, total, True, final_ckpt, last)
             t0 = time.perf_counter()
             reset_peak_memory(placement.device)
             try:
-                batch = collect_batch(cfg, engine, prompts_all, rows, graders, cursor, seed=seed, step=state.step + 1)
+                batch = collect_batch(
+                    cfg, engine, prompts_all, rows, graders, cursor, seed=seed, step=state.step + 1, world=world
+                )
             except torch.OutOfMemoryError:
                 raise out_of_memory(state.step + 1, "sampling", placement, cfg) from None  # frees the frames
             t1 = time.perf_counter()
@@ -175,10 +237,10 @@ def train(
                 ro = replace(ro, completion_mask=ro.completion_mask * (~ro.truncated).unsqueeze(1))
             # π_old: the sampling policy. With μ = 1 it equals π_θ at update time (logp.detach(), no extra pass).
             try:
-                old = old_logprobs(model, ro, cfg, autocast) if cfg.num_iterations > 1 else None
+                old = old_logprobs(model, ro, batch.adv, cfg, autocast, world) if cfg.num_iterations > 1 else None
                 for _ in range(cfg.num_iterations):
                     optimizer.zero_grad(set_to_none=True)
-                    sums = policy_update(model, ro, batch.adv, cfg, autocast, old)
+                    sums = policy_update(model, ro, batch.adv, cfg, autocast, old, world)
                     grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
                     if not math.isfinite(grad_norm):
                         raise RuntimeError(f"non-finite gradient norm at step {state.step + 1}; lower learning_rate")
@@ -203,15 +265,15 @@ def train(
             )
             best = False
             if valid_rows and (state.step == total or (cfg.eval_interval and state.step % cfg.eval_interval == 0)):
-                best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last)
-            last.memory = _memory(placement)  # the step's peak: sampling, update, sync and validation
+                best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last, world)
+            last.memory = _memory(placement, world)  # the step's peak: sampling, update, sync and validation
             last.warnings = health.check(last)
             callbacks.on_step(last)
             for warning in last.warnings:
                 callbacks.on_message(warning, "warn")
             is_last = state.step == total
             if is_last or best or (cfg.checkpoint_interval and state.step % cfg.checkpoint_interval == 0):
-                path = save_checkpoint(model, optimizer, state, work_dir / f"step-{state.step:06d}", scheduler)
+                path = _save(model, optimizer, state, work_dir, scheduler, world)
                 callbacks.on_checkpoint(state.step, path, last, final=is_last, best=best)
                 final_ckpt, saved_step = path, state.step
     finally:
@@ -239,7 +301,30 @@ def _resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRP
 _RESOLVED_ENGINES: dict[str, ResolvedEngine] = {"merged": "merged", "transformers": "transformers", "vllm": "vllm"}
 
 
-def _execution(cfg: GRPOConfig, placement: Placement) -> Execution:
+def _resumed(state: ResumeState, world: World) -> str:
+    """The event of a resume; one with another world size than the checkpoint's says what carries over."""
+    if state.world_size == world.size:
+        return f"Resumed from step {state.step}"
+    return (
+        f"Resumed from step {state.step} on {world.size} rank(s) from a checkpoint saved by {state.world_size}: the "
+        "adapter, optimizer, schedule and data position carry over exactly; every rank continues from rank 0's RNG "
+        "state (sampling noise is keyed by step and row, so the samples do not depend on it)"
+    )
+
+
+def _save(
+    model: Any, optimizer: torch.optim.Optimizer, state: ResumeState, work_dir: Path, scheduler: Any, world: World
+) -> Path:
+    """Checkpoint ``state`` to ``work_dir/step-N``: every rank's RNG state gathered, rank 0 writes (the weights and
+    optimizer state are the same on every rank). Every rank calls it; the others get the path rank 0 wrote."""
+    rngs = all_gather_objects(world, rng_state())
+    path = work_dir / f"step-{state.step:06d}"
+    if world.is_main:
+        save_checkpoint(model, optimizer, state, path, scheduler, rng_states=rngs)
+    return path
+
+
+def _execution(cfg: GRPOConfig, placement: Placement, world: World) -> Execution:
     return Execution(
         device=str(placement.device),
         device_name=placement.device_name,
@@ -251,13 +336,18 @@ def _execution(cfg: GRPOConfig, placement: Placement) -> Execution:
         rollout_engine=_RESOLVED_ENGINES[cfg.rollout_engine],
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         device_total_gb=placement.total_gb,
+        world_size=world.size,
+        ranks_per_node=world.local_size,
+        backend=("nccl" if placement.is_cuda else "gloo") if world.distributed else None,
     )
 
 
-def _memory(placement: Placement) -> MemoryStats:
+def _memory(placement: Placement, world: World) -> MemoryStats:
+    """The step's peak memory: the highest of the ranks' (rank 0's device named)."""
+    peak = distributed.reduce_sums(world, {"peak_max": peak_memory_gb(placement.device)}, placement.device)
     return MemoryStats(
         device=str(placement.device),
-        peak_allocated_gb=round(peak_memory_gb(placement.device), 3),
+        peak_allocated_gb=round(peak["peak_max"], 3),
         device_total_gb=placement.total_gb,
     )
 
@@ -293,10 +383,33 @@ def _validate(
     seed: int,
     state: ResumeState,
     metrics: StepMetrics,
+    world: World,
 ) -> bool:
-    """Score the validation rows into ``metrics``; True when this is the best validation reward so far."""
+    """Score the validation rows into ``metrics``; True when this is the best validation reward so far. Rank 0
+    scores them and tells the others (whose engines idle meanwhile), so every rank takes the same decision."""
     t = time.perf_counter()
-    reward, best_of_k = evaluate_rewards(
+    scored = _evaluate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state) if world.is_main else (0.0, 0.0)
+    reward, best_of_k = broadcast_object(world, scored)  # the other ranks' placeholder is replaced by rank 0's
+    metrics.scores.valid_reward_mean = reward
+    metrics.scores.valid_pass_at_k = best_of_k
+    metrics.timing.step.eval = round(time.perf_counter() - t, 3)
+    if state.best_valid_reward is not None and reward <= state.best_valid_reward:
+        return False
+    state.best_valid_reward, state.best_step = reward, state.step
+    return True
+
+
+def _evaluate(
+    cfg: GRPOConfig,
+    model: Any,
+    tokenizer: Any,
+    engine: Any,
+    valid_rows: list[dict[str, Any]],
+    graders: Sequence[Grader],
+    seed: int,
+    state: ResumeState,
+) -> tuple[float, float]:
+    return evaluate_rewards(
         model,
         tokenizer,
         valid_rows,
@@ -309,10 +422,3 @@ def _validate(
         weights=cfg.reward_weights,
         engine=engine,
     )
-    metrics.scores.valid_reward_mean = reward
-    metrics.scores.valid_pass_at_k = best_of_k
-    metrics.timing.step.eval = round(time.perf_counter() - t, 3)
-    if state.best_valid_reward is not None and reward <= state.best_valid_reward:
-        return False
-    state.best_valid_reward, state.best_step = reward, state.step
-    return True

@@ -1,6 +1,9 @@
 """The policy update for one sampled batch: micro-batched forward/backward with an exact full-batch gradient.
 
-Kept apart from the loop (grpo_core.trainer) so the loop reads as the algorithm and this as the arithmetic.
+Kept apart from the loop (grpo_core.trainer) so the loop reads as the algorithm and this as the arithmetic. With
+several ranks (grpo_core.distributed) the micro-batches are planned over the whole batch, as one process plans
+them, and dealt round-robin; each rank backpropagates its own, and the gradients and the sums are reduced here,
+so the caller sees the one-process result.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 import torch
 
 from grpo_core.config import GRPOConfig
+from grpo_core.distributed import World, all_reduce_sum_, reduce_sums
 from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
 from grpo_core.memory import checkpointing
@@ -43,15 +47,51 @@ def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return ro.prompt_ids[idx, p_start:], pmask[:, p_start:], ro.completion_ids[idx, :c_len], cmask[:, :c_len]
 
 
+def plan_micro_batches(
+    ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, world: World
+) -> tuple[list[torch.Tensor], StepSize]:
+    """This rank's micro-batches (row indices on ``adv``'s device) and the step's global counts.
+
+    The plan is made over the whole batch, identically on every rank: with β = 0 a sequence whose advantage is 0
+    (its group's rewards were all equal, or it was unscorable) adds exactly 0 to the loss and its gradient, so it
+    is left out, and so is a row with no loss tokens; the rest is sorted by completion length, so little compute
+    goes to padding. ``bnpo`` and the top-entropy mask depend on a micro-batch's composition: there every row
+    stays, in sampling order, in micro-batches of ``micro_batch_size`` (TRL's order). Micro-batch k goes to rank
+    ``k % world.size``; where composition does not matter the size is capped so that every rank gets work.
+    """
+    device = adv.device
+    n = ro.completion_ids.shape[0]
+    lengths = ro.completion_mask.sum(dim=1).to(device)
+    size = cfg.micro_batch
+    if cfg.loss_aggregation == "bnpo" or cfg.top_entropy_quantile < 1.0:
+        active = torch.arange(n, device=device)
+    else:
+        only_pg = cfg.beta == 0 and cfg.entropy_coef == 0
+        keep = (lengths > 0) & (adv != 0) if only_pg else (lengths > 0)
+        active = torch.nonzero(keep).flatten()
+        active = active[torch.argsort(lengths[active], stable=True)]
+        size = max(1, min(size, -(-len(active) // world.size)))
+    batches = [active[lo : lo + size] for lo in range(0, len(active), size)]
+    step = StepSize(
+        n_sequences=n,
+        n_tokens=float(lengths.sum()),
+        max_completion_tokens=cfg.max_completion_tokens,
+        n_micro_batches=max(1, len(batches)),
+    )
+    return [b for k, b in enumerate(batches) if world.owns(k)], step
+
+
 @torch.no_grad()
-def old_logprobs(model: Any, ro: Rollout, cfg: GRPOConfig, autocast: torch.dtype | None) -> torch.Tensor:
-    """(B, C) log-probs under the policy that sampled (before any update of this step); 0 past each mask."""
+def old_logprobs(
+    model: Any, ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, autocast: torch.dtype | None, world: World
+) -> torch.Tensor:
+    """(B, C) log-probs under the policy that sampled (before any update of this step), for the rows of this rank's
+    micro-batches (``plan_micro_batches``); 0 past each mask and on the other ranks' rows, which it never reads."""
     device = _device(model)
-    ro = ro.to(device)
+    ro, adv = ro.to(device), adv.to(device)
     n, c = ro.completion_ids.shape
     old = torch.zeros(n, c, device=device)
-    for lo in range(0, n, cfg.micro_batch):
-        idx = torch.arange(lo, min(lo + cfg.micro_batch, n), device=device)
+    for idx in plan_micro_batches(ro, adv, cfg, world)[0]:
         args = _micro_args(ro, idx)
         with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
             old[idx, : args[2].shape[1]] = completion_logprobs(model, *args, temperature=cfg.temperature)
@@ -65,42 +105,31 @@ def policy_update(
     cfg: GRPOConfig,
     autocast: torch.dtype | None,
     old_logp: torch.Tensor | None = None,
+    world: World | None = None,
 ) -> dict[str, float]:
-    """One optimizer step's gradient, accumulated over micro-batches (seq-mean-token-mean is invariant).
+    """One optimizer step's gradient, accumulated over the micro-batches of ``plan_micro_batches``, summed across
+    ranks, and the step's loss/clip/KL/entropy sums (over all ranks).
 
-    Two exact savings: with β = 0 a sequence whose advantage is 0 (its group's rewards were all equal, or it was
-    unscorable) adds exactly 0 to the loss and its gradient, so its forward/backward is skipped; and sequences
-    are grouped into micro-batches by completion length, so little compute goes to padding. The normalisers are
-    the whole step's counts, so the gradient is the full-batch one. ``bnpo`` normalises per micro-batch, so
-    there neither saving applies and micro-batches keep the sampling order, as in TRL.
+    The normalisers are the whole step's counts, so the gradient is the full-batch one for every aggregation but
+    ``bnpo``, which normalises per micro-batch as TRL does (and is then the same as one process's, since the
+    micro-batches are).
 
     The rollout, the advantages and π_old move to the model's device here, once; everything after is created on
     that device. With gradient checkpointing on, the policy pass does not share prompt prefixes (checkpointed
     layers drop a cache); the no-grad reference pass still does.
     """
+    world = world or World()
     device = _device(model)
     ro, adv = ro.to(device), adv.to(device)
     old_logp = None if old_logp is None else old_logp.to(device)
     share_prefix = not cfg.gradient_checkpointing
-    n = ro.completion_ids.shape[0]
-    lengths = ro.completion_mask.sum(dim=1)
-    if cfg.loss_aggregation == "bnpo" or cfg.top_entropy_quantile < 1.0:
-        # per-micro-batch normaliser / quantile: composition matters, keep TRL's order
-        active = torch.arange(n, device=device)
-    else:  # rows with no loss tokens (filtered as truncated) contribute exactly 0 as well
-        only_pg = cfg.beta == 0 and cfg.entropy_coef == 0
-        keep = (lengths > 0) & (adv != 0) if only_pg else (lengths > 0)
-        active = torch.nonzero(keep).flatten()
-        active = active[torch.argsort(lengths[active], stable=True)]
-    step = StepSize(
-        n_sequences=n,
-        n_tokens=float(lengths.sum()),
-        max_completion_tokens=cfg.max_completion_tokens,
-        n_micro_batches=max(1, -(-len(active) // cfg.micro_batch)),
-    )
-    sums = {"tokens": float(lengths.sum()), "loss": 0.0, "updated_tokens": 0.0}
-    for lo in range(0, len(active), cfg.micro_batch):
-        idx = active[lo : lo + cfg.micro_batch]
+    mine, step = plan_micro_batches(ro, adv, cfg, world)
+    params = [p for p in model.parameters() if p.requires_grad]
+    # The step's gradient, summed in fp64 over micro-batches and ranks and rounded to fp32 once: the order of the
+    # additions (how micro-batches fall on ranks) then never changes the result (grpo_core.distributed).
+    grad_sum = [torch.zeros_like(p, dtype=torch.float64) for p in params]
+    sums = {"loss": 0.0, "updated_tokens": 0.0}
+    for idx in mine:
         args = _micro_args(ro, idx)
         ref = None
         with (
@@ -150,11 +179,15 @@ def policy_update(
         )
         with _attention_kernels(device.type):  # a checkpointed layer's recompute must pick the same kernels
             torch.autograd.backward(out.loss)
+        for acc, p in zip(grad_sum, params, strict=True):
+            if p.grad is not None:
+                acc += p.grad
+                p.grad = None
         sums["loss"] += float(out.loss.detach())
         sums["updated_tokens"] += out.metrics["tokens"]
         for k in ("clipped_tokens", "clipped_low_tokens", "clipped_high_tokens", "kl_sum", "entropy_sum"):
             sums[k] = sums.get(k, 0.0) + out.metrics[k]
-    for p in model.parameters():  # nothing to learn from this step is a zero gradient, not a skipped step
-        if p.requires_grad and p.grad is None:
-            p.grad = torch.zeros_like(p)
-    return sums
+    all_reduce_sum_(world, grad_sum)
+    for acc, p in zip(grad_sum, params, strict=True):  # nothing to learn is a zero gradient, not a skipped step
+        p.grad = acc.to(p.dtype)
+    return reduce_sums(world, sums, device) | {"tokens": step.n_tokens}

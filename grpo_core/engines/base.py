@@ -25,13 +25,18 @@ from grpo_core.rollout import Rollout
 @dataclass(frozen=True)
 class Sampling:
     """How a rollout samples: ``group_size`` completions per prompt of at most ``max_new_tokens`` tokens, at
-    ``temperature`` (0: greedy) within the ``top_p`` nucleus, from the random stream ``seed``."""
+    ``temperature`` (0: greedy) within the ``top_p`` nucleus, from the random stream ``seed``.
+
+    ``first_row``: the step-wide number of this call's first row. Row j of the call draws from the stream of row
+    ``first_row + j``, so a rank that samples a share of the step's prompts draws what one process sampling the
+    whole step would have drawn for them (grpo_core.distributed)."""
 
     group_size: int
     max_new_tokens: int
     temperature: float
     top_p: float
     seed: int
+    first_row: int = 0
 
 
 class RolloutEngine(Protocol):

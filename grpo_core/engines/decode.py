@@ -6,8 +6,9 @@ log-prob of every sampled token under the distribution that drew it (after tempe
 with one (B, V) row of scores alive at a time — what the truncated importance-sampling correction needs when the
 sampler's weights are not bit-identical to the trainer's (grpo_core.engines.merged).
 
-Sampling draws from a ``torch.Generator`` seeded by the caller, so a rollout is a function of (weights, prompts,
-seed) and the global RNG is untouched.
+Sampling draws counter-based uniforms keyed by (seed, the row's step-wide number, token) (grpo_core.engines.noise),
+so a rollout is a function of (weights, prompt, seed, row), the same in any batch or on any rank, and the global
+RNG is untouched.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 from torch import Tensor
 
 from grpo_core.engines.base import Sampling
+from grpo_core.engines.noise import row_uniforms
 from grpo_core.logprobs import prefill_cache
 from grpo_core.rollout import Rollout, completion_mask, eos_ids
 
@@ -84,14 +86,14 @@ def _prefill(model: Any, ids: Tensor, mask: Tensor, group_size: int, capacity: i
     return cache
 
 
-def _draw(logp: Tensor, gen: torch.Generator) -> Tensor:
-    """One token per row from exp(``logp``) by inverting the CDF with one uniform draw per row.
+def _draw(logp: Tensor, uniforms: Tensor) -> Tensor:
+    """One token per row from exp(``logp``) by inverting the CDF with the row's uniform draw (``uniforms`` (B, 1)).
 
-    torch.multinomial with a generator draws V exponentials per row (~10 ms for 8 × 49k on a CPU); this is one
-    cumulative sum. The CDF is in float64 so the last bins keep their mass on large vocabularies.
+    torch.multinomial draws V exponentials per row (~10 ms for 8 × 49k on a CPU); this is one cumulative sum. The
+    CDF is in float64 so the last bins keep their mass on large vocabularies.
     """
     cdf = logp.double().exp().cumsum(dim=-1)
-    u = torch.rand((logp.shape[0], 1), generator=gen, device=logp.device, dtype=torch.float64) * cdf[:, -1:]
+    u = uniforms.to(cdf.device) * cdf[:, -1:]
     return torch.searchsorted(cdf, u).squeeze(1).clamp(max=logp.shape[1] - 1)
 
 
@@ -145,12 +147,12 @@ def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, 
     ids, mask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
     n = ids.shape[0]
     position = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # of the last prompt token
-    gen = torch.Generator(device=device).manual_seed(sampling.seed)
+    rows = torch.arange(sampling.first_row, sampling.first_row + n, device=device)
     stop_t = torch.tensor(stop, device=device)
     tokens, logps = [], []
     done = torch.zeros(n, dtype=torch.bool, device=device)
     step_input, attn = ids[:, -1:], mask
-    for _ in range(max_new_tokens):
+    for t in range(max_new_tokens):
         logits = (
             model(
                 input_ids=step_input,
@@ -167,7 +169,7 @@ def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, 
             logp = torch.log_softmax(logits.div_(temperature), dim=-1)
             if sampling.top_p < 1.0:
                 logp = _nucleus(logp, sampling.top_p)
-            token = _draw(logp, gen)
+            token = _draw(logp, row_uniforms(sampling.seed, rows, t))
             logps.append(logp.gather(1, token.unsqueeze(1)).squeeze(1))
         else:
             token = logits.argmax(dim=-1)

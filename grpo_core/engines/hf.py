@@ -80,9 +80,11 @@ def sample(
     unique = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
     unique = {k: v.to(device) for k, v in unique.items()}
     enc = {k: v.repeat_interleave(sampling.group_size, dim=0) for k, v in unique.items()}
-    gen = torch.Generator(device="cpu").manual_seed(sampling.seed)
-    # generate() draws from the global RNG; fork it so sampling is a function of (seed) only and the
-    # caller's RNG stream is untouched.
+    # generate() draws from the global RNG, in batch order: fork it, seeded by (seed, first_row), so sampling is a
+    # function of those and the caller's RNG stream is untouched. Unlike the merged engine's draws, a row's
+    # completion here depends on the batch it is drawn in (generate's multinomial), so a data-parallel step with
+    # this engine samples other (equally distributed) completions than one process would.
+    gen = torch.Generator(device="cpu").manual_seed(sampling.seed + sampling.first_row)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen, device=gen.device)))
         with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):

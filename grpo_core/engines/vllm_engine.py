@@ -187,8 +187,9 @@ class VLLMEngine:
     def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         """``group_size`` completions per prompt (row i belongs to prompt i // G) with their sampling log-probs.
 
-        Prompt i gets seed ``seed + i·G`` (vLLM gives its j-th sample ``+ j``), so no two rows share a random
-        stream: with one seed for all prompts, sample j of every prompt would reuse the same noise.
+        Prompt i gets seed ``seed + first_row + i·G`` (vLLM gives its j-th sample ``+ j``), so no two rows of a step
+        share a random stream (with one seed for all prompts, sample j of every prompt would reuse the same noise),
+        and a rank that samples a share of the step's prompts seeds each as one process would.
         """
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -201,7 +202,7 @@ class VLLMEngine:
                 temperature=sampling.temperature,
                 top_p=sampling.top_p,
                 max_tokens=sampling.max_new_tokens,
-                seed=sampling.seed + i * g,
+                seed=sampling.seed + sampling.first_row + i * g,
                 logprobs=0,  # only the sampled token's log-prob
                 stop_token_ids=self._stop,
                 detokenize=False,  # texts are decoded with our tokenizer below

@@ -279,6 +279,7 @@ def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
 
 
 def test_old_logprobs_are_the_sampling_policys(tiny_model_dir: Path) -> None:
+    from grpo_core.distributed import World
     from grpo_core.rollout import Rollout
     from grpo_core.update import old_logprobs
 
@@ -288,7 +289,8 @@ def test_old_logprobs_are_the_sampling_policys(tiny_model_dir: Path) -> None:
     comp = torch.tensor([[5, 6, 0, 0], [7, 7, 7, 7], [9, 0, 0, 0]])
     cmask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0]])
     ro = Rollout(prompt_ids, prompt_mask, comp, cmask, torch.zeros(3, dtype=torch.bool), [""] * 3)
-    old = old_logprobs(model, ro, GRPOConfig(micro_batch_size=2), None)
+    adv = torch.tensor([1.0, -1.0, 0.5])  # every row is in the update, so every row gets its π_old
+    old = old_logprobs(model, ro, adv, GRPOConfig(micro_batch_size=2), None, World())
     with torch.no_grad():
         want = completion_logprobs(model, prompt_ids, prompt_mask, comp, cmask, temperature=1.0)
     assert torch.allclose(old[cmask.bool()], want[cmask.bool()], atol=1e-5)
