@@ -2,7 +2,7 @@
 
 The message is a doorbell, not the truth: the job row is committed first and the worker claims it through the
 internal API, so a lost or duplicated message can delay a job but never corrupt it. Services take a ``Doorbell``
-(anything with ``ring``), so a test can record the rings instead of sending them.
+(anything with ``ring`` and ``join``), so a test can record the rings instead of sending them.
 """
 
 from __future__ import annotations
@@ -11,13 +11,18 @@ from typing import Protocol
 
 from celery import Celery
 
-from runtime.queue import GPU_QUEUE, RUN_JOB
+from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_JOB
 from runtime.settings import CommonSettings
 
 
 class Doorbell(Protocol):
     def ring(self, job_id: str) -> None:
         """Tell a worker that ``job_id`` may be claimable; raises when the broker cannot be reached."""
+        ...
+
+    def join(self, job_id: str, epoch: int) -> None:
+        """Ask a worker to join attempt ``epoch`` of multi-node job ``job_id`` as another node; raises when the
+        broker cannot be reached."""
         ...
 
 
@@ -37,6 +42,9 @@ class JobQueue:
 
     def ring(self, job_id: str) -> None:
         self.app.send_task(RUN_JOB, args=[job_id], queue=GPU_QUEUE)
+
+    def join(self, job_id: str, epoch: int) -> None:
+        self.app.send_task(JOIN_JOB, args=[job_id, epoch], queue=GPU_QUEUE)
 
     def ping(self) -> None:
         """Reach the broker once (readiness); raises when it cannot be reached within a few seconds."""

@@ -43,6 +43,20 @@ class ApiSettings(CommonSettings):
     cap_max_prompt_tokens: int | None = Field(None, description="Service limit on max_prompt_tokens.")
     cap_group_size: int | None = Field(None, description="Service limit on group_size and gfpo_sample_size.")
     cap_batch_size: int | None = Field(None, description="Service limit on batch_size (prompts per step).")
+    max_devices_per_node: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Devices (training processes) each worker machine of this deployment offers one job; a job asking "
+        "for more resources.devices is refused (422).",
+    )
+    max_nodes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Worker machines one job may span (multi-node jobs rendezvous through the internal API); a job "
+        "asking for more resources.nodes is refused (422).",
+    )
     idempotency_ttl_seconds: int = Field(86400, description="How long an Idempotency-Key is remembered (Stripe: 24h).")
     webhook_dispatcher: bool = Field(True, description="Run the webhook dispatcher thread in this API process.")
     webhook_poll_seconds: float = Field(1.0, description="How often the dispatcher looks for due deliveries.")

@@ -39,9 +39,11 @@ import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import torch
+
+from grpo_core.errors import PeerLost
 
 T = TypeVar("T")
 
@@ -125,6 +127,17 @@ def process_group(world: World, device: torch.device) -> Iterator[None]:
             destroy()
 
 
+@contextlib.contextmanager
+def _collective(what: str) -> Iterator[None]:
+    """A collective whose failure means a peer is gone: gloo and NCCL raise RuntimeError (DistBackendError is
+    one) when a peer closed its connection or timed out; it becomes ``PeerLost``, so the launcher does not take
+    this rank's failure for the cause."""
+    try:
+        yield
+    except RuntimeError as exc:
+        raise PeerLost(f"{what} failed: another rank of the job is gone ({type(exc).__name__}: {exc})") from exc
+
+
 def _comm_device(tensor_device: torch.device) -> torch.device:
     """Where a collective's tensor must live: the GPU for NCCL, the CPU for gloo."""
     import torch.distributed as dist
@@ -139,7 +152,8 @@ def all_gather_objects(world: World, obj: T) -> list[T]:
     import torch.distributed as dist
 
     out: list[Any] = [None] * world.size
-    dist.all_gather_object(out, obj)
+    with _collective("all_gather_object"):
+        dist.all_gather_object(out, obj)
     return out
 
 
@@ -150,8 +164,9 @@ def broadcast_object(world: World, obj: T) -> T:
     import torch.distributed as dist
 
     box: list[Any] = [obj]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]  # type: ignore[no-any-return]
+    with _collective("broadcast_object_list"):
+        dist.broadcast_object_list(box, src=0)
+    return cast("T", box[0])
 
 
 def any_rank(world: World, flag: bool, device: torch.device) -> bool:
@@ -161,7 +176,8 @@ def any_rank(world: World, flag: bool, device: torch.device) -> bool:
     import torch.distributed as dist
 
     t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=_comm_device(device))
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    with _collective("all_reduce"):
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return bool(t.item())
 
 
@@ -180,7 +196,8 @@ def reduce_sums(world: World, sums: dict[str, float], device: torch.device) -> d
     for names, op in ((add, dist.ReduceOp.SUM), (top, dist.ReduceOp.MAX)):
         if names:
             t = torch.tensor([sums.get(k, 0.0) for k in names], dtype=torch.float64, device=dev)
-            dist.all_reduce(t, op=op)
+            with _collective("all_reduce"):
+                dist.all_reduce(t, op=op)
             out |= dict(zip(names, t.tolist(), strict=True))
     return out
 
@@ -198,7 +215,8 @@ def all_reduce_sum_(world: World, tensors: list[torch.Tensor]) -> int:
     import torch.distributed as dist
 
     bucket = flat.to(_comm_device(flat.device))
-    dist.all_reduce(bucket, op=dist.ReduceOp.SUM)
+    with _collective("gradient all_reduce"):
+        dist.all_reduce(bucket, op=dist.ReduceOp.SUM)
     bucket = bucket.to(flat.device)
     offset = 0
     for t in tensors:
@@ -217,7 +235,8 @@ def broadcast_parameters(world: World, params: list[torch.Tensor]) -> None:
     for p in params:
         dev = _comm_device(p.device)
         buf = p.detach().to(dev)
-        dist.broadcast(buf, src=0)
+        with _collective("broadcast"):
+            dist.broadcast(buf, src=0)
         with torch.no_grad():
             p.copy_(buf.to(p.device))
 

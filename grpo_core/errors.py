@@ -17,3 +17,9 @@ class DeviceOutOfMemory(UserError):
 
     A ``UserError`` because the remedy is the job's settings; never retried (the same settings would fail the
     same way)."""
+
+
+class PeerLost(RuntimeError):
+    """A collective of a multi-process job failed: another rank is gone (killed, crashed, its node lost), and this
+    rank's failure is a consequence, not the cause. The launcher looks for the cause elsewhere (the other ranks'
+    own errors, or a rank that died without one: an infrastructure failure, retried from the last checkpoint)."""

@@ -73,6 +73,10 @@ def create(
     seed: Annotated[int | None, typer.Option(help="Makes sampling and LoRA init repeatable.")] = None,
     suffix: Annotated[str | None, typer.Option(help="Suffix of the fine-tuned model's name.")] = None,
     metadata: Annotated[list[str] | None, typer.Option("--metadata", help="key=value (repeat).")] = None,
+    devices: Annotated[
+        int | None, typer.Option(min=1, help="Training processes (GPUs) per node; batch_size ≥ devices × nodes.")
+    ] = None,
+    nodes: Annotated[int | None, typer.Option(min=1, help="Machines the job spans (default 1).")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="Retry-safe creation (same key, same job).")] = None,
     follow: Annotated[bool, typer.Option("--follow", help="Follow the job after creating it.")] = False,
     as_json: JsonFlag = False,
@@ -94,6 +98,8 @@ def create(
         seed=seed,
         suffix=suffix,
         metadata=parse_pairs(metadata or []),
+        devices=devices,
+        nodes=nodes,
     )
     try:
         model_body = JobCreate.from_dict(body)

@@ -119,6 +119,8 @@ def build_job_body(
     seed: int | None = None,
     suffix: str | None = None,
     metadata: dict[str, Any] | None = None,
+    devices: int | None = None,
+    nodes: int | None = None,
 ) -> dict[str, Any]:
     """Merge a job file with flags into the API's body; refuse early what the API would refuse anyway."""
     body = normalize(base or {})
@@ -132,6 +134,9 @@ def build_job_body(
     body.update({k: v for k, v in top.items() if v is not None})
     if metadata:
         body["metadata"] = {**(body.get("metadata") or {}), **{k: str(v) for k, v in metadata.items()}}
+    resources = {k: v for k, v in (("devices", devices), ("nodes", nodes)) if v is not None}
+    if resources:
+        body["resources"] = {**(body.get("resources") or {}), **resources}
     method = body.setdefault("method", {"type": "reinforcement"})
     method.setdefault("type", "reinforcement")
     rl = method.setdefault("reinforcement", {})

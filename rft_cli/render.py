@@ -84,6 +84,7 @@ def job_summary(j: dict[str, Any]) -> None:
                 )
             ),
         ),
+        ("resources", _resources(j.get("resources") or {})),
         ("fine_tuned_model", escape(j.get("fine_tuned_model") or "-")),
         ("created", when(j.get("created_at"))),
         ("finished", when(j.get("finished_at"))),
@@ -97,6 +98,11 @@ def job_summary(j: dict[str, Any]) -> None:
     for k, v in rows:
         table.add_row(k, str(v))
     console.print(table)
+
+
+def _resources(r: dict[str, Any]) -> str:
+    devices, nodes = r.get("devices", 1), r.get("nodes", 1)
+    return f"{devices} device{'s' * (devices != 1)} × {nodes} node{'s' * (nodes != 1)}"
 
 
 def short(value: Any, width: int = 300) -> str:

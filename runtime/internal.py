@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, StepMetrics
 
@@ -20,6 +20,8 @@ EVENTS = "/{job_id}/events"
 CHECKPOINTS = "/{job_id}/checkpoints"
 FINISH = "/{job_id}/finish"
 EXECUTION = "/{job_id}/execution"
+RENDEZVOUS = "/{job_id}/rendezvous"
+JOIN = "/{job_id}/join"
 
 
 def url(path: str, job_id: str) -> str:
@@ -42,6 +44,31 @@ class ResumePoint(BaseModel):
     state_key: str
 
 
+class Resources(BaseModel):
+    """What one job trains on: ``nodes`` machines, each running ``devices`` training processes (ranks) under
+    torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker. World size = devices × nodes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    devices: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Training processes per node: one per GPU on a GPU worker (limit: MAX_DEVICES_PER_NODE).",
+    )
+    nodes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Machines the job spans (limit: MAX_NODES): the worker that claims the job is node 0, the others "
+        "join its rendezvous.",
+    )
+
+    @property
+    def world_size(self) -> int:
+        return self.devices * self.nodes
+
+
 class ClaimResponse(BaseModel):
     job_id: str
     epoch: int = Field(description="The fencing token every later write of this run carries.")
@@ -58,6 +85,7 @@ class ClaimResponse(BaseModel):
     total_steps: int
     object_prefix: str = Field(description="Where this job's objects go: checkpoints under <prefix>checkpoints/.")
     resume: ResumePoint | None = Field(None, description="The last registered checkpoint to continue from.")
+    resources: Resources = Field(default_factory=Resources, description="Devices per node and nodes of this job.")
 
 
 class Fenced(BaseModel):
@@ -147,3 +175,26 @@ class FinishRequest(Fenced):
 
 class FinishResponse(BaseModel):
     status: str
+
+
+class RendezvousRequest(Fenced):
+    """The claiming worker of a multi-node job (``resources.nodes`` > 1) publishes where its torchrun hosts the
+    c10d rendezvous store; the API then rings ``nodes - 1`` join doorbells (runtime.queue.JOIN_JOB)."""
+
+    endpoint: str = Field(min_length=3, max_length=300, description="host:port other nodes reach.")
+
+
+class JoinRequest(Fenced):
+    """A worker that received a join doorbell asks to become one of the job's other nodes for this epoch."""
+
+    worker_id: str = Field(min_length=1, max_length=256)
+
+
+class JoinResponse(BaseModel):
+    """A place in the job's current attempt: the spec (as the claim gave it), the rendezvous endpoint, and this
+    node's rank (1 … nodes - 1; the claiming node is 0). A join beyond ``nodes - 1``, for an older epoch, or once
+    the attempt is over is refused with 409 ``not_claimable``."""
+
+    job: ClaimResponse
+    endpoint: str
+    node_rank: int = Field(ge=1)

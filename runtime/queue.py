@@ -8,4 +8,5 @@ never corrupt it.
 from __future__ import annotations
 
 RUN_JOB = "worker.tasks.run_job"  # the task's registered name (worker.tasks.run_job declares it with this)
+JOIN_JOB = "worker.tasks.join_job"  # join_job(job_id, epoch): become another node of a multi-node job's attempt
 GPU_QUEUE = "gpu"  # one Celery worker process per GPU serves it (prefetch 1)

@@ -100,6 +100,8 @@ class Job(Base):
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # What the worker resolved the `auto` settings to (grpo_core.metrics_schema.Execution); null until it starts.
     execution: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Devices per node and nodes (runtime.internal.Resources as JSON); null on rows from before it: 1 and 1.
+    resources: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     fine_tuned_model: Mapped[str | None] = mapped_column(String(256))
     trained_tokens: Mapped[int | None] = mapped_column(BigInteger)
     total_steps: Mapped[int] = mapped_column(Integer)
@@ -110,6 +112,10 @@ class Job(Base):
     worker_id: Mapped[str | None] = mapped_column(String(256))
     # Which claim holds the lease: a worker retrying its own claim request gets the same lease back.
     claim_id: Mapped[str | None] = mapped_column(String(64))
+    # A multi-node attempt's rendezvous (api.services.rendezvous): where the claiming node's torchrun listens, and
+    # the worker ids that joined, in node-rank order (rank i + 1). Each claim (a new epoch) clears both.
+    rendezvous_endpoint: Mapped[str | None] = mapped_column(String(300))
+    rendezvous_nodes: Mapped[list[Any] | None] = mapped_column(JSON)
     # Claims so far, and how many the job may use: infrastructure failures retry, user errors never do.
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     max_attempts: Mapped[int] = mapped_column(Integer, default=3, server_default="3")

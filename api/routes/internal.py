@@ -1,5 +1,6 @@
 """Worker endpoints (runtime.internal is the contract; token-authenticated). Workers hold no database credentials:
-they talk to these. Every write after the claim is fenced by the lease epoch (api.services.leases)."""
+they talk to these. Every write after the claim is fenced by the lease epoch (api.services.leases); the nodes of a
+multi-node attempt meet through rendezvous and join (api.services.rendezvous)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from api.deps import QueueDep, SessionDep, SettingsDep, StoreDep, require_worker
 from api.errors import ERROR_RESPONSES
 from api.services import leases as svc
+from api.services import rendezvous
 from runtime import internal as contract
 from runtime.internal import (
     CheckpointRequest,
@@ -21,6 +23,9 @@ from runtime.internal import (
     FinishRequest,
     FinishResponse,
     HeartbeatResponse,
+    JoinRequest,
+    JoinResponse,
+    RendezvousRequest,
 )
 
 router = APIRouter(
@@ -83,3 +88,18 @@ def finish(
     job_id: str, body: FinishRequest, session: SessionDep, settings: SettingsDep, queue: QueueDep
 ) -> FinishResponse:
     return FinishResponse(status=svc.finish(session, queue, settings, job_id, body).status)
+
+
+@router.post(contract.RENDEZVOUS)
+def publish_rendezvous(
+    job_id: str, body: RendezvousRequest, session: SessionDep, settings: SettingsDep, queue: QueueDep
+) -> HeartbeatResponse:
+    """Node 0 of a multi-node attempt says where its rendezvous listens; answered like a heartbeat."""
+    job = rendezvous.publish(session, queue, settings, job_id, body.epoch, body.endpoint)
+    stop = svc.stop_request(job)
+    return HeartbeatResponse(status=job.status, stop=stop, lease_expires_at=job.lease_expires_at or 0)
+
+
+@router.post(contract.JOIN)
+def join(job_id: str, body: JoinRequest, session: SessionDep, settings: SettingsDep) -> JoinResponse:
+    return rendezvous.join(session, settings, job_id, body.epoch, body.worker_id)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from grpo_core.config import GRPOConfig
 from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, Sample, StepMetrics
 from grpo_core.rewards.schemas import GraderSpec
+from runtime.internal import Resources
 
 if TYPE_CHECKING:
     from api.db import models as db
@@ -50,6 +51,12 @@ class JobCreate(BaseModel):
         dict[Annotated[str, StringConstraints(max_length=64)], Annotated[str, StringConstraints(max_length=512)]] | None
     ) = Field(None, max_length=16, description="Up to 16 pairs (OpenAI's limits: keys ≤ 64, values ≤ 512 chars).")
     method: Method
+    resources: Resources = Field(
+        default_factory=Resources,
+        description="What the job trains on: `devices` training processes on each of `nodes` machines (default "
+        "1 and 1). Each rank takes its share of every step's prompts, so batch_size must be at least devices × "
+        "nodes; the results do not depend on the split.",
+    )
 
 
 class JobError(BaseModel):
@@ -90,12 +97,14 @@ class Job(BaseModel):
         "precision, micro_batch_size, gradient_checkpointing, rollout_engine) resolved to on its hardware; null "
         "until training starts.",
     )
+    resources: Resources = Field(description="Devices per node and nodes the job trains on.")
 
     @classmethod
     def from_row(cls, row: db.Job) -> Job:
         hyperparameters = row.method["reinforcement"]["hyperparameters"]
         renamed = {"organization_id": row.project_id, "metadata": row.metadata_, "hyperparameters": hyperparameters}
-        return cls.model_validate(row.columns() | renamed)
+        # rows from before resources existed (null) trained on one device of one node
+        return cls.model_validate(row.columns() | renamed | {"resources": row.resources or {}})
 
 
 class JobEvent(BaseModel):

@@ -32,6 +32,7 @@ from api.settings import ApiSettings
 from grpo_core.config import apply_caps
 from grpo_core.models import list_models
 from grpo_core.rewards.schemas import reward_columns
+from runtime.internal import Resources
 from runtime.storage import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ def create_job(
         raise InvalidRequest(
             f"unknown model {body.model!r} (available: {known})", param="model", code="model_not_found"
         )
+    check_resources(body.resources, settings)
     active = (
         session.scalar(
             select(func.count()).select_from(Job).where(Job.project_id == project_id, Job.status.in_(list(UNFINISHED)))
@@ -80,6 +82,7 @@ def create_job(
         cfg, capped = apply_caps(body.method.reinforcement.hyperparameters, settings.caps)
     except ValidationError as exc:
         raise Unprocessable(f"hyperparameters are invalid under this service's limits: {exc}", param=HP) from None
+    check_batch_split(cfg.batch_size, body.resources, settings)
     method = body.method.model_dump(mode="json")
     method["reinforcement"]["hyperparameters"] = cfg.model_dump(mode="json")
     columns = reward_columns(body.method.reinforcement.grader)
@@ -105,6 +108,7 @@ def create_job(
         suffix=body.suffix,
         metadata_=body.metadata,
         method=method,
+        resources=body.resources.model_dump(mode="json"),
         status=JobStatus.queued,
         total_steps=cfg.total_steps(train.row_count),
         max_attempts=settings.max_attempts,
@@ -132,6 +136,37 @@ def create_job(
         )
     session.commit()
     return job
+
+
+def check_resources(resources: Resources, settings: ApiSettings) -> None:
+    """422 for more devices per node or more nodes than this deployment's workers offer: such a job could never
+    be scheduled, so it is refused now rather than left waiting in the queue."""
+    limits = (
+        ("devices", resources.devices, settings.max_devices_per_node, "MAX_DEVICES_PER_NODE", "device", "per node"),
+        ("nodes", resources.nodes, settings.max_nodes, "MAX_NODES", "node", "per job"),
+    )
+    for field, asked, most, env, noun, per in limits:
+        if asked > most:
+            raise Unprocessable(
+                f"resources.{field}={asked}: this service's workers offer at most {most} {noun}{'s' * (most > 1)} "
+                f"{per} ({env}); ask for fewer",
+                param=f"resources.{field}",
+            )
+
+
+def check_batch_split(batch_size: int, resources: Resources, settings: ApiSettings) -> None:
+    """422 when a step's prompts (after this service's caps and the recipe) cannot give every rank at least one."""
+    world = resources.world_size
+    if batch_size >= world:
+        return
+    capped = settings.cap_batch_size is not None and batch_size == settings.cap_batch_size
+    why = f" (this service caps it at {batch_size}: CAP_BATCH_SIZE)" if capped else ""
+    raise Unprocessable(
+        f"batch_size={batch_size}{why} is smaller than the job's {world} ranks (resources.devices="
+        f"{resources.devices} × resources.nodes={resources.nodes}): every rank needs at least one prompt per step; "
+        "raise batch_size or ask for fewer devices or nodes",
+        param=f"{HP}.batch_size",
+    )
 
 
 def list_jobs(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -31,7 +31,7 @@ from api.services.jobs import set_status
 from api.services.webhooks import record_job_event
 from api.settings import ApiSettings
 from grpo_core.metrics_schema import CheckpointMetrics, Execution
-from runtime.internal import ClaimResponse, EventIn, FinishRequest, MetricsEvent, ResumePoint, Stop
+from runtime.internal import ClaimResponse, EventIn, FinishRequest, MetricsEvent, Resources, ResumePoint, Stop
 from runtime.keys import CheckpointKey, checkpoints_prefix, job_prefix
 from runtime.storage import ObjectStore
 
@@ -48,16 +48,20 @@ def stop_request(job: Job) -> Stop | None:
 def claim(
     session: Session, store: ObjectStore, settings: ApiSettings, job_id: str, worker_id: str, claim_id: str
 ) -> ClaimResponse:
-    """Claim the job (``claim_job``) and tell the worker what to run: the spec, where its inputs are, where its
-    objects go, and the checkpoint to resume from. A new attempt first deletes what dead attempts uploaded but
-    never registered (they can never become part of the job)."""
+    """Claim the job (``claim_job``) and tell the worker what to run (``claim_response``). A new attempt first
+    deletes what dead attempts uploaded but never registered (they can never become part of the job)."""
     job = claim_job(session, job_id, worker_id, claim_id, settings.lease_seconds)
-    prefix = job_prefix(job.project_id, job.id)
     if job.lease_epoch > 1:
-        keys = store.list_keys(checkpoints_prefix(prefix))
+        keys = store.list_keys(checkpoints_prefix(job_prefix(job.project_id, job.id)))
         for key in orphaned_checkpoint_keys(session, job_id, keys, job.lease_epoch):
             store.delete(key)
-    ckpt = last_checkpoint(session, job_id)
+    return claim_response(session, settings, job)
+
+
+def claim_response(session: Session, settings: ApiSettings, job: Job) -> ClaimResponse:
+    """What the current attempt runs: the spec, where its inputs are, where its objects go, the checkpoint to
+    resume from and its resources. Read only: the claim and every node joining the attempt get the same one."""
+    ckpt = last_checkpoint(session, job.id)
     train = get_file(session, job.project_id, job.training_file)
     valid = get_file(session, job.project_id, job.validation_file) if job.validation_file else None
     rl = job.method["reinforcement"]
@@ -73,11 +77,17 @@ def claim(
         training_file_key=train.object_key,
         validation_file_key=valid.object_key if valid else None,
         total_steps=job.total_steps,
-        object_prefix=prefix,
+        object_prefix=job_prefix(job.project_id, job.id),
         resume=ResumePoint(step=ckpt.step_number, adapter_key=ckpt.object_key, state_key=ckpt.state_key)
         if ckpt is not None and ckpt.state_key
         else None,
+        resources=job_resources(job),
     )
+
+
+def job_resources(job: Job) -> Resources:
+    """The job's devices and nodes; a row from before they existed (null) is one device on one node."""
+    return Resources.model_validate(job.resources or {})
 
 
 def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, lease_seconds: int) -> Job:
@@ -111,6 +121,9 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
             not_before=None,
             resume_reason=None,
             started_at=func.coalesce(Job.started_at, t),
+            # a new attempt rendezvouses anew: the last one's endpoint and nodes belong to its dead torchrun
+            rendezvous_endpoint=None,
+            rendezvous_nodes=null(),  # SQL NULL (None would store JSON null)
         ),
     )
     if res != 1:
@@ -174,7 +187,7 @@ def last_checkpoint(session: Session, job_id: str) -> Checkpoint | None:
     )
 
 
-def _fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
+def fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
     """Renew the lease iff ``epoch`` is current and the job active; otherwise 409 (a stale worker)."""
     res = rows_changed(
         session,
@@ -192,14 +205,14 @@ def _fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job
 
 
 def heartbeat(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
-    job = _fence(session, job_id, epoch, lease_seconds)
+    job = fence(session, job_id, epoch, lease_seconds)
     session.commit()
     return job
 
 
 def record_execution(session: Session, job_id: str, epoch: int, execution: Execution, lease_seconds: int) -> Job:
     """Keep what this attempt's worker resolved its ``auto`` settings to (each attempt replaces it)."""
-    job = _fence(session, job_id, epoch, lease_seconds)
+    job = fence(session, job_id, epoch, lease_seconds)
     job.execution = execution.model_dump(mode="json")
     session.commit()
     return job
@@ -213,7 +226,7 @@ def record_events(
     Returns (events added, of which new steps, stop request): the worker posts after every step, so it learns of
     a cancel or a pause at the next step boundary without waiting for a heartbeat.
     """
-    job = _fence(session, job_id, epoch, lease_seconds)
+    job = fence(session, job_id, epoch, lease_seconds)
     added = steps = 0
     for ev in events:
         data = ev.data.model_dump(mode="json") if isinstance(ev, MetricsEvent) else None
@@ -240,7 +253,7 @@ def register_checkpoint(
     metrics: CheckpointMetrics,
     lease_seconds: int,
 ) -> Checkpoint:
-    job = _fence(session, job_id, epoch, lease_seconds)
+    job = fence(session, job_id, epoch, lease_seconds)
     existing = session.scalar(select(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step_number == step))
     # A retried registration, or a resumed attempt re-reaching a step: resume is exact (same data, RNG and
     # optimizer state), so the first registration stands and the step is not counted twice.
@@ -283,7 +296,7 @@ def finish_job(
 ) -> tuple[Job, int | None]:
     """Record how the worker's run ended; returns (job, seconds until a retry). A retryable failure with
     attempts left goes back to queued with a backoff; the reaper rings the doorbell once it has passed."""
-    job = _fence(session, job_id, body.epoch, lease_seconds)
+    job = fence(session, job_id, body.epoch, lease_seconds)
     status: str = body.status
     error_code, error_message, retryable = body.error_code, body.error_message, body.retryable
     if status == PREEMPTED:

@@ -202,13 +202,17 @@ def test_a_user_error_is_never_retried(client: TestClient, settings: ApiSettings
 
 
 class Rung:
-    """A doorbell that records the job ids it is rung for."""
+    """A doorbell that records the job ids it is rung for (and the join doorbells, apart)."""
 
     def __init__(self, rung: list[str]) -> None:
         self.rung = rung
+        self.joins: list[tuple[str, int]] = []
 
     def ring(self, job_id: str) -> None:
         self.rung.append(job_id)
+
+    def join(self, job_id: str, epoch: int) -> None:
+        self.joins.append((job_id, epoch))
 
 
 def _reap(settings: ApiSettings) -> tuple[dict[str, int], list[str]]:

@@ -8,6 +8,7 @@ from .download_link import DownloadLink
 from .error_body import ErrorBody
 from .error_response import ErrorResponse
 from .execution import Execution
+from .execution_backend_type_0 import ExecutionBackendType0
 from .execution_precision import ExecutionPrecision
 from .execution_rollout_engine import ExecutionRolloutEngine
 from .file_deleted import FileDeleted
@@ -73,6 +74,7 @@ from .regex_grader import RegexGrader
 from .regex_grader_flags_item import RegexGraderFlagsItem
 from .regex_grader_mode import RegexGraderMode
 from .reinforcement_method import ReinforcementMethod
+from .resources import Resources
 from .run_request import RunRequest
 from .run_request_item import RunRequestItem
 from .run_response import RunResponse
@@ -118,6 +120,7 @@ __all__ = (
     "ErrorBody",
     "ErrorResponse",
     "Execution",
+    "ExecutionBackendType0",
     "ExecutionPrecision",
     "ExecutionRolloutEngine",
     "FileDeleted",
@@ -183,6 +186,7 @@ __all__ = (
     "RegexGraderFlagsItem",
     "RegexGraderMode",
     "ReinforcementMethod",
+    "Resources",
     "RunRequest",
     "RunRequestItem",
     "RunResponse",

@@ -6,6 +6,7 @@ from typing import Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.execution_backend_type_0 import ExecutionBackendType0, check_execution_backend_type_0
 from ..models.execution_precision import ExecutionPrecision, check_execution_precision
 from ..models.execution_rollout_engine import ExecutionRolloutEngine, check_execution_rollout_engine
 from ..types import UNSET, Unset
@@ -25,9 +26,12 @@ class Execution:
         precision (ExecutionPrecision):
         precision_reason (str): Why: 'requested', 'bf16 tensor cores', 'bf16 matmul 6.2x fp32', …
         rollout_engine (ExecutionRolloutEngine):
+        backend (ExecutionBackendType0 | None | Unset): torch.distributed backend; null for one rank.
         device_total_gb (float | None | Unset): The GPU's total memory in GiB; null on a CPU.
+        ranks_per_node (int | Unset): Ranks on each node; `device` and `threads` are rank 0's. Default: 1.
         threads (int | None | Unset): torch's CPU threads (the CPUs the worker may use); null on a GPU.
         vllm_gpu_memory_utilization (float | None | Unset): The vLLM engine's share of the GPU.
+        world_size (int | Unset): Training processes (ranks) of this attempt, over all nodes. Default: 1.
     """
 
     device: str
@@ -37,9 +41,12 @@ class Execution:
     precision: ExecutionPrecision
     precision_reason: str
     rollout_engine: ExecutionRolloutEngine
+    backend: ExecutionBackendType0 | None | Unset = UNSET
     device_total_gb: float | None | Unset = UNSET
+    ranks_per_node: int | Unset = 1
     threads: int | None | Unset = UNSET
     vllm_gpu_memory_utilization: float | None | Unset = UNSET
+    world_size: int | Unset = 1
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,11 +64,21 @@ class Execution:
 
         rollout_engine: str = self.rollout_engine
 
+        backend: None | str | Unset
+        if isinstance(self.backend, Unset):
+            backend = UNSET
+        elif isinstance(self.backend, str):
+            backend = self.backend
+        else:
+            backend = self.backend
+
         device_total_gb: float | None | Unset
         if isinstance(self.device_total_gb, Unset):
             device_total_gb = UNSET
         else:
             device_total_gb = self.device_total_gb
+
+        ranks_per_node = self.ranks_per_node
 
         threads: int | None | Unset
         if isinstance(self.threads, Unset):
@@ -74,6 +91,8 @@ class Execution:
             vllm_gpu_memory_utilization = UNSET
         else:
             vllm_gpu_memory_utilization = self.vllm_gpu_memory_utilization
+
+        world_size = self.world_size
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -88,12 +107,18 @@ class Execution:
                 "rollout_engine": rollout_engine,
             }
         )
+        if backend is not UNSET:
+            field_dict["backend"] = backend
         if device_total_gb is not UNSET:
             field_dict["device_total_gb"] = device_total_gb
+        if ranks_per_node is not UNSET:
+            field_dict["ranks_per_node"] = ranks_per_node
         if threads is not UNSET:
             field_dict["threads"] = threads
         if vllm_gpu_memory_utilization is not UNSET:
             field_dict["vllm_gpu_memory_utilization"] = vllm_gpu_memory_utilization
+        if world_size is not UNSET:
+            field_dict["world_size"] = world_size
 
         return field_dict
 
@@ -114,6 +139,23 @@ class Execution:
 
         rollout_engine = check_execution_rollout_engine(d.pop("rollout_engine"))
 
+        def _parse_backend(data: object) -> ExecutionBackendType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                backend_type_0 = check_execution_backend_type_0(data)
+
+                return backend_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ExecutionBackendType0 | None | Unset, data)
+
+        backend = _parse_backend(d.pop("backend", UNSET))
+
         def _parse_device_total_gb(data: object) -> float | None | Unset:
             if data is None:
                 return data
@@ -122,6 +164,8 @@ class Execution:
             return cast(float | None | Unset, data)
 
         device_total_gb = _parse_device_total_gb(d.pop("device_total_gb", UNSET))
+
+        ranks_per_node = d.pop("ranks_per_node", UNSET)
 
         def _parse_threads(data: object) -> int | None | Unset:
             if data is None:
@@ -141,6 +185,8 @@ class Execution:
 
         vllm_gpu_memory_utilization = _parse_vllm_gpu_memory_utilization(d.pop("vllm_gpu_memory_utilization", UNSET))
 
+        world_size = d.pop("world_size", UNSET)
+
         execution = cls(
             device=device,
             device_name=device_name,
@@ -149,9 +195,12 @@ class Execution:
             precision=precision,
             precision_reason=precision_reason,
             rollout_engine=rollout_engine,
+            backend=backend,
             device_total_gb=device_total_gb,
+            ranks_per_node=ranks_per_node,
             threads=threads,
             vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
+            world_size=world_size,
         )
 
         execution.additional_properties = d

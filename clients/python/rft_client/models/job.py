@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..models.job_hyperparameters import JobHyperparameters
     from ..models.job_metadata_type_0 import JobMetadataType0
     from ..models.job_method import JobMethod
+    from ..models.resources import Resources
 
 
 T = TypeVar("T", bound="Job")
@@ -35,6 +36,9 @@ class Job:
         method (JobMethod):
         model (str):
         organization_id (str):
+        resources (Resources): What one job trains on: ``nodes`` machines, each running ``devices`` training processes
+            (ranks) under
+            torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker. World size = devices × nodes.
         seed (int):
         status (JobStatus):
         steps_done (int): Optimizer steps finished so far.
@@ -61,6 +65,7 @@ class Job:
     method: JobMethod
     model: str
     organization_id: str
+    resources: Resources
     seed: int
     status: JobStatus
     steps_done: int
@@ -109,6 +114,8 @@ class Job:
         model = self.model
 
         organization_id = self.organization_id
+
+        resources = self.resources.to_dict()
 
         seed = self.seed
 
@@ -163,6 +170,7 @@ class Job:
                 "method": method,
                 "model": model,
                 "organization_id": organization_id,
+                "resources": resources,
                 "seed": seed,
                 "status": status,
                 "steps_done": steps_done,
@@ -191,6 +199,7 @@ class Job:
         from ..models.job_hyperparameters import JobHyperparameters  # noqa: PLC0415
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
         from ..models.job_method import JobMethod  # noqa: PLC0415
+        from ..models.resources import Resources  # noqa: PLC0415
 
         d = dict(src_dict)
         created_at = d.pop("created_at")
@@ -248,6 +257,8 @@ class Job:
         model = d.pop("model")
 
         organization_id = d.pop("organization_id")
+
+        resources = Resources.from_dict(d.pop("resources"))
 
         seed = d.pop("seed")
 
@@ -323,6 +334,7 @@ class Job:
             method=method,
             model=model,
             organization_id=organization_id,
+            resources=resources,
             seed=seed,
             status=status,
             steps_done=steps_done,

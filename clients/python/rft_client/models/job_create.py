@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.job_create_metadata_type_0 import JobCreateMetadataType0
     from ..models.method import Method
+    from ..models.resources import Resources
 
 
 T = TypeVar("T", bound="JobCreate")
@@ -25,6 +26,9 @@ class JobCreate:
         training_file (str): Id of an uploaded JSONL file (purpose fine-tune).
         metadata (JobCreateMetadataType0 | None | Unset): Up to 16 pairs (OpenAI's limits: keys ≤ 64, values ≤ 512
             chars).
+        resources (Resources | Unset): What one job trains on: ``nodes`` machines, each running ``devices`` training
+            processes (ranks) under
+            torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker. World size = devices × nodes.
         seed (int | None | Unset): Makes sampling and LoRA init repeatable.
         suffix (None | str | Unset):
         validation_file (None | str | Unset):
@@ -34,6 +38,7 @@ class JobCreate:
     model: str
     training_file: str
     metadata: JobCreateMetadataType0 | None | Unset = UNSET
+    resources: Resources | Unset = UNSET
     seed: int | None | Unset = UNSET
     suffix: None | str | Unset = UNSET
     validation_file: None | str | Unset = UNSET
@@ -54,6 +59,10 @@ class JobCreate:
             metadata = self.metadata.to_dict()
         else:
             metadata = self.metadata
+
+        resources: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.resources, Unset):
+            resources = self.resources.to_dict()
 
         seed: int | None | Unset
         if isinstance(self.seed, Unset):
@@ -84,6 +93,8 @@ class JobCreate:
         )
         if metadata is not UNSET:
             field_dict["metadata"] = metadata
+        if resources is not UNSET:
+            field_dict["resources"] = resources
         if seed is not UNSET:
             field_dict["seed"] = seed
         if suffix is not UNSET:
@@ -97,6 +108,7 @@ class JobCreate:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.job_create_metadata_type_0 import JobCreateMetadataType0  # noqa: PLC0415
         from ..models.method import Method  # noqa: PLC0415
+        from ..models.resources import Resources  # noqa: PLC0415
 
         d = dict(src_dict)
         method = Method.from_dict(d.pop("method"))
@@ -121,6 +133,13 @@ class JobCreate:
             return cast(JobCreateMetadataType0 | None | Unset, data)
 
         metadata = _parse_metadata(d.pop("metadata", UNSET))
+
+        _resources = d.pop("resources", UNSET)
+        resources: Resources | Unset
+        if isinstance(_resources, Unset):
+            resources = UNSET
+        else:
+            resources = Resources.from_dict(_resources)
 
         def _parse_seed(data: object) -> int | None | Unset:
             if data is None:
@@ -154,6 +173,7 @@ class JobCreate:
             model=model,
             training_file=training_file,
             metadata=metadata,
+            resources=resources,
             seed=seed,
             suffix=suffix,
             validation_file=validation_file,

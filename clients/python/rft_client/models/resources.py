@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Resources")
+
+
+@_attrs_define
+class Resources:
+    """What one job trains on: ``nodes`` machines, each running ``devices`` training processes (ranks) under
+    torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker. World size = devices × nodes.
+
+        Attributes:
+            devices (int | Unset): Training processes per node: one per GPU on a GPU worker (limit: MAX_DEVICES_PER_NODE).
+                Default: 1.
+            nodes (int | Unset): Machines the job spans (limit: MAX_NODES): the worker that claims the job is node 0, the
+                others join its rendezvous. Default: 1.
+    """
+
+    devices: int | Unset = 1
+    nodes: int | Unset = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        devices = self.devices
+
+        nodes = self.nodes
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if devices is not UNSET:
+            field_dict["devices"] = devices
+        if nodes is not UNSET:
+            field_dict["nodes"] = nodes
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        devices = d.pop("devices", UNSET)
+
+        nodes = d.pop("nodes", UNSET)
+
+        resources = cls(
+            devices=devices,
+            nodes=nodes,
+        )
+
+        return resources
