@@ -96,6 +96,16 @@ class InternalClient:
     def checkpoint(self, job_id: str, body: api.CheckpointRequest) -> api.CheckpointResponse:
         return self._post(api.url(api.CHECKPOINTS, job_id), body, api.CheckpointResponse)
 
+    def rendezvous(self, job_id: str, epoch: int, endpoint: str) -> api.Stop | None:
+        """Publish where this node's torchrun hosts a multi-node job's rendezvous; the API rings the other nodes."""
+        body = api.RendezvousRequest(epoch=epoch, endpoint=endpoint)
+        return self._post(api.url(api.RENDEZVOUS, job_id), body, api.HeartbeatResponse).stop
+
+    def join(self, job_id: str, epoch: int, worker_id: str) -> api.JoinResponse:
+        """Become one of a multi-node job's other nodes for this attempt; StaleLease when there is no place."""
+        body = api.JoinRequest(epoch=epoch, worker_id=worker_id)
+        return self._post(api.url(api.JOIN, job_id), body, api.JoinResponse)
+
     def finish(self, job_id: str, body: api.FinishRequest) -> api.FinishResponse:
         # The one write that must not be lost: keep trying for about five minutes.
         return self._post(api.url(api.FINISH, job_id), body, api.FinishResponse, retries=15)

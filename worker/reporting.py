@@ -10,15 +10,30 @@ from __future__ import annotations
 
 import tarfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from grpo_core.checkpoint import ADAPTER_FILES
 from grpo_core.metrics_schema import Execution, Level, StepMetrics
 from runtime import internal as api
 from runtime.keys import checkpoint_keys
+from runtime.storage import ObjectStore
+from worker.client import InternalClient
 
-if TYPE_CHECKING:
-    from worker.runner import JobRun
+
+class ReportTarget(Protocol):
+    """The run a Reporter reports for: the worker's own JobRun, or rank 0's link in a multi-process job."""
+
+    job_id: str
+    epoch: int
+    object_prefix: str
+    client: InternalClient
+    store: ObjectStore
+
+    def post_events(self, events: list[api.EventIn]) -> None: ...
+
+    def post_execution(self, execution: Execution) -> None: ...
+
+    def should_stop(self) -> bool: ...
 
 
 def pack_adapter(ckpt_dir: Path, dest: Path) -> Path:
@@ -41,7 +56,7 @@ def pack_checkpoint(ckpt_dir: Path, dest: Path) -> Path:
 class Reporter:
     """grpo_core.trainer.Callbacks for one run: everything it is told goes to the API, the bytes to the store."""
 
-    def __init__(self, run: JobRun) -> None:
+    def __init__(self, run: ReportTarget) -> None:
         self.run = run
         self.tokens = 0
 

@@ -12,56 +12,26 @@ import logging
 import os
 import shutil
 import socket
-import tarfile
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from celery.exceptions import SoftTimeLimitExceeded
-from pydantic import TypeAdapter, ValidationError
-
-from grpo_core.config import GRPOConfig
-from grpo_core.data import read_jsonl
-from grpo_core.errors import DeviceOutOfMemory, GraderFailed, UserError
 from grpo_core.metrics_schema import Execution
-from grpo_core.models import resolve_model
-from grpo_core.rewards.base import Grader
-from grpo_core.rewards.judge import JudgeNotConfigured
-from grpo_core.rewards.python_runner import GraderError, SandboxUnavailable
-from grpo_core.rewards.schemas import GraderSpec, uses_python
 from runtime import internal as api
-from runtime.errors import InfrastructureError
 from runtime.storage import make_store
 from worker.client import InternalClient, StaleLease
+from worker.failures import classify
+from worker.job import Inputs, Job, check_sandbox, fetch_inputs, make_graders, read_job
+from worker.launch import RankSpec, Torchrun, free_port
 from worker.reporting import Reporter
-from worker.sandbox_check import python_graders_allowed
 from worker.settings import WorkerSettings
 
 if TYPE_CHECKING:
     from grpo_core.trainer import TrainResult
 
 log = logging.getLogger(__name__)
-
-
-def is_infrastructure(exc: BaseException) -> bool:
-    """Failures of what the job runs on (object store, network, disk, the API), which another attempt may not
-    meet; the job's own mistakes (UserError, grader errors) and bugs are not retried."""
-    if isinstance(exc, InfrastructureError):
-        return True
-    return isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError | PermissionError)
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """Memory exhaustion outside the trainer's loop (which raises DeviceOutOfMemory with the step and the remedy):
-    torch.OutOfMemoryError (GPU), or a RuntimeError from the CPU allocator, which has no class of its own: its
-    message is all there is to read."""
-    import torch
-
-    if isinstance(exc, MemoryError | torch.OutOfMemoryError):
-        return True
-    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
 
 
 def _release_device_memory() -> None:
@@ -103,11 +73,15 @@ class JobRun:
         self.stop_reason: str | None = None
         self._stop_seen_at = 0.0
         self._done = threading.Event()
+        self._ranks: Torchrun | None = None  # this node's torchrun while a multi-process job runs
 
     def _request_stop(self, reason: str | None) -> None:
         if reason and not self.stop_requested.is_set():
             self.stop_reason, self._stop_seen_at = reason, time.monotonic()
             self.stop_requested.set()
+            ranks = self._ranks
+            if ranks is not None:  # a multi-process job: its rank 0 reads the stop file before every step
+                ranks.request_stop(reason)
 
     def should_stop(self) -> bool:
         """Checked by the loop before every step."""
@@ -151,6 +125,9 @@ class JobRun:
             grace,
             self.stop_reason,
         )
+        ranks = self._ranks
+        if ranks is not None:
+            ranks.kill(grace=5)
         try:
             warning = f"The current step did not end within {grace} s; stopped by force"
             self.post_events([api.MessageEvent(message=warning, level="warn")])
@@ -205,78 +182,44 @@ class JobRun:
         return outcome.model_copy(update={"status": "cancelled"})
 
     def _failure(self, exc: Exception) -> api.FinishRequest:
-        """The failed finish for ``exc``: the job's own mistakes, the operator's limits, infrastructure (retried
-        while attempts remain), memory, and bugs each get their code."""
-
-        def failed(code: str, message: str, retryable: bool = False) -> api.FinishRequest:
-            return api.FinishRequest(
-                epoch=self.epoch, status="failed", error_code=code, error_message=message, retryable=retryable
-            )
-
-        if isinstance(exc, GraderFailed | GraderError):
-            return failed("grader_error", str(exc))
-        if isinstance(exc, DeviceOutOfMemory):  # never retried: the same settings run out the same way
-            return failed("out_of_memory", str(exc))  # the trainer's words: step, peak and remedy
-        if is_out_of_memory(exc):
-            msg = "out of memory: lower group_size, batch_size, micro_batch_size or max_completion_tokens"
-            return failed("out_of_memory", msg)
-        if isinstance(exc, UserError):
-            return failed("invalid_job", str(exc))
-        if isinstance(exc, SoftTimeLimitExceeded):  # the operator's per-attempt budget (JOB_TIME_LIMIT_SECONDS)
-            limit = self.settings.job_time_limit_seconds
-            return failed("time_limit", f"the attempt exceeded this service's {limit} s time limit")
-        if is_infrastructure(exc):  # not the job's fault: the API re-queues it while attempts remain
-            log.exception("job %s: infrastructure error", self.job_id)
-            return failed("infrastructure_error", f"{type(exc).__name__}: {exc}", retryable=True)
-        log.exception("job %s crashed", self.job_id)
-        return failed("internal_error", f"{type(exc).__name__}: {exc}")
+        """The failed finish for ``exc`` (worker.failures.classify)."""
+        failure = classify(exc, self.job_id, self.settings.job_time_limit_seconds)
+        return api.FinishRequest(
+            epoch=self.epoch,
+            status="failed",
+            error_code=failure.code,
+            error_message=failure.message,
+            retryable=failure.retryable,
+        )
 
     def _run_training(self, claim: api.ClaimResponse, work: Path, reporter: Reporter) -> TrainResult:
+        job = read_job(claim, self.settings)
+        inputs = fetch_inputs(self.store, claim, work / "inputs")
+        if claim.resources.world_size > 1:
+            return self._run_ranks(claim, job, inputs, work / "ranks", reporter)
 
+        from grpo_core.data import read_jsonl
         from grpo_core.device import resolve_placement
-        from grpo_core.rewards.graders import build_graders
         from grpo_core.trainer import train
 
-        try:
-            cfg = GRPOConfig.model_validate(claim.hyperparameters)
-            spec: GraderSpec = TypeAdapter(GraderSpec).validate_python(claim.grader)
-        except ValidationError as exc:
-            raise UserError(f"job spec is invalid: {exc}") from None
-        try:
-            model_dir = resolve_model(self.settings.models_dir, claim.model)
-        except KeyError as exc:
-            raise UserError(f"this worker cannot train it: {exc.args[0]}") from None
-        work.mkdir(parents=True, exist_ok=True)
-        rows = self._fetch_rows(claim.training_file_key, work / "train.jsonl")
-        valid_rows = None
-        if claim.validation_file_key:
-            valid_rows = self._fetch_rows(claim.validation_file_key, work / "validation.jsonl")
-        resume_dir = self._fetch_resume_point(claim.resume, work / "resume")
-        placement = resolve_placement(cfg.device, cfg.precision)  # also sets torch's threads to the usable CPUs
+        placement = resolve_placement(job.cfg.device, job.cfg.precision)  # also sets torch's threads
         reporter.on_message(
             f"Training {claim.model} with GRPO on {placement.describe()}: {claim.total_steps} steps of "
-            f"{cfg.batch_size} prompts × {cfg.group_size} samples"
+            f"{job.cfg.batch_size} prompts × {job.cfg.group_size} samples"
         )
-        if uses_python(spec):
-            allowed, why = python_graders_allowed(self.settings.reward_sandbox)
-            if not allowed:
-                raise UserError(why)
-            reporter.on_message(why)
-        try:
-            graders: list[Grader] = build_graders(spec, self.settings.grader_env())
-        except (SandboxUnavailable, JudgeNotConfigured) as exc:
-            raise UserError(f"this service cannot run the grader: {exc}") from None
+        check_sandbox(job, self.settings, reporter.on_message)
+        graders = make_graders(job, self.settings)
         try:
             return train(
-                cfg,
-                model_dir,
-                rows,
+                job.cfg,
+                job.model_dir,
+                read_jsonl(inputs.train),
                 graders,
                 callbacks=reporter,
                 work_dir=work / "ckpt",
                 seed=claim.seed,
-                resume_from=resume_dir,
-                valid_rows=valid_rows,
+                resume_from=inputs.resume,
+                valid_rows=read_jsonl(inputs.validation) if inputs.validation else None,
                 placement=placement,
             )
         finally:
@@ -284,17 +227,41 @@ class JobRun:
                 g.close()
             _release_device_memory()
 
-    def _fetch_rows(self, key: str, dest: Path) -> list[dict[str, Any]]:
-        self.store.get_file(key, dest)
-        return read_jsonl(dest)
+    def _run_ranks(
+        self, claim: api.ClaimResponse, job: Job, inputs: Inputs, folder: Path, reporter: Reporter
+    ) -> TrainResult:
+        """A job on several devices or nodes: this node's torchrun (worker.launch), watched from here.
 
-    def _fetch_resume_point(self, resume: api.ResumePoint | None, dest: Path) -> Path | None:
-        """Download and unpack the last registered checkpoint (its manifest is checked when it is loaded)."""
-        if resume is None:
-            return None
-        dest.mkdir(parents=True, exist_ok=True)
-        tar_path = dest.with_suffix(".tar")
-        self.store.get_file(resume.state_key, tar_path)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(dest, filter="data")
-        return dest
+        This process keeps the lease (its heartbeat thread runs on) and turns what it hears into the stop file:
+        a cancel or pause, or this worker's shutdown. Rank 0 reports everything else itself. For several nodes
+        the rendezvous endpoint is published first, and the API rings the other nodes' join doorbells."""
+        from grpo_core.trainer import TrainResult
+
+        res = claim.resources
+        single = res.nodes == 1
+        host = "127.0.0.1" if single else self.settings.rendezvous_host()
+        master = (host, free_port("127.0.0.1" if single else "0.0.0.0"))  # other nodes connect
+        where = f"{res.world_size} ranks ({res.nodes} node{'s' * (res.nodes > 1)} × {res.devices}) under torchrun"
+        reporter.on_message(
+            f"Training {claim.model} with GRPO on {where}: {claim.total_steps} steps of "
+            f"{job.cfg.batch_size} prompts × {job.cfg.group_size} samples"
+        )
+        check_sandbox(job, self.settings, reporter.on_message)
+        if not single:
+            self._request_stop(self.client.rendezvous(self.job_id, self.epoch, f"{host}:{master[1]}"))
+        spec = RankSpec(job=claim, node_rank=0, inputs=inputs, folder=folder)
+        ranks = Torchrun(spec, master, self.settings.rendezvous_timeout_seconds)
+        self._ranks = ranks
+        try:
+            ranks.start()
+            if self.stop_reason:
+                ranks.request_stop(self.stop_reason)
+            ranks.wait(tick=self.should_stop)
+            result = ranks.outcome()
+        finally:
+            self._ranks = None
+            ranks.kill()
+        assert result is not None, "node 0 ran rank 0, which writes the result"
+        self.stop_reason = self.stop_reason or result.stop_reason
+        reporter.tokens = result.trained_tokens
+        return TrainResult(result.steps_done, result.total_steps, result.stopped, None)

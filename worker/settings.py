@@ -22,9 +22,22 @@ class WorkerSettings(CommonSettings):
     job_time_limit_seconds: int | None = Field(
         None, ge=60, description="Wall-clock budget of one attempt (Celery soft limit; hard = +10 min)."
     )
+    advertise_addr: str | None = Field(
+        None,
+        description="The address other nodes of a multi-node job reach this worker at (its torchrun hosts the "
+        "rendezvous there); default: this host's name resolved. In Kubernetes, the pod IP (downward API).",
+    )
+    rendezvous_timeout_seconds: int = Field(
+        600, ge=10, description="How long a multi-node job's first node waits for the others to join its torchrun."
+    )
     work_dir: Path | None = Field(
         None, description="Scratch space for datasets and checkpoints; default <state_dir>/work"
     )
+
+    def rendezvous_host(self) -> str:
+        import socket
+
+        return self.advertise_addr or socket.gethostbyname(socket.gethostname())
 
     @property
     def scratch_dir(self) -> Path:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from runtime.queue import RUN_JOB
+from runtime.queue import JOIN_JOB, RUN_JOB
 from worker.celery_app import app
 from worker.client import LeaseHeld
+from worker.node import JoinRun
 from worker.runner import JobRun
 from worker.settings import get_settings
 
@@ -25,3 +26,10 @@ def run_job(job_id: str) -> None:
         JobRun(job_id, get_settings()).run()
     except LeaseHeld as exc:
         log.info("job %s: %s; the reaper rings again when it is claimable", job_id, exc)
+
+
+@app.task(name=JOIN_JOB)
+def join_job(job_id: str, epoch: int) -> None:
+    """Join attempt ``epoch`` of a multi-node job as one of its other nodes (worker.node); a doorbell that finds no
+    place (the job has its nodes, or the attempt is over) is dropped."""
+    JoinRun(job_id, epoch, get_settings()).run()

@@ -41,6 +41,11 @@ def production_env(
         "REAPER_INTERVAL_SECONDS": "1",
         "REQUEUE_AFTER_SECONDS": "5",
         "RETRY_BACKOFF_SECONDS": "2",
+        # one job on 2 processes, or 2 "nodes" on loopback (tests/integration/test_distributed_jobs.py)
+        "MAX_DEVICES_PER_NODE": "2",
+        "MAX_NODES": "2",
+        "ADVERTISE_ADDR": "127.0.0.1",
+        "RENDEZVOUS_TIMEOUT_SECONDS": "120",
         **s3,
     }
 

@@ -8,10 +8,11 @@ import pytest
 import torch
 from celery.exceptions import SoftTimeLimitExceeded
 
-from grpo_core.errors import DeviceOutOfMemory, GraderFailed, UserError
+from grpo_core.errors import DeviceOutOfMemory, GraderFailed, PeerLost, UserError
 from runtime import internal as api
 from runtime.errors import StoreError
 from worker.client import ApiUnreachable
+from worker.failures import Failure, RankFailed, RanksLost
 from worker.runner import JobRun
 from worker.settings import WorkerSettings
 
@@ -49,6 +50,10 @@ CLAIM = api.ClaimResponse(
         (StoreError("object store: download of 'k' failed"), "infrastructure_error", True),
         (ApiUnreachable("/internal/jobs/x/events: ConnectError"), "infrastructure_error", True),
         (ConnectionResetError("peer"), "infrastructure_error", True),
+        # a multi-process job: a rank's own failure keeps its code; ranks lost without one are infrastructure
+        (RankFailed(Failure(code="grader_error", message="grader 'g' failed"), rank=1), "grader_error", False),
+        (RanksLost("a training process of this job died"), "infrastructure_error", True),
+        (PeerLost("all_reduce failed: another rank of the job is gone"), "peer_lost", True),
     ],
 )
 def test_failures_map_to_codes_and_only_infrastructure_retries(

@@ -1,0 +1,94 @@
+"""A claimed job read once: its config, grader and model checked, its inputs fetched, its graders built.
+
+Shared by the three places that run (part of) a job: the worker that trains in its own process
+(worker.runner), every rank of a multi-process job (worker.rank), and the worker that joins a multi-node job
+as another node (worker.node). Each node fetches its own copy of the inputs from the object store.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from grpo_core.config import GRPOConfig
+from grpo_core.errors import UserError
+from grpo_core.models import resolve_model
+from grpo_core.rewards.base import Grader
+from grpo_core.rewards.judge import JudgeNotConfigured
+from grpo_core.rewards.python_runner import SandboxUnavailable
+from grpo_core.rewards.schemas import GraderSpec, uses_python
+from runtime import internal as api
+from runtime.storage import ObjectStore
+from worker.sandbox_check import python_graders_allowed
+from worker.settings import WorkerSettings
+
+
+@dataclass(frozen=True)
+class Job:
+    cfg: GRPOConfig
+    grader: GraderSpec
+    model_dir: Path
+
+
+class Inputs(BaseModel):
+    """Where a node's copy of the job's inputs lies."""
+
+    train: Path
+    validation: Path | None = None
+    resume: Path | None = None  # an unpacked checkpoint folder
+
+
+def read_job(claim: api.ClaimResponse, settings: WorkerSettings) -> Job:
+    """The claim's spec, validated by this worker (a spec it cannot run fails the job with the reason)."""
+    try:
+        cfg = GRPOConfig.model_validate(claim.hyperparameters)
+        grader: GraderSpec = TypeAdapter(GraderSpec).validate_python(claim.grader)
+    except ValidationError as exc:
+        raise UserError(f"job spec is invalid: {exc}") from None
+    try:
+        model_dir = resolve_model(settings.models_dir, claim.model)
+    except KeyError as exc:
+        raise UserError(f"this worker cannot train it: {exc.args[0]}") from None
+    return Job(cfg, grader, model_dir)
+
+
+def fetch_inputs(store: ObjectStore, claim: api.ClaimResponse, dest: Path) -> Inputs:
+    """Download the training (and validation) file and unpack the checkpoint to resume from into ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    train = dest / "train.jsonl"
+    store.get_file(claim.training_file_key, train)
+    validation = None
+    if claim.validation_file_key:
+        validation = dest / "validation.jsonl"
+        store.get_file(claim.validation_file_key, validation)
+    resume = None
+    if claim.resume is not None:  # its manifest is checked when it is loaded
+        resume = dest / "resume"
+        resume.mkdir(parents=True, exist_ok=True)
+        tar_path = resume.with_suffix(".tar")
+        store.get_file(claim.resume.state_key, tar_path)
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(resume, filter="data")
+    return Inputs(train=train, validation=validation, resume=resume)
+
+
+def check_sandbox(job: Job, settings: WorkerSettings, say: Callable[[str], None]) -> None:
+    """A python grader needs this worker's sandbox: refuse the job with the reason, or say which tier runs it."""
+    if uses_python(job.grader):
+        allowed, why = python_graders_allowed(settings.reward_sandbox)
+        if not allowed:
+            raise UserError(why)
+        say(why)
+
+
+def make_graders(job: Job, settings: WorkerSettings) -> list[Grader]:
+    from grpo_core.rewards.graders import build_graders
+
+    try:
+        return build_graders(job.grader, settings.grader_env())
+    except (SandboxUnavailable, JudgeNotConfigured) as exc:
+        raise UserError(f"this service cannot run the grader: {exc}") from None

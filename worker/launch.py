@@ -1,0 +1,190 @@
+"""One node's share of a multi-process job: ``torchrun`` started, watched, stopped, and its outcome read back.
+
+The worker that claimed the job (node 0) and every worker that joined it (nodes 1 … M−1) each start
+``python -m torch.distributed.run`` (torchrun) with ``resources.devices`` processes running ``worker.rank``.
+torchrun's *static* rendezvous is used, on the c10d TCP store that node 0's torchrun hosts at the published
+endpoint: node ranks come from the API (the claim is node 0, joins are 1 … M−1), so global rank 0, the rank that
+reports, is always on the node that holds the job's lease. (torchrun's dynamic c10d backend orders nodes by
+hostname and pid, which would put rank 0 on any node.)
+
+The files in the attempt's folder are the whole interface with the ranks:
+- ``spec.json`` (``RankSpec``): the claim and where this node's inputs are; every rank reads it.
+- ``stop``: written by the launching worker when the job must stop at the next step boundary (a cancel or pause
+  seen by its heartbeat, or its own shutdown); rank 0 reads it before every step and tells the other ranks.
+- ``result.json`` (``RankResult``): rank 0's account of a run that ended without an error.
+- ``failures/rank-N.json`` (``RankFailure``): a rank's own error, mapped by worker.failures.classify.
+- ``pids/rank-N``: each rank's pid, so a stop by force reaches ranks whose torchrun is already gone.
+
+torchrun runs with ``--max-restarts 0``: when one rank dies torchrun stops the others and exits non-zero. The
+outcome is then the earliest rank failure that is not a lost peer, or, when every recorded failure is a lost
+peer (a rank was killed, a node vanished), ``RanksLost``: an infrastructure failure the API retries from the
+last checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from runtime import internal as api
+from worker.client import StaleLease
+from worker.failures import PEER_LOST, Failure, RankFailed, RanksLost
+from worker.job import Inputs
+
+log = logging.getLogger(__name__)
+STALE_LEASE = "stale_lease"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now, for torchrun's store (the store binds it a moment later)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class RankSpec(BaseModel):
+    """What every rank of one node reads (``spec.json``)."""
+
+    job: api.ClaimResponse
+    node_rank: int
+    inputs: Inputs
+    folder: Path  # the attempt's folder on this node: checkpoints/, stop, result.json, failures/, pids/
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.folder / "checkpoints"
+
+    @property
+    def stop_file(self) -> Path:
+        return self.folder / "stop"
+
+    @property
+    def result_file(self) -> Path:
+        return self.folder / "result.json"
+
+    @property
+    def failures(self) -> Path:
+        return self.folder / "failures"
+
+    @property
+    def pids(self) -> Path:
+        return self.folder / "pids"
+
+
+class RankResult(BaseModel):
+    """Rank 0's account of a run that ended without an error."""
+
+    steps_done: int
+    total_steps: int
+    stopped: bool
+    stop_reason: str | None = None  # cancel/pause answered to rank 0's own posts, or the stop file's reason
+    trained_tokens: int = 0
+
+
+class RankFailure(BaseModel):
+    rank: int
+    at: float  # time.time() when the rank failed: the earliest own failure is the cause
+    failure: Failure
+
+
+class Torchrun:
+    """This node's torchrun for one attempt of one job."""
+
+    def __init__(self, spec: RankSpec, master: tuple[str, int], rendezvous_timeout: int) -> None:
+        self.spec = spec
+        self.master = master
+        self.rendezvous_timeout = rendezvous_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        res = self.spec.job.resources
+        addr, port = self.master
+        return [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            f"--nnodes={res.nodes}",
+            f"--node-rank={self.spec.node_rank}",
+            f"--nproc-per-node={res.devices}",
+            f"--master-addr={addr}",
+            f"--master-port={port}",
+            "--max-restarts=0",
+            "--monitor-interval=0.5",
+            f"--rdzv-conf=timeout={self.rendezvous_timeout}",
+            "-m",
+            "worker.rank",
+            str(self.spec.folder / "spec.json"),
+        ]
+
+    def start(self) -> None:
+        """Write the spec and start torchrun in its own session (so a stop by force reaches all of it)."""
+        for d in (self.spec.folder, self.spec.failures, self.spec.pids, self.spec.checkpoints):
+            d.mkdir(parents=True, exist_ok=True)
+        (self.spec.folder / "spec.json").write_text(self.spec.model_dump_json())
+        from grpo_core.device import usable_cpus  # torch: imported where a job runs, not where the worker starts
+
+        threads = max(1, usable_cpus() // self.spec.job.resources.devices)
+        env = os.environ | {"OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+        log.info("job %s: starting %s", self.spec.job.job_id, " ".join(self.command()))
+        self.proc = subprocess.Popen(self.command(), env=env, start_new_session=True)
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the ranks to stop at the next step boundary (rank 0 reads the file before every step)."""
+        tmp = self.spec.stop_file.with_suffix(".tmp")
+        tmp.write_text(reason)
+        tmp.replace(self.spec.stop_file)
+
+    def wait(self, tick: Callable[[], object], interval: float = 0.5) -> int:
+        """Block until torchrun exits, calling ``tick`` every ``interval`` s (the caller's stop checks)."""
+        assert self.proc is not None
+        while self.proc.poll() is None:
+            tick()
+            time.sleep(interval)
+        return self.proc.returncode
+
+    def kill(self, grace: float = 10.0) -> None:
+        """End torchrun and every rank: SIGTERM (torchrun then stops its ranks), SIGKILL after ``grace`` s."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        for pid_file in self.spec.pids.glob("rank-*"):  # ranks run in sessions of their own (torchrun's choice)
+            with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+    def outcome(self) -> RankResult | None:
+        """Rank 0's result (None on a node without rank 0) after a clean exit; else raise the cause:
+        ``RankFailed`` for a rank's own error, ``StaleLease`` when rank 0 lost the lease, ``RanksLost`` otherwise."""
+        assert self.proc is not None
+        code = self.proc.returncode
+        if code == 0:
+            if self.spec.result_file.is_file():
+                return RankResult.model_validate_json(self.spec.result_file.read_text())
+            return None
+        failures = [RankFailure.model_validate_json(f.read_text()) for f in self.spec.failures.glob("rank-*.json")]
+        own = sorted((f for f in failures if f.failure.code != PEER_LOST), key=lambda f: f.at)
+        if own:
+            first = own[0]
+            if first.failure.code == STALE_LEASE:
+                raise StaleLease(first.failure.message)
+            raise RankFailed(first.failure, first.rank)
+        raise RanksLost(
+            f"a training process of this job died without an error of its own (torchrun exited with status {code}: "
+            "a rank was killed or its node was lost); the attempt ends here and the job resumes from its last "
+            "checkpoint"
+        )

@@ -1,0 +1,144 @@
+"""One rank of a multi-process job, as torchrun starts it: ``python -m worker.rank SPEC_JSON``.
+
+Every rank reads the node's ``spec.json`` (worker.launch.RankSpec), builds the graders (each rank scores its share
+of the samples) and runs ``grpo_core.trainer.train`` in the process group torchrun describes. Rank 0 alone
+reports: its callbacks are the same ``Reporter`` the in-process path uses, over its own internal-API client and
+object store (fenced by the claim's epoch, like every write of the attempt); it stops at the next step boundary
+when an answer asks it to (cancel, pause) or when its worker wrote the stop file (the heartbeat saw a stop, or
+the worker is shutting down). Any exception becomes the rank's failure file, read by the launching worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from grpo_core.distributed import World
+from grpo_core.metrics_schema import Execution, Level, StepMetrics
+from grpo_core.trainer import TrainResult, train
+from runtime import internal as api
+from runtime.storage import ObjectStore, make_store
+from worker.client import InternalClient, StaleLease
+from worker.failures import Failure, classify
+from worker.job import make_graders, read_job
+from worker.launch import STALE_LEASE, RankFailure, RankResult, RankSpec
+from worker.reporting import Reporter
+from worker.settings import WorkerSettings, get_settings
+
+log = logging.getLogger("worker.rank")
+
+
+class RankLink:
+    """What rank 0's Reporter talks through (worker.reporting.ReportTarget): the internal API and the store."""
+
+    def __init__(self, spec: RankSpec, settings: WorkerSettings) -> None:
+        self.job_id = spec.job.job_id
+        self.epoch = spec.job.epoch
+        self.object_prefix = spec.job.object_prefix
+        self.client = InternalClient(settings.api_url, settings.internal_token)
+        self.store: ObjectStore = make_store(settings)
+        self.stop_file = spec.stop_file
+        self.stop_reason: str | None = None
+
+    def post_events(self, events: list[api.EventIn]) -> None:
+        self.stop_reason = self.stop_reason or self.client.events(self.job_id, self.epoch, events)
+
+    def post_execution(self, execution: Execution) -> None:
+        self.stop_reason = self.stop_reason or self.client.execution(self.job_id, self.epoch, execution)
+
+    def should_stop(self) -> bool:
+        if self.stop_reason is None and self.stop_file.is_file():
+            self.stop_reason = self.stop_file.read_text().strip() or "shutdown"
+        return self.stop_reason is not None
+
+
+class Silent:
+    """The callbacks of ranks other than 0: the trainer reports through rank 0 alone and asks only it whether to
+    stop, so these are never heard."""
+
+    def on_message(self, message: str, level: Level = "info") -> None:
+        pass
+
+    def on_start(self, execution: Execution) -> None:
+        pass
+
+    def on_step(self, metrics: StepMetrics) -> None:
+        pass
+
+    def on_checkpoint(self, step: int, path: Path, metrics: StepMetrics, *, final: bool, best: bool) -> None:
+        pass
+
+    def should_stop(self) -> bool:
+        return False
+
+
+def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResult | None:
+    """Train this rank's part; rank 0 returns its account of the run."""
+    from grpo_core.data import read_jsonl
+    from grpo_core.device import resolve_placement
+
+    job = read_job(spec.job, settings)
+    rows = read_jsonl(spec.inputs.train)
+    valid_rows = read_jsonl(spec.inputs.validation) if spec.inputs.validation else None
+    graders = make_graders(job, settings)
+    link = RankLink(spec, settings) if world.is_main else None
+    reporter = Reporter(link) if link is not None else None
+    try:
+        result: TrainResult = train(
+            job.cfg,
+            job.model_dir,
+            rows,
+            graders,
+            callbacks=reporter or Silent(),
+            work_dir=spec.checkpoints,
+            seed=spec.job.seed,
+            resume_from=spec.inputs.resume,
+            valid_rows=valid_rows,
+            placement=resolve_placement(job.cfg.device, job.cfg.precision, world),
+            world=world,
+        )
+    finally:
+        for g in graders:
+            g.close()
+        if link is not None:
+            link.client.close()
+    if link is None or reporter is None:
+        return None
+    return RankResult(
+        steps_done=result.steps_done,
+        total_steps=result.total_steps,
+        stopped=result.stopped,
+        stop_reason=link.stop_reason,
+        trained_tokens=reporter.tokens,
+    )
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {os.environ.get('RANK', '?')} %(message)s")
+    spec = RankSpec.model_validate_json(Path(argv[0]).read_text())
+    world = World.from_env()
+    settings = get_settings()
+    (spec.pids / f"rank-{world.rank}").write_text(str(os.getpid()))
+    try:
+        result = run_rank(spec, world, settings)
+    except BaseException as exc:  # every way out of a rank leaves its cause for the launcher
+        if isinstance(exc, StaleLease):
+            failure = Failure(code=STALE_LEASE, message=str(exc))
+        else:
+            failure = classify(exc, spec.job.job_id, settings.job_time_limit_seconds)
+        record = RankFailure(rank=world.rank, at=time.time(), failure=failure)
+        (spec.failures / f"rank-{world.rank}.json").write_text(record.model_dump_json())
+        log.exception("job %s: rank %s failed (%s)", spec.job.job_id, world.rank, failure.code)
+        return 1
+    if result is not None:
+        tmp = spec.result_file.with_suffix(".tmp")
+        tmp.write_text(result.model_dump_json())
+        tmp.replace(spec.result_file)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
