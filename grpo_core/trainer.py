@@ -370,6 +370,7 @@ def _engine(cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: 
         max_model_len=cfg.max_prompt_tokens + cfg.max_completion_tokens,
         sync=cfg.vllm_weight_sync,
         gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+        device=cfg.device,  # resolved: cuda:LOCAL_RANK on a rank of a multi-GPU job
     )
 
 
@@ -388,8 +389,22 @@ def _validate(
     """Score the validation rows into ``metrics``; True when this is the best validation reward so far. Rank 0
     scores them and tells the others (whose engines idle meanwhile), so every rank takes the same decision."""
     t = time.perf_counter()
-    scored = _evaluate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state) if world.is_main else (0.0, 0.0)
-    reward, best_of_k = broadcast_object(world, scored)  # the other ranks' placeholder is replaced by rank 0's
+    scored = (0.0, 0.0)  # the other ranks' placeholder, replaced by rank 0's scores
+    if world.is_main:
+        scored = evaluate_rewards(
+            model,
+            tokenizer,
+            valid_rows,
+            graders,
+            samples_per_prompt=cfg.eval_samples,
+            temperature=cfg.eval_temperature,
+            max_new_tokens=cfg.max_completion_tokens,
+            prompts_per_batch=max(1, cfg.batch_size * cfg.group_size // cfg.eval_samples),
+            seed=seed + state.step,
+            weights=cfg.reward_weights,
+            engine=engine,
+        )
+    reward, best_of_k = broadcast_object(world, scored)
     metrics.scores.valid_reward_mean = reward
     metrics.scores.valid_pass_at_k = best_of_k
     metrics.timing.step.eval = round(time.perf_counter() - t, 3)
@@ -397,28 +412,3 @@ def _validate(
         return False
     state.best_valid_reward, state.best_step = reward, state.step
     return True
-
-
-def _evaluate(
-    cfg: GRPOConfig,
-    model: Any,
-    tokenizer: Any,
-    engine: Any,
-    valid_rows: list[dict[str, Any]],
-    graders: Sequence[Grader],
-    seed: int,
-    state: ResumeState,
-) -> tuple[float, float]:
-    return evaluate_rewards(
-        model,
-        tokenizer,
-        valid_rows,
-        graders,
-        samples_per_prompt=cfg.eval_samples,
-        temperature=cfg.eval_temperature,
-        max_new_tokens=cfg.max_completion_tokens,
-        prompts_per_batch=max(1, cfg.batch_size * cfg.group_size // cfg.eval_samples),
-        seed=seed + state.step,
-        weights=cfg.reward_weights,
-        engine=engine,
-    )

@@ -35,11 +35,13 @@ process's torch threads and CPU affinity stay untouched (vLLM in-process would p
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -61,6 +63,33 @@ def _cpu_env_defaults() -> None:
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))
     os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+
+
+# What torchrun tells a rank; a vLLM engine started by a rank must not read it as its own world (it is one process).
+_LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+@contextlib.contextmanager
+def _engine_env(device: str | None) -> Iterator[None]:
+    """The environment vLLM's engine process is spawned with: a world of one, and on ``cuda:N`` only that GPU
+    visible (vLLM places its engine on the first visible device; a rank of a multi-GPU job trains on
+    ``cuda:LOCAL_RANK``, grpo_core.distributed). Restored after the engine started."""
+    saved = {k: os.environ.get(k) for k in (*_LAUNCHER_ENV, "CUDA_VISIBLE_DEVICES")}
+    try:
+        for k in _LAUNCHER_ENV:
+            os.environ.pop(k, None)
+        if device is not None and device.startswith("cuda:"):
+            index = int(device.split(":", 1)[1])
+            visible = saved["CUDA_VISIBLE_DEVICES"]
+            ids = visible.split(",") if visible else [str(i) for i in range(index + 1)]
+            os.environ["CUDA_VISIBLE_DEVICES"] = ids[index]
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class _WeightSync:
@@ -127,6 +156,7 @@ class VLLMEngine:
         gpu_memory_utilization: float | None = None,
         enforce_eager: bool | None = None,
         llm_kwargs: dict[str, Any] | None = None,
+        device: str | None = None,
     ) -> None:
         """Start a vLLM engine on the base model in ``model_dir`` (a plain HF folder, read offline).
 
@@ -136,7 +166,8 @@ class VLLMEngine:
         trainer computes it, grpo_core.memory); given, it replaces ``kv_cache_gib``. ``enforce_eager`` skips
         torch.compile and CUDA graphs; None = on vLLM's CPU build only, where compiling costs more on 2 cores than
         a short rollout gains (and the CPU build turns compilation off with LoRA anyway), off on a GPU.
-        ``llm_kwargs`` go to ``vllm.LLM`` unchanged and win over these.
+        ``llm_kwargs`` go to ``vllm.LLM`` unchanged and win over these. ``device``: the trainer's device; on
+        ``cuda:N`` the engine runs on that GPU (one engine per rank of a multi-GPU job).
         """
         if sync not in ("auto", "lora", "merged"):
             raise ValueError(f"sync must be 'auto', 'lora' or 'merged', not {sync!r}")
@@ -180,7 +211,8 @@ class VLLMEngine:
             kwargs["worker_extension_cls"] = f"{__name__}._WeightSync"
         kwargs.update(llm_kwargs or {})
         self._sync_mode = sync
-        self._llm: Any = LLM(**kwargs)
+        with _engine_env(device):
+            self._llm: Any = LLM(**kwargs)
         self._dir = Path(tempfile.mkdtemp(prefix="vllm-sync-"))
         self._lora: Any = None  # the LoRARequest of the current policy; None = base weights
 

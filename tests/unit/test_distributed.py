@@ -102,3 +102,25 @@ def test_a_rollout_does_not_depend_on_the_batch_it_was_drawn_in(tiny_model_dir: 
         share.completion_ids * share.completion_mask,
     )
     assert len(set(whole.texts)) > 1  # it did sample
+
+
+def test_a_ranks_vllm_engine_is_spawned_on_its_gpu_in_a_world_of_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM puts its engine on the first visible GPU and would read torchrun's variables as its own world: while a
+    rank starts its engine only the rank's GPU is visible and the launcher's variables are gone (then restored)."""
+    import os
+
+    from grpo_core.engines.vllm_engine import _engine_env
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+    for k, v in {"RANK": "2", "WORLD_SIZE": "4", "LOCAL_RANK": "2", "MASTER_ADDR": "10.0.0.1"}.items():
+        monkeypatch.setenv(k, v)
+    with _engine_env("cuda:2"):
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "6"
+        assert not {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"} & set(os.environ)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "4,5,6,7" and os.environ["RANK"] == "2"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    with _engine_env("cuda:1"):
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    with _engine_env("cpu"):
+        assert "CUDA_VISIBLE_DEVICES" not in os.environ
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
