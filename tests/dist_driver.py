@@ -50,6 +50,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "gfpo_sample_size": 6,
         "reward_weights": [1.0, 0.5],
         "micro_batch_size": 3,
+        "eval_interval": 2,  # with validation rows: scored on rank 0, told to every rank, best checkpoint
+        "eval_samples": 2,
     },
     "reinforce_pp": {"recipe": "reinforce_pp", "micro_batch_size": 4},
 }
@@ -75,7 +77,9 @@ def main() -> None:
             rec = Recorder()
             cfg = GRPOConfig.model_validate(BASE | extra)
             work = args.out / f"work-{name}-{world.rank}"
-            train(cfg, args.model, ROWS, graders_for(name), callbacks=rec, work_dir=work, seed=11, world=world)
+            valid = ROWS[:3] if "eval_interval" in extra else None
+            graders = graders_for(name)
+            train(cfg, args.model, ROWS, graders, callbacks=rec, work_dir=work, seed=11, valid_rows=valid, world=world)
             if world.is_main:
                 lora = {k: v.detach().clone() for k, v in _trained(rec).items()}
                 torch.save(lora, args.out / f"{name}.pt")

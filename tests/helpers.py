@@ -107,3 +107,25 @@ def metrics_event(step: int, total: int = 3, **fields: Any) -> dict[str, Any]:
         "message": f"Step {step}/{total}",
         "data": step_metrics(step, total, **fields),
     }
+
+
+def claim(**fields: Any) -> Any:
+    """A worker's claim (runtime.internal.ClaimResponse) of job ``ftjob-x`` for tests that play the API;
+    ``fields`` replace its values (``resources=…``, ``epoch=…``)."""
+    from runtime import internal as api
+
+    base: dict[str, Any] = {
+        "job_id": "ftjob-x",
+        "epoch": 1,
+        "lease_expires_at": 0,
+        "lease_seconds": 600,
+        "model": "m",
+        "seed": 0,
+        "hyperparameters": {},
+        "grader": {},
+        "training_file_key": "k",
+        "validation_file_key": None,
+        "total_steps": 1,
+        "object_prefix": "projects/p/jobs/ftjob-x/",
+    }
+    return api.ClaimResponse.model_validate(base | fields)

@@ -71,5 +71,7 @@ def test_world_size_two_trains_what_one_process_trains(worlds: tuple[Path, Path]
     assert worst <= WEIGHT_ATOL, f"{name}: LoRA weights differ by {worst:.2e}"
     m1, m2 = (json.loads((d / f"{name}.json").read_text()) for d in (one, two))
     assert [m["step"] for m in m1] == [1, 2, 3]
+    if "eval_interval" in CONFIGS[name]:  # validation ran (rank 0 scores it, every rank takes its decision)
+        assert [m["scores"]["valid_reward_mean"] is not None for m in m2] == [False, True, True]
     diffs = _close(m1, m2, name)
     assert not diffs, diffs[:10]

@@ -9,27 +9,14 @@ import torch
 from celery.exceptions import SoftTimeLimitExceeded
 
 from grpo_core.errors import DeviceOutOfMemory, GraderFailed, PeerLost, UserError
-from runtime import internal as api
 from runtime.errors import StoreError
+from tests.helpers import claim
 from worker.client import ApiUnreachable
 from worker.failures import Failure, RankFailed, RanksLost
 from worker.runner import JobRun
 from worker.settings import WorkerSettings
 
-CLAIM = api.ClaimResponse(
-    job_id="ftjob-x",
-    epoch=1,
-    lease_expires_at=0,
-    lease_seconds=600,
-    model="m",
-    seed=0,
-    hyperparameters={},
-    grader={},
-    training_file_key="k",
-    validation_file_key=None,
-    total_steps=1,
-    object_prefix="projects/p/jobs/ftjob-x/",
-)
+CLAIM = claim()
 
 
 @pytest.mark.parametrize(

@@ -9,26 +9,13 @@ from pathlib import Path
 import pytest
 
 from runtime import internal as api
+from tests.helpers import claim
 from worker.client import StaleLease
 from worker.failures import PEER_LOST, Failure, RankFailed, RanksLost
 from worker.job import Inputs
 from worker.launch import STALE_LEASE, RankFailure, RankResult, RankSpec, Torchrun
 
-CLAIM = api.ClaimResponse(
-    job_id="ftjob-x",
-    epoch=3,
-    lease_expires_at=0,
-    lease_seconds=600,
-    model="m",
-    seed=0,
-    hyperparameters={},
-    grader={},
-    training_file_key="k",
-    validation_file_key=None,
-    total_steps=4,
-    object_prefix="p/",
-    resources=api.Resources(devices=2, nodes=3),
-)
+CLAIM = claim(epoch=3, total_steps=4, object_prefix="p/", resources=api.Resources(devices=2, nodes=3))
 
 
 def _exited(tmp_path: Path, code: int, node_rank: int = 0) -> Torchrun:
