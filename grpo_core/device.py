@@ -139,7 +139,9 @@ def _rank_device(requested: str, world: World) -> torch.device:
         raise UserError(
             f"the job asks for {world.local_size} devices per node, but this worker has {count} CUDA device(s)"
         )
-    return torch.device("cuda", world.local_rank)
+    device = torch.device("cuda", world.local_rank)
+    torch.cuda.set_device(device)  # before anything asks CUDA a question: no rank creates a context on cuda:0
+    return device
 
 
 @cache

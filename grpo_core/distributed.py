@@ -13,8 +13,10 @@ How a step is split, and why the maths is the same as one process (grpo_core.tra
   whitening, metrics) runs on identical data on every rank, with no further communication and no special case.
   A rollout is a function of (weights, prompt, seed, the row's global position), never of which rank drew it
   (grpo_core.engines.noise), so the batch is the one a single process would have sampled.
-- *Update*: the micro-batches are formed over the whole batch exactly as one process forms them, and dealt
-  round-robin to the ranks (``World.owns``); the loss normalisers are the step's global counts (sequences, tokens,
+- *Update*: the micro-batches are planned over the whole batch, identically on every rank (the size agreed: the
+  smallest any rank's memory allows), and dealt round-robin to the ranks (``World.owns``); where a micro-batch's
+  composition matters (bnpo, the top-entropy mask) they are one process's, elsewhere their size is capped so that
+  every rank gets work, which changes no sum; the loss normalisers are the step's global counts (sequences, tokens,
   micro-batches). Each rank backpropagates its micro-batches, and the LoRA gradients are summed across ranks
   (``all_reduce_sum_``: one flat bucket, the collective DDP issues). The sum of every micro-batch's gradient is
   the one-process gradient for every loss aggregation, ``bnpo`` included, because the micro-batches are the same
@@ -134,6 +136,8 @@ def _collective(what: str) -> Iterator[None]:
     this rank's failure for the cause."""
     try:
         yield
+    except torch.OutOfMemoryError:
+        raise  # this rank's own failure (NCCL's object collectives stage the payload on the GPU)
     except RuntimeError as exc:
         raise PeerLost(f"{what} failed: another rank of the job is gone ({type(exc).__name__}: {exc})") from exc
 
@@ -157,18 +161,6 @@ def all_gather_objects(world: World, obj: T) -> list[T]:
     return out
 
 
-def broadcast_object(world: World, obj: T) -> T:
-    """Rank 0's ``obj`` on every rank."""
-    if not world.distributed:
-        return obj
-    import torch.distributed as dist
-
-    box: list[Any] = [obj]
-    with _collective("broadcast_object_list"):
-        dist.broadcast_object_list(box, src=0)
-    return cast("T", box[0])
-
-
 def any_rank(world: World, flag: bool, device: torch.device) -> bool:
     """True when ``flag`` is True on at least one rank (every rank gets the same answer)."""
     if not world.distributed:
@@ -179,6 +171,19 @@ def any_rank(world: World, flag: bool, device: torch.device) -> bool:
     with _collective("all_reduce"):
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return bool(t.item())
+
+
+def agree_min(world: World, value: int, device: torch.device) -> int:
+    """The smallest of the ranks' ``value`` on every rank (a size each rank chose from its own device's free
+    memory, which every rank must then share)."""
+    if not world.distributed:
+        return value
+    import torch.distributed as dist
+
+    t = torch.tensor([value], dtype=torch.int64, device=_comm_device(device))
+    with _collective("all_reduce"):
+        dist.all_reduce(t, op=dist.ReduceOp.MIN)
+    return int(t.item())
 
 
 def reduce_sums(world: World, sums: dict[str, float], device: torch.device) -> dict[str, float]:

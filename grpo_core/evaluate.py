@@ -24,6 +24,24 @@ def evaluate_rewards(
     tokenizer: Any,
     rows: list[dict[str, Any]],
     graders: Sequence[Grader],
+    **kw: Any,
+) -> tuple[float, float]:
+    """(mean reward over every sample, mean over prompts of the best of its k samples); ``kw`` as
+    ``reward_sums``.
+
+    Rewards are the weighted grader totals; an unscorable sample counts as 0, as OpenAI's graders do. The second
+    figure is pass@k for 0/1 graders (k = ``samples_per_prompt``; equal to the mean when k = 1).
+    """
+    total, best, n = reward_sums(model, tokenizer, rows, graders, **kw)
+    k = kw.get("samples_per_prompt", 1)
+    return total / max(n, 1), best / max(n // k, 1)
+
+
+def reward_sums(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    graders: Sequence[Grader],
     *,
     samples_per_prompt: int = 1,
     temperature: float = 0.0,
@@ -32,21 +50,21 @@ def evaluate_rewards(
     seed: int = 0,
     weights: Sequence[float] | None = None,
     engine: Any = None,
-) -> tuple[float, float]:
-    """(mean reward over every sample, mean over prompts of the best of its k samples).
+    first_row: int = 0,
+) -> tuple[float, float, int]:
+    """(Σ reward over every sample, Σ over prompts of the best of its k samples, samples): what ranks that each
+    scored a share of the rows add up (``first_row``: the share's first row in the whole file, which keys the
+    sampling noise, so a row draws the same samples whichever rank scores it).
 
     ``engine`` (a rollout engine, synced to ``model``) samples instead of ``model.generate``: during training
     the validation then runs on the same fast sampler as the rollouts.
-
-    Rewards are the weighted grader totals; an unscorable sample counts as 0, as OpenAI's graders do. The second
-    figure is pass@k for 0/1 graders (k = ``samples_per_prompt``; equal to the mean when k = 1).
     """
     total, best, n = 0.0, 0.0, 0
     k = samples_per_prompt
     generate = engine.generate if engine is not None else partial(sample, model, tokenizer)
     for lo in range(0, len(rows), prompts_per_batch):
         batch = rows[lo : lo + prompts_per_batch]
-        sampling = Sampling(k, max_new_tokens, temperature, top_p=1.0, seed=seed + lo)
+        sampling = Sampling(k, max_new_tokens, temperature, top_p=1.0, seed=seed, first_row=(first_row + lo) * k)
         ro = generate([prompt_text(r, tokenizer) for r in batch], sampling)
         rows_g = [r for r in batch for _ in range(k)]
         scores = score_samples(graders, ro.texts, rows_g, [0] * len(rows_g)).matrix
@@ -54,7 +72,7 @@ def evaluate_rewards(
         total += float(r.sum())
         best += float(r.view(-1, k).amax(dim=1).sum())
         n += len(ro.texts)
-    return total / max(n, 1), best / max(n // k, 1)
+    return total, best, n
 
 
 def mean_reward(model: Any, tokenizer: Any, rows: list[dict[str, Any]], graders: Sequence[Grader], **kw: Any) -> float:

@@ -33,10 +33,10 @@ from grpo_core.checkpoint import ResumeState, load_checkpoint, rng_state, save_c
 from grpo_core.config import GRPOConfig
 from grpo_core.data import prompt_text
 from grpo_core.device import Placement, peak_memory_gb, reset_peak_memory, resolve_placement, vllm_on_cuda
-from grpo_core.distributed import World, all_gather_objects, any_rank, broadcast_object, broadcast_parameters
+from grpo_core.distributed import World, all_gather_objects, any_rank, broadcast_parameters
 from grpo_core.engines.base import make_engine
 from grpo_core.errors import UserError
-from grpo_core.evaluate import evaluate_rewards
+from grpo_core.evaluate import reward_sums
 from grpo_core.health import HealthMonitor
 from grpo_core.lora_fused import fuse_lora
 from grpo_core.memory import auto_micro_batch, enable_checkpointing, out_of_memory, vllm_memory_share
@@ -206,6 +206,8 @@ def _train(
     cfg = _resolve_execution(cfg, model, placement)
     engine = _engine(cfg, model, tokenizer, model_dir, seed, autocast)
     micro_batch = auto_micro_batch(model, cfg, placement, checkpointing=bool(cfg.gradient_checkpointing))
+    # every rank must plan the same micro-batches (grpo_core.update): the size that fits on the fullest device
+    micro_batch = distributed.agree_min(world, micro_batch, placement.device)
     cfg = cfg.model_copy(update={"micro_batch_size": micro_batch})
     callbacks.on_start(_execution(cfg, placement, world))
     if state.step:
@@ -386,25 +388,30 @@ def _validate(
     metrics: StepMetrics,
     world: World,
 ) -> bool:
-    """Score the validation rows into ``metrics``; True when this is the best validation reward so far. Rank 0
-    scores them and tells the others (whose engines idle meanwhile), so every rank takes the same decision."""
+    """Score the validation rows into ``metrics``; True when this is the best validation reward so far. Each rank
+    scores its share of the rows and the sums are gathered, so every rank takes the same decision."""
     t = time.perf_counter()
-    scored = (0.0, 0.0)  # the other ranks' placeholder, replaced by rank 0's scores
-    if world.is_main:
-        scored = evaluate_rewards(
+    lo, hi = world.shard(len(valid_rows))
+    k = cfg.eval_samples
+    mine = (0.0, 0.0, 0)
+    if lo < hi:
+        mine = reward_sums(
             model,
             tokenizer,
-            valid_rows,
+            valid_rows[lo:hi],
             graders,
-            samples_per_prompt=cfg.eval_samples,
+            samples_per_prompt=k,
             temperature=cfg.eval_temperature,
             max_new_tokens=cfg.max_completion_tokens,
-            prompts_per_batch=max(1, cfg.batch_size * cfg.group_size // cfg.eval_samples),
+            prompts_per_batch=max(1, cfg.batch_size * cfg.group_size // k),
             seed=seed + state.step,
             weights=cfg.reward_weights,
             engine=engine,
+            first_row=lo,
         )
-    reward, best_of_k = broadcast_object(world, scored)
+    parts = all_gather_objects(world, mine)
+    n = sum(p[2] for p in parts)
+    reward, best_of_k = sum(p[0] for p in parts) / max(n, 1), sum(p[1] for p in parts) / max(n // k, 1)
     metrics.scores.valid_reward_mean = reward
     metrics.scores.valid_pass_at_k = best_of_k
     metrics.timing.step.eval = round(time.perf_counter() - t, 3)

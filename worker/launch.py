@@ -13,7 +13,9 @@ The files in the attempt's folder are the whole interface with the ranks:
   seen by its heartbeat, or its own shutdown); rank 0 reads it before every step and tells the other ranks.
 - ``result.json`` (``RankResult``): rank 0's account of a run that ended without an error.
 - ``failures/rank-N.json`` (``RankFailure``): a rank's own error, mapped by worker.failures.classify.
-- ``pids/rank-N``: each rank's pid, so a stop by force reaches ranks whose torchrun is already gone.
+- ``pids/rank-N``: each rank's pid (the leader of its process group), so a stop by force also reaches what a rank
+  started (a vLLM engine). torchrun dies with the worker process (PR_SET_PDEATHSIG), and a rank whose torchrun
+  is gone exits (worker.rank), so nothing of a job trains on without its worker.
 
 torchrun runs with ``--max-restarts 0``: when one rank dies torchrun stops the others and exits non-zero. The
 outcome is then the earliest rank failure that is not a lost peer, or, when every recorded failure is a lost
@@ -50,6 +52,15 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In torchrun's process, before it starts: end it (SIGTERM: it stops its ranks) when the worker process that
+    started it dies, however it dies (a cold shutdown, the OOM killer), so no job trains on headless."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class RankSpec(BaseModel):
@@ -121,6 +132,7 @@ class Torchrun:
             "--max-restarts=0",
             "--monitor-interval=0.5",
             f"--rdzv-conf=timeout={self.rendezvous_timeout}",
+            f"--rdzv-id={self.spec.job.job_id}-e{self.spec.job.epoch}",
             "-m",
             "worker.rank",
             str(self.spec.folder / "spec.json"),
@@ -136,7 +148,7 @@ class Torchrun:
         threads = max(1, usable_cpus() // self.spec.job.resources.devices)
         env = os.environ | {"OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
         log.info("job %s: starting %s", self.spec.job.job_id, " ".join(self.command()))
-        self.proc = subprocess.Popen(self.command(), env=env, start_new_session=True)
+        self.proc = subprocess.Popen(self.command(), env=env, start_new_session=True, preexec_fn=_die_with_parent)
 
     def request_stop(self, reason: str) -> None:
         """Ask the ranks to stop at the next step boundary (rank 0 reads the file before every step)."""
@@ -153,19 +165,22 @@ class Torchrun:
         return self.proc.returncode
 
     def kill(self, grace: float = 10.0) -> None:
-        """End torchrun and every rank: SIGTERM (torchrun then stops its ranks), SIGKILL after ``grace`` s."""
-        if self.proc is not None and self.proc.poll() is None:
+        """End torchrun and every rank when torchrun still runs: SIGTERM (torchrun then stops its ranks), SIGKILL
+        after ``grace`` s, then each rank's process group (ranks lead sessions of their own, torchrun's choice; a
+        vLLM engine a rank started is in it). A torchrun that exited on its own already ended its ranks."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        for pid_file in self.spec.pids.glob("rank-*"):  # ranks run in sessions of their own (torchrun's choice)
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        for pid_file in self.spec.pids.glob("rank-*"):
             with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
-                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
 
     def outcome(self) -> RankResult | None:
         """Rank 0's result (None on a node without rank 0) after a clean exit; else raise the cause:
@@ -183,6 +198,16 @@ class Torchrun:
             if first.failure.code == STALE_LEASE:
                 raise StaleLease(first.failure.message)
             raise RankFailed(first.failure, first.rank)
+        if not any(self.spec.pids.iterdir()):  # no rank started: the rendezvous never completed
+            res = self.spec.job.resources
+            if res.nodes > 1:
+                addr, port = self.master
+                raise RanksLost(
+                    f"the job's other {res.nodes - 1} node(s) did not join its rendezvous at {addr}:{port} within "
+                    f"{self.rendezvous_timeout} s (RENDEZVOUS_TIMEOUT_SECONDS): no free worker took the join, or "
+                    "it could not reach that address (ADVERTISE_ADDR)"
+                )
+            raise RanksLost(f"torchrun exited with status {code} before starting the ranks (see the worker's log)")
         raise RanksLost(
             f"a training process of this job died without an error of its own (torchrun exited with status {code}: "
             "a rank was killed or its node was lost); the attempt ends here and the job resumes from its last "

@@ -10,11 +10,14 @@ the worker is shutting down). Any exception becomes the rank's failure file, rea
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from grpo_core.distributed import World
 from grpo_core.metrics_schema import Execution, Level, StepMetrics
@@ -22,7 +25,7 @@ from grpo_core.trainer import TrainResult, train
 from runtime import internal as api
 from runtime.storage import ObjectStore, make_store
 from worker.client import InternalClient, StaleLease
-from worker.failures import Failure, classify
+from worker.failures import PEER_LOST, Failure, classify
 from worker.job import make_graders, read_job
 from worker.launch import STALE_LEASE, RankFailure, RankResult, RankSpec
 from worker.reporting import Reporter
@@ -116,22 +119,90 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
     )
 
 
+class FailureExchange:
+    """Ranks' failures shared through torchrun's c10d store (at MASTER_ADDR:MASTER_PORT, hosted by node 0's
+    torchrun): a rank on another node writes its own failure there before it exits, and a rank whose collective
+    failed because of it (PeerLost) reads it back into its node's failure files, so the worker of node 0, the one
+    that reports the job's outcome, names the real cause (an out-of-memory on node 1, say) instead of a lost rank."""
+
+    KEY = "rft/failure/{rank}"
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    @classmethod
+    def connect(cls, world: World) -> FailureExchange | None:
+        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        if not world.distributed or not addr or not port:
+            return None
+        from datetime import timedelta
+
+        from torch.distributed import TCPStore
+
+        try:
+            return cls(TCPStore(addr, int(port), is_master=False, timeout=timedelta(seconds=5)))
+        except (RuntimeError, ValueError):  # node 0's torchrun is gone: nothing to share with
+            return None
+
+    def publish(self, record: RankFailure) -> None:
+        with contextlib.suppress(RuntimeError):
+            self.store.set(self.KEY.format(rank=record.rank), record.model_dump_json())
+
+    def collect(self, world: World, wait: float) -> list[RankFailure]:
+        """The other ranks' own failures (not lost peers), waiting up to ``wait`` s for the first to appear."""
+        keys = [self.KEY.format(rank=r) for r in range(world.size) if r != world.rank]
+        deadline = time.monotonic() + wait
+        found: list[RankFailure] = []
+        while True:
+            with contextlib.suppress(RuntimeError):
+                for key in keys:
+                    if self.store.check([key]):
+                        other = RankFailure.model_validate_json(self.store.get(key))
+                        if other.failure.code != PEER_LOST:
+                            found.append(other)
+            if found or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.5)
+
+
+def _exit_with_torchrun(torchrun_pid: int) -> None:
+    """End this rank when torchrun is gone (its worker was killed): a rank runs in a session of its own, so no
+    signal of torchrun's group reaches it, and it must not train on headless."""
+    while os.getppid() == torchrun_pid:
+        time.sleep(2)
+    log.error("rank %s: torchrun is gone; exiting", os.environ.get("RANK"))
+    os._exit(1)
+
+
+def record_failure(exc: BaseException, spec: RankSpec, world: World, settings: WorkerSettings) -> None:
+    """Leave this rank's failure for its node's launcher (``failures/rank-N.json``) and, through the c10d store,
+    for the other nodes; a lost peer also brings back the other ranks' own failures (``FailureExchange``)."""
+    if isinstance(exc, StaleLease):
+        failure = Failure(code=STALE_LEASE, message=str(exc))
+    else:
+        failure = classify(exc, spec.job.job_id, settings.job_time_limit_seconds)
+    record = RankFailure(rank=world.rank, at=time.time(), failure=failure)
+    exchange = FailureExchange.connect(world)
+    if exchange is not None:
+        exchange.publish(record)
+        if failure.code == PEER_LOST:  # the cause is another rank's: bring its own failure, if it had one
+            for other in exchange.collect(world, wait=5.0):
+                (spec.failures / f"rank-{other.rank}.json").write_text(other.model_dump_json())
+    (spec.failures / f"rank-{world.rank}.json").write_text(record.model_dump_json())
+
+
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {os.environ.get('RANK', '?')} %(message)s")
     spec = RankSpec.model_validate_json(Path(argv[0]).read_text())
     world = World.from_env()
     settings = get_settings()
     (spec.pids / f"rank-{world.rank}").write_text(str(os.getpid()))
+    threading.Thread(target=_exit_with_torchrun, args=(os.getppid(),), daemon=True).start()
     try:
         result = run_rank(spec, world, settings)
     except BaseException as exc:  # every way out of a rank leaves its cause for the launcher
-        if isinstance(exc, StaleLease):
-            failure = Failure(code=STALE_LEASE, message=str(exc))
-        else:
-            failure = classify(exc, spec.job.job_id, settings.job_time_limit_seconds)
-        record = RankFailure(rank=world.rank, at=time.time(), failure=failure)
-        (spec.failures / f"rank-{world.rank}.json").write_text(record.model_dump_json())
-        log.exception("job %s: rank %s failed (%s)", spec.job.job_id, world.rank, failure.code)
+        record_failure(exc, spec, world, settings)
+        log.exception("job %s: rank %s failed", spec.job.job_id, world.rank)
         return 1
     if result is not None:
         tmp = spec.result_file.with_suffix(".tmp")

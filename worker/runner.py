@@ -74,6 +74,8 @@ class JobRun:
         self._stop_seen_at = 0.0
         self._done = threading.Event()
         self._ranks: Torchrun | None = None  # this node's torchrun while a multi-process job runs
+        self._finish_lock = threading.Lock()
+        self._forced = False  # _enforce_grace took over the run's outcome
 
     def _request_stop(self, reason: str | None) -> None:
         if reason and not self.stop_requested.is_set():
@@ -96,7 +98,13 @@ class JobRun:
         self._request_stop(self.client.execution(self.job_id, self.epoch, execution))
 
     def finish(self, outcome: api.FinishRequest) -> None:
-        self.client.finish(self.job_id, outcome)
+        """Report how the run ended, once: a stop by force (``_enforce_grace``, on the heartbeat thread) reports
+        its own outcome and ends the process, and the training thread's outcome (the ranks it killed look
+        lost) must not be reported before or after it."""
+        with self._finish_lock:
+            if self._forced:
+                return
+            self.client.finish(self.job_id, outcome)
 
     def _heartbeat_loop(self) -> None:
         interval = min(30.0, max(1.0, self.lease_seconds / 4))
@@ -125,13 +133,15 @@ class JobRun:
             grace,
             self.stop_reason,
         )
-        ranks = self._ranks
-        if ranks is not None:
-            ranks.kill(grace=5)
+        self._finish_lock.acquire()  # held until the process ends: no other outcome is reported
+        self._forced = True
         try:
+            ranks = self._ranks
+            if ranks is not None:
+                ranks.kill(grace=5)
             warning = f"The current step did not end within {grace} s; stopped by force"
             self.post_events([api.MessageEvent(message=warning, level="warn")])
-            self.finish(api.FinishRequest(epoch=self.epoch, status=status))
+            self.client.finish(self.job_id, api.FinishRequest(epoch=self.epoch, status=status))
         finally:
             os._exit(70)
 

@@ -25,7 +25,7 @@ class WorkerSettings(CommonSettings):
     advertise_addr: str | None = Field(
         None,
         description="The address other nodes of a multi-node job reach this worker at (its torchrun hosts the "
-        "rendezvous there); default: this host's name resolved. In Kubernetes, the pod IP (downward API).",
+        "rendezvous there); default: the address this host reaches API_URL from. In Kubernetes, the pod IP.",
     )
     rendezvous_timeout_seconds: int = Field(
         600, ge=10, description="How long a multi-node job's first node waits for the others to join its torchrun."
@@ -35,9 +35,19 @@ class WorkerSettings(CommonSettings):
     )
 
     def rendezvous_host(self) -> str:
+        """ADVERTISE_ADDR, else the address this host uses to reach the API: a host's name often resolves to a
+        loopback address (127.0.1.1 on Debian), which other nodes cannot reach."""
         import socket
+        from urllib.parse import urlparse
 
-        return self.advertise_addr or socket.gethostbyname(socket.gethostname())
+        if self.advertise_addr:
+            return self.advertise_addr
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((urlparse(self.api_url).hostname or "127.0.0.1", 9))  # UDP: sends nothing
+                return str(s.getsockname()[0])
+        except OSError:
+            return socket.gethostbyname(socket.gethostname())
 
     @property
     def scratch_dir(self) -> Path:

@@ -306,6 +306,10 @@ def finish_job(
         # checkpoint it saved serves that request
         session.refresh(job)
         status = JobStatus.cancelled if job.status == JobStatus.cancelling else JobStatus.paused
+    if status == JobStatus.failed and retryable and job.status in STOP:
+        # the user asked this job to stop: a failure on its way out (a multi-process job's ranks killed by the stop
+        # grace, the store unreachable) ends it as asked, never as a retry that would train on
+        status = JobStatus.cancelled if job.status == JobStatus.cancelling else JobStatus.paused
     if status == JobStatus.failed and retryable and job.attempts < job.max_attempts:
         delay = retry_delay(job.attempts, retry_base_seconds)
         # enqueued_at None: the reaper rings the doorbell as soon as not_before has passed

@@ -157,6 +157,19 @@ def test_retryable_failure_requeues_with_backoff_until_attempts_run_out(
     assert err["code"] == "infrastructure_error" and err["message"] == "S3 down (after 3 attempts)"
 
 
+@pytest.mark.parametrize(("action", "final"), [("cancel", "cancelled"), ("pause", "paused")])
+def test_a_retryable_failure_of_a_job_asked_to_stop_ends_it_as_asked(
+    client: TestClient, settings: ApiSettings, action: str, final: str
+) -> None:
+    """A multi-process job's ranks killed by the stop grace look lost (retryable): the job must stop, not retry."""
+    job = Job(client, settings)
+    job.claim("claim-0001")
+    assert client.post(f"/v1/fine_tuning/jobs/{job.id}/{action}").status_code == 200
+    body = {"status": "failed", "error_code": "infrastructure_error", "error_message": "ranks lost", "retryable": True}
+    assert job.write("finish", 1, **body).json()["status"] == final
+    assert client.get(f"/v1/fine_tuning/jobs/{job.id}").json()["status"] == final
+
+
 def test_a_worker_shutting_down_hands_the_job_back_without_using_an_attempt(
     client: TestClient, settings: ApiSettings
 ) -> None:

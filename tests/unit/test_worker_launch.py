@@ -22,6 +22,7 @@ def _exited(tmp_path: Path, code: int, node_rank: int = 0) -> Torchrun:
     spec = RankSpec(job=CLAIM, node_rank=node_rank, inputs=Inputs(train=tmp_path / "t.jsonl"), folder=tmp_path)
     run = Torchrun(spec, ("10.0.0.5", 29511), rendezvous_timeout=120)
     spec.failures.mkdir(parents=True, exist_ok=True)
+    spec.pids.mkdir(parents=True, exist_ok=True)
     run.proc = subprocess.Popen(["sh", "-c", f"exit {code}"])
     run.proc.wait()
     return run
@@ -37,7 +38,7 @@ def test_the_command_is_torchruns_static_rendezvous_on_the_published_endpoint(tm
     assert cmd[1:3] == ["-m", "torch.distributed.run"]
     for flag in ("--nnodes=3", "--node-rank=2", "--nproc-per-node=2", "--master-addr=10.0.0.5", "--master-port=29511"):
         assert flag in cmd
-    assert "--max-restarts=0" in cmd and "--rdzv-conf=timeout=120" in cmd
+    assert "--max-restarts=0" in cmd and "--rdzv-conf=timeout=120" in cmd and "--rdzv-id=ftjob-x-e3" in cmd
     assert cmd[-3:] == ["-m", "worker.rank", str(tmp_path / "spec.json")]
 
 
@@ -61,10 +62,19 @@ def test_the_earliest_own_failure_is_the_cause_and_lost_peers_never_are(tmp_path
 
 def test_ranks_that_died_without_an_error_of_their_own_are_an_infrastructure_loss(tmp_path: Path) -> None:
     run = _exited(tmp_path, 1)
+    (run.spec.pids / "rank-1").write_text("999999")  # the ranks had started
     with pytest.raises(RanksLost, match="died without an error of its own"):
         run.outcome()  # a SIGKILLed rank writes nothing
     _fail(run, 0, at=1.0, code=PEER_LOST)
     with pytest.raises(RanksLost):
+        run.outcome()
+
+
+def test_nodes_that_never_joined_are_said_as_such(tmp_path: Path) -> None:
+    run = _exited(tmp_path, 1)  # no rank started: torchrun's rendezvous timed out
+    with pytest.raises(
+        RanksLost, match=r"other 2 node\(s\) did not join its rendezvous at 10.0.0.5:29511 within 120 s"
+    ):
         run.outcome()
 
 
