@@ -14,7 +14,7 @@ How a step is split, and why the maths is the same as one process (grpo_core.tra
   A rollout is a function of (weights, prompt, seed, the row's global position), never of which rank drew it
   (grpo_core.engines.noise), so the batch is the one a single process would have sampled.
 - *Update*: the micro-batches are planned over the whole batch, identically on every rank (the size agreed: the
-  smallest any rank's memory allows), and dealt round-robin to the ranks (``World.owns``); where a micro-batch's
+  smallest any rank's memory allows), and dealt in a snake order to the ranks (``World.owns``); where a micro-batch's
   composition matters (bnpo, the top-entropy mask) they are one process's, elsewhere their size is capped so that
   every rank gets work, which changes no sum; the loss normalisers are the step's global counts (sequences, tokens,
   micro-batches). Each rank backpropagates its micro-batches, and the LoRA gradients are summed across ranks
@@ -41,7 +41,7 @@ import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import torch
 
@@ -91,8 +91,11 @@ class World:
         return lo, lo + base + (1 if self.rank < extra else 0)
 
     def owns(self, micro_batch: int) -> bool:
-        """Micro-batch ``k`` of a step (formed over the whole batch) is computed by rank ``k % size``."""
-        return micro_batch % self.size == self.rank
+        """Whether micro-batch ``k`` of a step (planned over the whole batch, sorted by length) is this rank's: dealt
+        in a snake order (0, 1, …, N−1, N−1, …, 0, 0, …), so no rank always gets the longest of each round (a
+        plain round-robin made the last rank's update the slowest every step: bench/distributed.py)."""
+        turn, pos = divmod(micro_batch, self.size)
+        return (pos if turn % 2 == 0 else self.size - 1 - pos) == self.rank
 
 
 def init(world: World, device: torch.device) -> bool:

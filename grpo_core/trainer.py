@@ -165,6 +165,9 @@ def train(
         )
     placement = placement or resolve_placement(cfg.device, cfg.precision, world)
     with distributed.process_group(world, placement.device):
+        if any_rank(world, placement.precision == "fp32", placement.device) and placement.precision != "fp32":
+            # one precision for all: each rank measured its CPU's bf16 speed-up itself, and one fell short
+            placement = replace(placement, precision="fp32", precision_reason="another rank's CPU chose fp32")
         run = (cfg, model_dir, rows, graders, callbacks, work_dir, seed, resume_from, valid_rows, placement, world)
         return _train(*run)
 

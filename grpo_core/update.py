@@ -2,8 +2,8 @@
 
 Kept apart from the loop (grpo_core.trainer) so the loop reads as the algorithm and this as the arithmetic. With
 several ranks (grpo_core.distributed) the micro-batches are planned over the whole batch, as one process plans
-them, and dealt round-robin; each rank backpropagates its own, and the gradients and the sums are reduced here,
-so the caller sees the one-process result.
+them, and dealt to the ranks in a snake order; each rank backpropagates its own, and the gradients and the sums
+are reduced here, so the caller sees the one-process result.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def plan_micro_batches(
     (its group's rewards were all equal, or it was unscorable) adds exactly 0 to the loss and its gradient, so it
     is left out, and so is a row with no loss tokens; the rest is sorted by completion length, so little compute
     goes to padding. ``bnpo`` and the top-entropy mask depend on a micro-batch's composition: there every row
-    stays, in sampling order, in micro-batches of ``micro_batch_size`` (TRL's order). Micro-batch k goes to rank
-    ``k % world.size``; where composition does not matter the size is capped so that every rank gets work.
+    stays, in sampling order, in micro-batches of ``micro_batch_size`` (TRL's order). The micro-batches are dealt
+    by ``World.owns`` (a snake order); where composition does not matter the size is capped so that every rank gets
+    work.
     """
     device = adv.device
     n = ro.completion_ids.shape[0]

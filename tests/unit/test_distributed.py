@@ -124,3 +124,10 @@ def test_a_ranks_vllm_engine_is_spawned_on_its_gpu_in_a_world_of_one(monkeypatch
     with _engine_env("cpu"):
         assert "CUDA_VISIBLE_DEVICES" not in os.environ
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
+
+
+def test_micro_batches_are_dealt_in_a_snake_order() -> None:
+    """Sorted by length, micro-batch k is longer than k−1: a plain round-robin would give the last rank the longest
+    of every round."""
+    owners = [[r for r in range(3) if World(rank=r, size=3).owns(k)] for k in range(9)]
+    assert owners == [[0], [1], [2], [2], [1], [0], [0], [1], [2]]
