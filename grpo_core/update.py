@@ -57,8 +57,8 @@ def plan_micro_batches(
     is left out, and so is a row with no loss tokens; the rest is sorted by completion length, so little compute
     goes to padding. ``bnpo`` and the top-entropy mask depend on a micro-batch's composition: there every row
     stays, in sampling order, in micro-batches of ``micro_batch_size`` (TRL's order). The micro-batches are dealt
-    by ``World.owns`` (a snake order); where composition does not matter the size is capped so that every rank gets
-    work.
+    by ``World.owns`` (a snake order); where composition does not matter they are of equal size (at most
+    ``micro_batch_size``) and their count a multiple of the ranks, so every rank gets the same share of the work.
     """
     device = adv.device
     n = ro.completion_ids.shape[0]
@@ -71,7 +71,9 @@ def plan_micro_batches(
         keep = (lengths > 0) & (adv != 0) if only_pg else (lengths > 0)
         active = torch.nonzero(keep).flatten()
         active = active[torch.argsort(lengths[active], stable=True)]
-        size = max(1, min(size, -(-len(active) // world.size)))
+        # equal micro-batches, as many as a multiple of the ranks (each rank the same count), none over the size
+        count = world.size * max(1, -(-len(active) // (world.size * size)))
+        size = max(1, -(-len(active) // count))
     batches = [active[lo : lo + size] for lo in range(0, len(active), size)]
     step = StepSize(
         n_sequences=n,

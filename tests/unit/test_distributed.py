@@ -81,6 +81,10 @@ def test_the_ranks_micro_batches_partition_the_one_process_plan(hp: dict[str, ob
         dealt = sorted((tuple(b.tolist()) for batches, _ in ranks for b in batches))
         assert dealt == sorted(tuple(b.tolist()) for b in one)
     assert all(batches for batches, _ in ranks)  # every rank has work
+    if cfg.loss_aggregation != "bnpo" and cfg.top_entropy_quantile == 1.0:  # and the same share of it
+        counts = [len(batches) for batches, _ in ranks]
+        assert max(counts) == min(counts), counts
+        assert all(len(b) <= cfg.micro_batch for batches, _ in ranks for b in batches)
 
 
 def test_a_rollout_does_not_depend_on_the_batch_it_was_drawn_in(tiny_model_dir: Path) -> None:
