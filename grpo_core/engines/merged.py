@@ -46,7 +46,9 @@ def _set_module_tensor(root: torch.nn.Module, name: str, value: torch.Tensor, bu
 
 
 def _can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
-    """oneDNN's prepacked bf16 linear exists (CPU builds with mkldnn)."""
+    """oneDNN's prepacked bf16 linear exists (CPU builds with mkldnn) and this CPU can run it: oneDNN's bf16 path
+    needs AVX512 (BW, VL, DQ) or AVX-NE-CONVERT, and on an AVX2-only CPU its weight reorder raises (seen on an
+    AVX2 EPYC); the plain bf16 linears work everywhere."""
     ops = torch.ops.mkldnn
     return (
         dtype == torch.bfloat16
@@ -55,6 +57,8 @@ def _can_prepack(dtype: torch.dtype, device: torch.device) -> bool:
         and cast("Callable[[], bool]", torch.backends.mkldnn.is_available)()
         and hasattr(ops, "_reorder_linear_weight")
         and hasattr(ops, "_linear_pointwise")
+        and hasattr(ops, "_is_mkldnn_bf16_supported")
+        and bool(ops._is_mkldnn_bf16_supported())
     )
 
 

@@ -245,7 +245,9 @@ def test_prepacked_bf16_sampler_computes_what_plain_bf16_linears_do(
     import grpo_core.engines.merged as merged
 
     if not merged._can_prepack(torch.bfloat16, torch.device("cpu")):
-        pytest.skip("this torch build has no oneDNN prepacked linear")
+        pytest.skip(
+            "no oneDNN prepacked bf16 linear here (a torch build without it, or a CPU without AVX512/AVX-NE-CONVERT)"
+        )
     model = _nontrivial_policy(tiny_model_dir)
     packed = merged.MergedEngine(model, _tokenizer(tiny_model_dir), torch.bfloat16)
     monkeypatch.setattr(merged, "_can_prepack", lambda *a: False)
