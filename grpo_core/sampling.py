@@ -215,7 +215,10 @@ def _sample_and_score(
     mine = idx[lo:hi]  # empty on some ranks when an epoch's short last batch has fewer prompts than ranks
     n = sampling.group_size
     if mine:
-        ro = engine.generate([prompts[i] for i in mine], replace(sampling, first_row=lo * n))
+        share = replace(sampling, first_row=lo * n)
+        if world.distributed:
+            share = replace(share, step_prompts=tuple(prompts[i] for i in idx))
+        ro = engine.generate([prompts[i] for i in mine], share)
         t1 = time.perf_counter()
         sc = score_samples(graders, ro.texts, [rows[i] for i in mine for _ in range(n)], _numbers(mine, n))
     else:

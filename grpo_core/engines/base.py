@@ -29,7 +29,13 @@ class Sampling:
 
     ``first_row``: the step-wide number of this call's first row. Row j of the call draws from the stream of row
     ``first_row + j``, so a rank that samples a share of the step's prompts draws what one process sampling the
-    whole step would have drawn for them (grpo_core.distributed)."""
+    whole step would have drawn for them (grpo_core.distributed).
+
+    ``step_prompts``: when this call samples a share, the step's whole prompt list. The merged engine then computes
+    in the shapes one process would use (the prompts left-padded to the widest of the step, an attention mask
+    exactly when the step needs one): a kernel's summation order can depend on the sequence width (the SIMD lane a
+    key position falls in), so a share padded to its own width computes the same rows with other roundings, which
+    the importance correction and Adam carry into the weights (1e-5 after 3 steps, measured on an AVX2 CPU)."""
 
     group_size: int
     max_new_tokens: int
@@ -37,6 +43,7 @@ class Sampling:
     top_p: float
     seed: int
     first_row: int = 0
+    step_prompts: tuple[str, ...] = ()
 
 
 class RolloutEngine(Protocol):

@@ -86,6 +86,20 @@ def _prefill(model: Any, ids: Tensor, mask: Tensor, group_size: int, capacity: i
     return cache
 
 
+def _step_shapes(
+    tokenizer: Any, ids: Tensor, mask: Tensor, step_prompts: tuple[str, ...]
+) -> tuple[Tensor, Tensor, bool]:
+    """A share's ``ids``/``mask`` left-padded to the widest prompt of the step, and whether the step as a whole is
+    padding-free (every prompt of one length), as one process sampling the whole step would compute them."""
+    lengths = [len(x) for x in tokenizer(list(step_prompts), add_special_tokens=False)["input_ids"]]
+    width = max(lengths)
+    if width > ids.shape[1]:
+        pad = width - ids.shape[1]
+        ids = torch.cat([ids.new_full((ids.shape[0], pad), tokenizer.pad_token_id), ids], dim=1)
+        mask = torch.cat([mask.new_zeros((mask.shape[0], pad)), mask], dim=1)
+    return ids, mask, len(set(lengths)) == 1
+
+
 def _draw(logp: Tensor, uniforms: Tensor) -> Tensor:
     """One token per row from exp(``logp``) by inverting the CDF with the row's uniform draw (``uniforms`` (B, 1)).
 
@@ -140,10 +154,12 @@ def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, 
     device = next(model.parameters()).device
     enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
     ids, mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)
-    cache = _prefill(model, ids, mask, group_size, capacity=ids.shape[1] + max_new_tokens)
     # Prompts of one length (no left padding): no attention mask at all, so the model builds none per token;
     # tokens after a row's EOS are masked out of the loss later and, attention being causal, change nothing.
     padding_free = bool(mask.all())
+    if sampling.step_prompts:  # a rank's share: the whole step's shapes (Sampling.step_prompts says why)
+        ids, mask, padding_free = _step_shapes(tokenizer, ids, mask, sampling.step_prompts)
+    cache = _prefill(model, ids, mask, group_size, capacity=ids.shape[1] + max_new_tokens)
     ids, mask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
     n = ids.shape[0]
     position = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # of the last prompt token

@@ -28,10 +28,25 @@ ROOT = Path(__file__).resolve().parents[2]
 WEIGHT_ATOL = 1e-6
 
 
-def _run(cmd: list[str], out: Path) -> None:
+def _run(cmd: list[str], out: Path, cpus: int) -> None:
+    """``cmd`` pinned to ``cpus`` CPUs, so that every process of either world computes with one thread.
+
+    The trainer gives each rank ``usable_cpus() // ranks`` threads, and the number of threads changes fp32
+    results: a GEMM or reduction split over two threads adds in another order (measured on an AVX2 EPYC: a LoRA
+    gradient 2e-9 apart, which Adam turned into 1e-5 in the weights after 3 steps). One process on two threads
+    against two on one each would compare thread counts, not world sizes."""
     out.mkdir(parents=True, exist_ok=True)
     env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    mask = sorted(os.sched_getaffinity(0))[:cpus]
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        preexec_fn=lambda: os.sched_setaffinity(0, mask),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
 
 
@@ -39,10 +54,10 @@ def _run(cmd: list[str], out: Path) -> None:
 def worlds(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     one, two = tmp_path_factory.mktemp("world1"), tmp_path_factory.mktemp("world2")
     args = ["-m", "tests.dist_driver", "--model", str(tiny_model_dir)]
-    _run([sys.executable, *args, "--out", str(one)], one)
+    _run([sys.executable, *args, "--out", str(one)], one, cpus=1)
     port = str(free_port())
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", port]
-    _run([*torchrun, *args, "--out", str(two)], two)
+    _run([*torchrun, *args, "--out", str(two)], two, cpus=2)
     return one, two
 
 
