@@ -71,10 +71,8 @@ def test_auto_engine_is_vllm_on_a_gpu_when_installed(tiny_model_dir: Path, tmp_p
     assert rec.execution is not None and rec.execution.rollout_engine == expected
 
 
-@pytest.mark.parametrize(("precision", "bound"), [("fp32", 1e-4), ("bf16", 5e-2)])
-def test_logprobs_loss_and_gradient_on_the_gpu_equal_the_cpus(smollm2_dir: Path, precision: str, bound: float) -> None:
-    """The same rollout scored and differentiated on both devices: log-probs within ``bound`` (fp32: kernel
-    rounding only; bf16: bf16 rounding of each), the LoRA gradient within 1e-3 relative (fp32) / 5e-2 (bf16)."""
+def _score_and_differentiate(model_dir: Path, device: str, precision: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One fixed rollout's log-probs (no grad) and the LoRA gradient of one update on ``device``, on the host."""
     from grpo_core.rollout import Rollout
     from grpo_core.update import policy_update
 
@@ -83,40 +81,49 @@ def test_logprobs_loss_and_gradient_on_the_gpu_equal_the_cpus(smollm2_dir: Path,
     comp = torch.randint(10, 5000, (4, 16), generator=g)
     ro = Rollout(ids, torch.ones_like(ids), comp, torch.ones_like(comp), torch.zeros(4, dtype=torch.bool), [""] * 4)
     adv = torch.tensor([1.0, -1.0, 0.5, -0.5])
-    out = {}
-    for device in ("cpu", "cuda"):
-        cfg = GRPOConfig.model_validate(
-            {
-                "device": device,
-                "precision": precision,
-                "micro_batch_size": 2,
-                "beta": 0.04,
-                "gradient_checkpointing": False,
-            }
+    cfg = GRPOConfig.model_validate(
+        {"device": device, "precision": precision, "micro_batch_size": 2, "beta": 0.04, "gradient_checkpointing": False}
+    )
+    model, _ = load_policy(model_dir, cfg, seed=0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.linspace(-0.02, 0.02, p.numel(), device=p.device).view_as(p))
+    autocast = torch.bfloat16 if precision == "bf16" else None
+    dev = next(model.parameters()).device
+    with torch.no_grad(), torch.autocast(dev.type, dtype=autocast, enabled=autocast is not None):
+        lp = completion_logprobs(
+            model,
+            ids.to(dev),
+            torch.ones_like(ids).to(dev),
+            comp.to(dev),
+            torch.ones_like(comp).to(dev),
+            temperature=1.0,
         )
-        model, _ = load_policy(smollm2_dir, cfg, seed=0)
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "lora_B" in name:
-                    p.copy_(torch.linspace(-0.02, 0.02, p.numel(), device=p.device).view_as(p))
-        autocast = torch.bfloat16 if precision == "bf16" else None
-        dev = next(model.parameters()).device
-        with torch.no_grad(), torch.autocast(dev.type, dtype=autocast, enabled=autocast is not None):
-            lp = completion_logprobs(
-                model,
-                ids.to(dev),
-                torch.ones_like(ids).to(dev),
-                comp.to(dev),
-                torch.ones_like(comp).to(dev),
-                temperature=1.0,
-            )
-        policy_update(model, ro, adv, cfg, autocast)
-        grads = torch.cat([p.grad.flatten().float().cpu() for p in model.parameters() if p.requires_grad])
-        out[device] = (lp.float().cpu(), grads)
-    torch.testing.assert_close(out["cuda"][0], out["cpu"][0], atol=bound, rtol=0)
-    g_cpu, g_gpu = out["cpu"][1], out["cuda"][1]
-    rel = float((g_gpu - g_cpu).norm() / g_cpu.norm())
-    assert rel < (1e-3 if precision == "fp32" else 5e-2), rel
+    policy_update(model, ro, adv, cfg, autocast)
+    grads = torch.cat([p.grad.flatten().float().cpu() for p in model.parameters() if p.requires_grad])
+    return lp.float().cpu(), grads
+
+
+def test_logprobs_loss_and_gradient_on_the_gpu_equal_the_cpus(smollm2_dir: Path) -> None:
+    """The same rollout scored and differentiated on both devices. fp32: the GPU's log-probs within 1e-4 of the
+    CPU's and the LoRA gradient within 1e-3 relative (kernel rounding only). bf16: each device rounds differently
+    (first run on an H100: log-probs ~ -15 differed by up to 0.34 between the devices, 2 % relative, which no fixed
+    bound on bf16 against bf16 states well), so both bf16 runs are measured against the fp32 reference and the
+    GPU's error may be at most 3x the CPU's: a device mistake (a wrong dtype, a missed autocast, a lost mask) is
+    far above that."""
+    ref_lp, ref_g = _score_and_differentiate(smollm2_dir, "cpu", "fp32")
+    gpu_lp, gpu_g = _score_and_differentiate(smollm2_dir, "cuda", "fp32")
+    torch.testing.assert_close(gpu_lp, ref_lp, atol=1e-4, rtol=0)
+    assert float((gpu_g - ref_g).norm() / ref_g.norm()) < 1e-3
+    errors = {}
+    for device in ("cpu", "cuda"):
+        lp, grads = _score_and_differentiate(smollm2_dir, device, "bf16")
+        errors[device] = (float((lp - ref_lp).abs().max()), float((grads - ref_g).norm() / ref_g.norm()))
+    print(f"bf16 against fp32 (max |log-prob| error, relative gradient error): {errors}")
+    assert errors["cuda"][0] <= 3 * errors["cpu"][0] + 1e-3, errors
+    assert errors["cuda"][1] <= 3 * errors["cpu"][1] + 1e-3, errors
+    assert errors["cuda"][1] < 0.1, errors
 
 
 def _drive(tmp_path: Path, model: Path, name: str, *extra: str) -> dict[str, Any]:
