@@ -67,24 +67,44 @@ def main() -> None:
     ap.add_argument("--model", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--only", nargs="*", default=None, help="configuration names (default: all)")
+    ap.add_argument("--max-steps", type=int, default=None, help="instead of BASE's 3")
+    ap.add_argument("--checkpoint-interval", type=int, default=None, help="instead of BASE's 0 (none)")
+    ap.add_argument("--stop-after", type=int, default=None, help="stop (with a checkpoint) after this many steps")
+    ap.add_argument("--resume-from", type=Path, default=None, help="a checkpoint folder (of any world size)")
     args = ap.parse_args()
+    overrides = {
+        k: v for k, v in {"max_steps": args.max_steps, "checkpoint_interval": args.checkpoint_interval}.items() if v
+    }
     world = World.from_env()
     torch.set_num_threads(1)
     with distributed.process_group(world, torch.device("cpu")):
         for name, extra in CONFIGS.items():
             if args.only and name not in args.only:
                 continue
-            rec = Recorder()
-            cfg = GRPOConfig.model_validate(BASE | extra)
+            rec = Recorder(stop_after=args.stop_after)
+            cfg = GRPOConfig.model_validate(BASE | extra | overrides)
             work = args.out / f"work-{name}-{world.rank}"
             valid = ROWS[:3] if "eval_interval" in extra else None
             graders = graders_for(name)
-            train(cfg, args.model, ROWS, graders, callbacks=rec, work_dir=work, seed=11, valid_rows=valid, world=world)
+            train(
+                cfg,
+                args.model,
+                ROWS,
+                graders,
+                callbacks=rec,
+                work_dir=work,
+                seed=11,
+                valid_rows=valid,
+                world=world,
+                resume_from=args.resume_from,
+            )
             if world.is_main:
                 lora = {k: v.detach().clone() for k, v in _trained(rec).items()}
                 torch.save(lora, args.out / f"{name}.pt")
                 steps = [m.model_dump(mode="json", exclude=WALL_CLOCK) for m in rec.steps]
                 (args.out / f"{name}.json").write_text(json.dumps(steps))
+                run = {"messages": [m for _, m in rec.messages], "checkpoints": [str(p) for _, p, _ in rec.ckpts]}
+                (args.out / f"{name}.run.json").write_text(json.dumps(run))
 
 
 def _trained(rec: Recorder) -> dict[str, torch.Tensor]:
@@ -92,7 +112,7 @@ def _trained(rec: Recorder) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     _step, path, final = rec.ckpts[-1]
-    assert final, rec.ckpts
+    assert final or rec.stop_after is not None, rec.ckpts  # a stopped run's last checkpoint is its stop's
     return load_file(str(path / "adapter_model.safetensors"))
 
 
