@@ -123,3 +123,33 @@ def test_two_nodes_join_one_job_over_the_rendezvous(worker: Stack, api: httpx.Cl
     assert any(m.startswith("Waiting for 1 more node") for m in messages), messages
     assert any(m.startswith("Node 1 of 2 joined") for m in messages), messages
     assert any(" × 2 ranks (2 nodes × 1, gloo)" in m for m in messages), messages
+
+
+def test_pause_and_cancel_reach_every_rank_at_a_step_boundary(worker: Stack, api: httpx.Client) -> None:
+    """A job on 2 devices paused mid-run: every rank checkpoints the finished steps and exits (none left running);
+    resumed, it continues from that step on 2 ranks; cancelled, it stops on all of them, and no step is recorded
+    twice or skipped before the stop."""
+    job = submit_on(api, 2, 1, max_steps=40, checkpoint_interval=100)
+    wait_steps(api, job["id"], 3, worker)
+    assert api.post(f"/v1/fine_tuning/jobs/{job['id']}/pause").json()["status"] in ("pausing", "paused")
+    paused = wait_status(api, job["id"], {"paused", *DONE}, 240, worker)
+    assert paused["status"] == "paused", (paused, worker.logs())
+    ckpts = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"]
+    assert ckpts and ckpts[0]["step_number"] == paused["steps_done"]  # both ranks stopped after the same step
+    assert rank_pids() == {}
+
+    assert api.post(f"/v1/fine_tuning/jobs/{job['id']}/resume").json()["status"] == "queued"
+    wait_steps(api, job["id"], paused["steps_done"] + 2, worker)
+    assert set(rank_pids()) == {0, 1}
+    assert api.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel").json()["status"] in ("cancelling", "cancelled")
+    done = wait_status(api, job["id"], DONE, 240, worker)
+    assert done["status"] == "cancelled", (done, worker.logs())
+    steps = steps_of(api, job["id"])
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) < 40, steps
+    messages = [e["message"] for e in all_events(api, job["id"])]
+    assert any(m.startswith(f"Resumed from step {paused['steps_done']} after a pause") for m in messages), messages
+    assert done["execution"]["world_size"] == 2
+    deadline = time.monotonic() + 30
+    while rank_pids() and time.monotonic() < deadline:  # the cancelled ranks exit right after their last step
+        time.sleep(0.2)
+    assert rank_pids() == {}
