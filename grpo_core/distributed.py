@@ -49,9 +49,12 @@ from grpo_core.errors import PeerLost
 
 T = TypeVar("T")
 
-# How long a collective may wait for a peer before the process group fails (torch's default is 10-30 min): a rank
-# that died is noticed by torchrun first; this bounds a rank stuck without dying.
-TIMEOUT = timedelta(seconds=int(os.environ.get("RFT_DIST_TIMEOUT_SECONDS", "600")))
+# How long a collective may wait for a peer before the process group fails: a rank that died is noticed by torchrun
+# first; this bounds a rank stuck without dying. It must outlast rank 0's own work between two collectives, which
+# includes posting events and uploading a checkpoint through the worker's API client: 8 tries of up to 60 s with
+# backoff, ~9.5 min at worst during an API outage. 20 min leaves that twice over, so an outage is reported as
+# the API's, not as "a training process died".
+TIMEOUT = timedelta(seconds=int(os.environ.get("RFT_DIST_TIMEOUT_SECONDS", "1200")))
 
 
 @dataclass(frozen=True)
@@ -136,12 +139,17 @@ def process_group(world: World, device: torch.device) -> Iterator[None]:
 def _collective(what: str) -> Iterator[None]:
     """A collective whose failure means a peer is gone: gloo and NCCL raise RuntimeError (DistBackendError is
     one) when a peer closed its connection or timed out; it becomes ``PeerLost``, so the launcher does not take
-    this rank's failure for the cause."""
+    this rank's failure for the cause. The block also holds the read of the result (``.item()``, ``.tolist()``,
+    the copy back), where an asynchronous backend reports a failure; the worker runs NCCL with blocking waits,
+    so it raises inside the collective itself. Out of memory is this rank's own failure (NCCL's object
+    collectives stage the payload on the GPU; the CPU allocator says "can't allocate memory") and stays so."""
     try:
         yield
     except torch.OutOfMemoryError:
-        raise  # this rank's own failure (NCCL's object collectives stage the payload on the GPU)
+        raise
     except RuntimeError as exc:
+        if "can't allocate memory" in str(exc):
+            raise
         raise PeerLost(f"{what} failed: another rank of the job is gone ({type(exc).__name__}: {exc})") from exc
 
 
@@ -173,7 +181,7 @@ def any_rank(world: World, flag: bool, device: torch.device) -> bool:
     t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=_comm_device(device))
     with _collective("all_reduce"):
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())
+        return bool(t.item())
 
 
 def agree_min(world: World, value: int, device: torch.device) -> int:
@@ -186,7 +194,7 @@ def agree_min(world: World, value: int, device: torch.device) -> int:
     t = torch.tensor([value], dtype=torch.int64, device=_comm_device(device))
     with _collective("all_reduce"):
         dist.all_reduce(t, op=dist.ReduceOp.MIN)
-    return int(t.item())
+        return int(t.item())
 
 
 def reduce_sums(world: World, sums: dict[str, float], device: torch.device) -> dict[str, float]:
@@ -206,7 +214,7 @@ def reduce_sums(world: World, sums: dict[str, float], device: torch.device) -> d
             t = torch.tensor([sums.get(k, 0.0) for k in names], dtype=torch.float64, device=dev)
             with _collective("all_reduce"):
                 dist.all_reduce(t, op=op)
-            out |= dict(zip(names, t.tolist(), strict=True))
+                out |= dict(zip(names, t.tolist(), strict=True))
     return out
 
 
@@ -214,18 +222,16 @@ def all_reduce_sum_(world: World, tensors: list[torch.Tensor]) -> int:
     """Sum ``tensors`` across ranks, in place, as one flat bucket of their dtype (the gradient all-reduce: the
     trainer passes its fp64 gradient accumulators); returns the bytes each rank sends into the all-reduce (the
     communication volume bench/distributed.py reports)."""
-    if not tensors:
-        return 0
-    flat = torch.cat([t.reshape(-1) for t in tensors])
-    n_bytes = flat.numel() * flat.element_size()
-    if not world.distributed:
+    n_bytes = sum(t.numel() * t.element_size() for t in tensors)
+    if not tensors or not world.distributed:
         return n_bytes
     import torch.distributed as dist
 
+    flat = torch.cat([t.reshape(-1) for t in tensors])
     bucket = flat.to(_comm_device(flat.device))
     with _collective("gradient all_reduce"):
         dist.all_reduce(bucket, op=dist.ReduceOp.SUM)
-    bucket = bucket.to(flat.device)
+        bucket = bucket.to(flat.device)
     offset = 0
     for t in tensors:
         n = t.numel()

@@ -54,13 +54,37 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, resolved in the worker (the parent): loading a library between fork and exec can deadlock on
+    a lock another thread (the heartbeat) held at the fork."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    fn: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    return fn
+
+
+_PRCTL = _prctl()
+
+
 def _die_with_parent() -> None:
     """In torchrun's process, before it starts: end it (SIGTERM: it stops its ranks) when the worker process that
     started it dies, however it dies (a cold shutdown, the OOM killer), so no job trains on headless."""
-    if sys.platform.startswith("linux"):
-        import ctypes
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+def _read_failures(folder: Path) -> list[RankFailure]:
+    """The ranks' failure records; one that cannot be parsed (a rank killed while writing, before writes became
+    atomic) is skipped rather than hiding the others' causes behind a parse error."""
+    out = []
+    for f in sorted(folder.glob("rank-*.json")):
+        try:
+            out.append(RankFailure.model_validate_json(f.read_text()))
+        except (OSError, ValueError):
+            log.warning("unreadable failure record %s: skipped", f)
+    return out
 
 
 class RankSpec(BaseModel):
@@ -146,7 +170,11 @@ class Torchrun:
         from grpo_core.device import usable_cpus  # torch: imported where a job runs, not where the worker starts
 
         threads = max(1, usable_cpus() // self.spec.job.resources.devices)
-        env = os.environ | {"OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+        # TORCH_NCCL_BLOCKING_WAIT: a collective on NCCL waits in the calling thread and raises there when a peer
+        # is gone or it times out (grpo_core.distributed turns that into PeerLost); without it the error surfaces
+        # later, outside the collective, or NCCL's watchdog aborts the process with no failure of its own recorded.
+        # The ranks' collectives are a few per step, so waiting in the thread costs nothing measurable.
+        env = os.environ | {"OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", "TORCH_NCCL_BLOCKING_WAIT": "1"}
         log.info("job %s: starting %s", self.spec.job.job_id, " ".join(self.command()))
         self.proc = subprocess.Popen(self.command(), env=env, start_new_session=True, preexec_fn=_die_with_parent)
 
@@ -191,7 +219,7 @@ class Torchrun:
             if self.spec.result_file.is_file():
                 return RankResult.model_validate_json(self.spec.result_file.read_text())
             return None
-        failures = [RankFailure.model_validate_json(f.read_text()) for f in self.spec.failures.glob("rank-*.json")]
+        failures = _read_failures(self.spec.failures)
         own = sorted((f for f in failures if f.failure.code != PEER_LOST), key=lambda f: f.at)
         if own:
             first = own[0]

@@ -187,8 +187,17 @@ def record_failure(exc: BaseException, spec: RankSpec, world: World, settings: W
         exchange.publish(record)
         if failure.code == PEER_LOST:  # the cause is another rank's: bring its own failure, if it had one
             for other in exchange.collect(world, wait=5.0):
-                (spec.failures / f"rank-{other.rank}.json").write_text(other.model_dump_json())
-    (spec.failures / f"rank-{world.rank}.json").write_text(record.model_dump_json())
+                _write_atomic(spec.failures / f"rank-{other.rank}.json", other.model_dump_json())
+    _write_atomic(spec.failures / f"rank-{world.rank}.json", record.model_dump_json())
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file of this process, then rename it over ``path``: several ranks may write
+    the same failure file, and torchrun may kill one mid-write once the first rank has exited, so a reader sees a
+    whole file or none."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def main(argv: list[str]) -> int:

@@ -44,7 +44,8 @@ def publish(session: Session, queue: Doorbell, settings: ApiSettings, job_id: st
         # the fenced UPDATE above holds the row (the database's write lock on SQLite) until this commit
         job.rendezvous_endpoint = endpoint
         plural = "s" if missing > 1 else ""
-        add_event(session, job_id, f"Waiting for {missing} more node{plural} to join the rendezvous at {endpoint}")
+        # the endpoint (a worker's internal address) stays out of the job's events, which the project reads
+        add_event(session, job_id, f"Waiting for {missing} more node{plural} to join the job's rendezvous")
     elif job.rendezvous_endpoint != endpoint:
         published = job.rendezvous_endpoint
         session.rollback()

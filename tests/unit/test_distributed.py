@@ -88,6 +88,21 @@ def test_the_ranks_micro_batches_partition_the_one_process_plan(hp: dict[str, ob
         assert all(len(b) <= cfg.micro_batch for batches, _ in ranks for b in batches)
 
 
+def test_a_collectives_failure_is_a_lost_peer_unless_this_rank_ran_out_of_memory() -> None:
+    from grpo_core.distributed import _collective
+    from grpo_core.errors import PeerLost
+
+    lost = pytest.raises(PeerLost, match="all_reduce failed: another rank of the job is gone")
+    with lost, _collective("all_reduce"):
+        raise RuntimeError("Connection closed by peer [127.0.0.1]:4242")
+    cpu = pytest.raises(RuntimeError, match="can't allocate memory")
+    with cpu as info, _collective("all_gather_object"):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:121] DefaultCPUAllocator: can't allocate memory")
+    assert not isinstance(info.value, PeerLost)
+    with pytest.raises(torch.OutOfMemoryError), _collective("all_gather_object"):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+
 def test_a_rollout_does_not_depend_on_the_batch_it_was_drawn_in(tiny_model_dir: Path) -> None:
     """The merged engine draws row r of a step from the stream of (seed, r): one rank sampling prompts 2-3 with
     first_row = 2·G gets what one process sampling prompts 0-3 got for them."""

@@ -60,6 +60,26 @@ def test_the_earliest_own_failure_is_the_cause_and_lost_peers_never_are(tmp_path
     assert info.value.rank == 1 and info.value.failure.code == "out_of_memory"
 
 
+def test_a_torn_failure_record_does_not_hide_the_others(tmp_path: Path) -> None:
+    """A rank killed while writing a record leaves a torn file: it is skipped, and the other rank's own failure is
+    still the cause (a parse error here used to fail the job as internal_error, the cause lost)."""
+    run = _exited(tmp_path, 1)
+    _fail(run, 1, at=11.0, code="out_of_memory", message="out of memory on cuda:1")
+    (run.spec.failures / "rank-0.json").write_text('{"rank": 0, "at": 10.0, "fail')
+    with pytest.raises(RankFailed) as info:
+        run.outcome()
+    assert info.value.rank == 1 and info.value.failure.code == "out_of_memory"
+
+
+def test_failure_records_are_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    from worker.rank import _write_atomic
+
+    target = tmp_path / "rank-1.json"
+    _write_atomic(target, "first")
+    _write_atomic(target, "second")
+    assert target.read_text() == "second" and [p.name for p in tmp_path.iterdir()] == ["rank-1.json"]
+
+
 def test_ranks_that_died_without_an_error_of_their_own_are_an_infrastructure_loss(tmp_path: Path) -> None:
     run = _exited(tmp_path, 1)
     (run.spec.pids / "rank-1").write_text("999999")  # the ranks had started
