@@ -28,6 +28,7 @@ KLEstimator = Literal["k1", "k2", "k3"]  # grpo_core.loss
 GFPOMetric = Literal["length", "reward_per_token"]  # grpo_core.sampling
 LRScheduler = Literal["constant", "linear", "cosine"]  # grpo_core.schedule
 RolloutEngineName = Literal["auto", "merged", "transformers", "vllm"]  # grpo_core.engines
+Sharding = Literal["replicate", "fsdp"]  # grpo_core.sharding
 WeightSync = Literal["auto", "lora", "merged"]  # grpo_core.engines.vllm_engine
 Precision = Literal["auto", "fp32", "bf16"]  # grpo_core.device
 ReasoningEffort = Literal["default", "low", "medium", "high"]
@@ -251,6 +252,15 @@ class ExecutionConfig(BaseModel):
         description="Recompute each layer's activations in the backward pass instead of keeping them: far less "
         "memory for about a third more update compute. null = auto: on for a GPU, off on a CPU.",
     )
+    sharding: Sharding = Field(
+        "replicate",
+        description="With several devices (resources.devices × nodes > 1): replicate = every rank holds the whole "
+        "model and the LoRA gradients are all-reduced (DDP's collective); fsdp = the training copy's frozen base "
+        "weights are sharded over the ranks with FSDP2 (fully_shard per decoder layer; the adapter and its "
+        "optimizer state, a few MB, stay whole), for models whose training does not fit on one device. The maths "
+        "is the same either way; fsdp samples with the merged engine (the transformers and vLLM engines are "
+        "refused with it). No effect on one device.",
+    )
 
     @property
     def micro_batch(self) -> int:
@@ -338,6 +348,11 @@ class GRPOConfig(AlgorithmConfig, ExecutionConfig, MonitoringConfig, OpenAICompa
             raise ValueError("reward_aggregation 'normalize_then_sum' (GDPO) needs advantage_estimator 'grpo'")
         if self.reward_weights is not None and not self.reward_weights:
             raise ValueError("reward_weights must list one weight per grader")
+        if self.sharding == "fsdp" and self.rollout_engine in ("transformers", "vllm"):
+            raise ValueError(
+                f"sharding 'fsdp' samples with the merged engine: rollout_engine '{self.rollout_engine}' is not "
+                "supported with it (use 'auto' or 'merged', or sharding 'replicate')"
+            )
         if self.effective_learning_rate > 1e-2:
             raise ValueError(
                 f"learning_rate × learning_rate_multiplier = {self.effective_learning_rate:g} is above 0.01"

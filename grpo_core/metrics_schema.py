@@ -194,6 +194,11 @@ class Execution(BaseModel):
     world_size: int = Field(1, description="Training processes (ranks) of this attempt, over all nodes.")
     ranks_per_node: int = Field(1, description="Ranks on each node; `device` and `threads` are rank 0's.")
     backend: Literal["nccl", "gloo"] | None = Field(None, description="torch.distributed backend; null for one rank.")
+    sharding: Literal["replicate", "fsdp"] | None = Field(
+        None,
+        description="How the ranks hold the model: whole on each, or its base weights sharded with FSDP2; null for "
+        "one rank.",
+    )
 
     def message(self) -> str:
         """One line for the job's event log."""
@@ -201,6 +206,7 @@ class Execution(BaseModel):
         if self.world_size > 1:
             nodes = self.world_size // max(self.ranks_per_node, 1)
             layout = f"{nodes} node{'s' * (nodes > 1)} × {self.ranks_per_node}, {self.backend}"
+            layout += ", base weights sharded with FSDP2" if self.sharding == "fsdp" else ""
             where += f" × {self.world_size} ranks ({layout})"
         engine: str = self.rollout_engine
         if self.vllm_gpu_memory_utilization is not None:

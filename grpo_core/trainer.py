@@ -45,6 +45,7 @@ from grpo_core.metrics_schema import Execution, Level, MemoryStats, ResolvedEngi
 from grpo_core.rewards.base import Grader
 from grpo_core.sampling import PromptCursor, collect_batch
 from grpo_core.schedule import make_scheduler
+from grpo_core.sharding import shard, sharded
 from grpo_core.update import old_logprobs, policy_update
 
 
@@ -197,7 +198,9 @@ def _train(
             )
     params = [p for p in model.parameters() if p.requires_grad]
     broadcast_parameters(world, params)  # the replicas start identical (and stay so: same gradient, same step)
-    optimizer = torch.optim.AdamW(params, lr=cfg.effective_learning_rate, weight_decay=cfg.weight_decay)
+    optimizer: torch.optim.Optimizer = torch.optim.AdamW(
+        params, lr=cfg.effective_learning_rate, weight_decay=cfg.weight_decay
+    )
     total = cfg.total_steps(len(rows))
     scheduler = make_scheduler(optimizer, cfg, total * cfg.num_iterations)
     state = ResumeState(step=0, cursor=0, world_size=world.size)
@@ -208,6 +211,8 @@ def _train(
     autocast = placement.autocast
     cfg = _resolve_execution(cfg, model, placement)
     engine = _engine(cfg, model, tokenizer, model_dir, seed, autocast)
+    if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
+        shard(model, world, placement.device)
     micro_batch = auto_micro_batch(model, cfg, placement, checkpointing=bool(cfg.gradient_checkpointing))
     # every rank must plan the same micro-batches (grpo_core.update): the size that fits on the fullest device
     micro_batch = distributed.agree_min(world, micro_batch, placement.device)
@@ -294,7 +299,8 @@ def _resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRP
         enable_checkpointing(model)
     engine = cfg.rollout_engine
     if engine == "auto":
-        engine = "vllm" if placement.is_cuda and vllm_on_cuda() else "merged"
+        # fsdp samples with the merged engine (grpo_core.sharding)
+        engine = "vllm" if placement.is_cuda and vllm_on_cuda() and cfg.sharding != "fsdp" else "merged"
     share = None
     if engine == "vllm" and placement.is_cuda:
         share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint)
@@ -344,6 +350,7 @@ def _execution(cfg: GRPOConfig, placement: Placement, world: World) -> Execution
         world_size=world.size,
         ranks_per_node=world.local_size,
         backend=("nccl" if placement.is_cuda else "gloo") if world.distributed else None,
+        sharding=cfg.sharding if world.distributed else None,
     )
 
 

@@ -9,6 +9,7 @@ are reduced here, so the caller sees the one-process result.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -19,6 +20,7 @@ from grpo_core.logprobs import completion_logprobs
 from grpo_core.loss import LossInputs, StepSize, policy_loss
 from grpo_core.memory import checkpointing
 from grpo_core.rollout import Rollout
+from grpo_core.sharding import sharded
 
 
 def _attention_kernels(device: str) -> Any:
@@ -84,6 +86,21 @@ def plan_micro_batches(
     return [b for k, b in enumerate(batches) if world.owns(k)], step
 
 
+def scheduled_micro_batches(
+    ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, world: World, *, matched: bool
+) -> tuple[list[tuple[torch.Tensor, bool]], StepSize]:
+    """This rank's micro-batches, each with whether it counts, and the step's counts. ``matched`` (FSDP,
+    grpo_core.sharding): every rank must run as many forward/backward passes as the busiest, so a rank with fewer
+    micro-batches repeats one row (the longest) that does not count: its pass runs, its loss is multiplied by 0."""
+    mine, step = plan_micro_batches(ro, adv, cfg, world)
+    scheduled = [(idx, True) for idx in mine]
+    if matched and world.distributed:
+        counts = [len(plan_micro_batches(ro, adv, cfg, replace(world, rank=r))[0]) for r in range(world.size)]
+        filler = torch.argmax(ro.completion_mask.sum(dim=1)).view(1).to(adv.device)
+        scheduled += [(filler, False)] * (max(counts) - len(mine))
+    return scheduled, step
+
+
 @torch.no_grad()
 def old_logprobs(
     model: Any, ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, autocast: torch.dtype | None, world: World
@@ -94,10 +111,13 @@ def old_logprobs(
     ro, adv = ro.to(device), adv.to(device)
     n, c = ro.completion_ids.shape
     old = torch.zeros(n, c, device=device)
-    for idx in plan_micro_batches(ro, adv, cfg, world)[0]:
+    share_prefix = not sharded(cfg, world)
+    for idx, counts in scheduled_micro_batches(ro, adv, cfg, world, matched=sharded(cfg, world))[0]:
         args = _micro_args(ro, idx)
         with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-            old[idx, : args[2].shape[1]] = completion_logprobs(model, *args, temperature=cfg.temperature)
+            logp = completion_logprobs(model, *args, temperature=cfg.temperature, share_prefix=share_prefix)
+        if counts:
+            old[idx, : args[2].shape[1]] = logp
     return old
 
 
@@ -125,14 +145,16 @@ def policy_update(
     device = _device(model)
     ro, adv = ro.to(device), adv.to(device)
     old_logp = None if old_logp is None else old_logp.to(device)
-    share_prefix = not cfg.gradient_checkpointing
-    mine, step = plan_micro_batches(ro, adv, cfg, world)
+    fsdp = sharded(cfg, world)
+    # prefix sharing adds a forward whose count depends on the data: not under FSDP (grpo_core.sharding)
+    share_prefix = not cfg.gradient_checkpointing and not fsdp
+    scheduled, step = scheduled_micro_batches(ro, adv, cfg, world, matched=fsdp)
     params = [p for p in model.parameters() if p.requires_grad]
     # The step's gradient, summed in fp64 over micro-batches and ranks and rounded to fp32 once: the order of the
     # additions (how micro-batches fall on ranks) then never changes the result (grpo_core.distributed).
     grad_sum = [torch.zeros_like(p, dtype=torch.float64) for p in params]
     sums = {"loss": 0.0, "updated_tokens": 0.0}
-    for idx in mine:
+    for idx, counts in scheduled:
         args = _micro_args(ro, idx)
         ref = None
         with (
@@ -141,7 +163,7 @@ def policy_update(
         ):
             if cfg.beta > 0:
                 with torch.no_grad(), model.disable_adapter():
-                    ref = completion_logprobs(model, *args, temperature=cfg.temperature)
+                    ref = completion_logprobs(model, *args, temperature=cfg.temperature, share_prefix=not fsdp)
             with checkpointing(model, bool(cfg.gradient_checkpointing)):
                 logp, entropy = completion_logprobs(
                     model,
@@ -155,10 +177,11 @@ def policy_update(
         if ro.sampling_logp is not None and cfg.tis_cap is not None:  # TIS: π_old (trainer) / π_engine, capped
             engine_logp = ro.sampling_logp[idx, : logp.shape[1]]
             is_weight = torch.exp(old.float() - engine_logp).clamp(max=cfg.tis_cap) * args[3]
-            sums["is_weight_sum"] = sums.get("is_weight_sum", 0.0) + float(is_weight.sum())
-            sums["logp_diff_max"] = max(
-                sums.get("logp_diff_max", 0.0), float(((old - engine_logp) * args[3]).abs().max())
-            )
+            if counts:
+                sums["is_weight_sum"] = sums.get("is_weight_sum", 0.0) + float(is_weight.sum())
+                sums["logp_diff_max"] = max(
+                    sums.get("logp_diff_max", 0.0), float(((old - engine_logp) * args[3]).abs().max())
+                )
         out = policy_loss(
             LossInputs(
                 logp=logp,
@@ -181,11 +204,13 @@ def policy_update(
             top_entropy_quantile=cfg.top_entropy_quantile,
         )
         with _attention_kernels(device.type):  # a checkpointed layer's recompute must pick the same kernels
-            torch.autograd.backward(out.loss)
+            torch.autograd.backward(out.loss if counts else out.loss * 0.0)
         for acc, p in zip(grad_sum, params, strict=True):
             if p.grad is not None:
                 acc += p.grad
                 p.grad = None
+        if not counts:  # a filler pass (FSDP): run for its collectives, adds nothing
+            continue
         sums["loss"] += float(out.loss.detach())
         sums["updated_tokens"] += out.metrics["tokens"]
         for k in ("clipped_tokens", "clipped_low_tokens", "clipped_high_tokens", "kl_sum", "entropy_sum"):

@@ -71,10 +71,11 @@ def main() -> None:
     ap.add_argument("--checkpoint-interval", type=int, default=None, help="instead of BASE's 0 (none)")
     ap.add_argument("--stop-after", type=int, default=None, help="stop (with a checkpoint) after this many steps")
     ap.add_argument("--resume-from", type=Path, default=None, help="a checkpoint folder (of any world size)")
+    ap.add_argument("--sharding", choices=["replicate", "fsdp"], default="replicate")
     args = ap.parse_args()
     overrides = {
         k: v for k, v in {"max_steps": args.max_steps, "checkpoint_interval": args.checkpoint_interval}.items() if v
-    }
+    } | {"sharding": args.sharding}
     world = World.from_env()
     torch.set_num_threads(1)
     with distributed.process_group(world, torch.device("cpu")):
@@ -103,7 +104,11 @@ def main() -> None:
                 torch.save(lora, args.out / f"{name}.pt")
                 steps = [m.model_dump(mode="json", exclude=WALL_CLOCK) for m in rec.steps]
                 (args.out / f"{name}.json").write_text(json.dumps(steps))
-                run = {"messages": [m for _, m in rec.messages], "checkpoints": [str(p) for _, p, _ in rec.ckpts]}
+                run = {
+                    "messages": [m for _, m in rec.messages],
+                    "checkpoints": [str(p) for _, p, _ in rec.ckpts],
+                    "execution": rec.execution.model_dump(mode="json") if rec.execution else None,
+                }
                 (args.out / f"{name}.run.json").write_text(json.dumps(run))
 
 

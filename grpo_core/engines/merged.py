@@ -24,6 +24,7 @@ import torch
 from grpo_core.engines.base import Sampling
 from grpo_core.engines.decode import decode
 from grpo_core.rollout import Rollout, eos_ids
+from grpo_core.sharding import full
 
 
 def _lora_layers(peft_model: Any) -> dict[str, Any]:
@@ -134,7 +135,7 @@ class MergedEngine:
             packed = isinstance(module, PrepackedLinear)
             target = torch.empty_like(layer.base_layer.weight, dtype=self.dtype) if packed else module.weight
             # W, then += ΔW in fp32 arithmetic with one rounding to the sampling dtype (no fp32 copy of W)
-            target.copy_(layer.base_layer.weight)
+            target.copy_(full(layer.base_layer.weight))
             target.add_(layer.get_delta_weight(layer.active_adapters[0]).float())
             if packed:
                 module.set_weight(target)

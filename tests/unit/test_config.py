@@ -52,3 +52,20 @@ def test_readme_lists_each_field_under_its_kind() -> None:
     assert sum(
         len(c.model_fields) for c in (AlgorithmConfig, ExecutionConfig, MonitoringConfig, OpenAICompatFields)
     ) == len(GRPOConfig.model_fields)
+
+
+def test_fsdp_samples_with_the_merged_engine_only() -> None:
+    """FSDP2 shards the training copy; generate() through it (ranks stopping at different lengths) or a vLLM
+    engine with its own whole copy are refused up front, naming the way out (grpo_core.sharding)."""
+    import pytest
+    from pydantic import ValidationError
+
+    from grpo_core.config import GRPOConfig
+
+    assert GRPOConfig.model_validate({"sharding": "fsdp"}).rollout_engine == "auto"
+    assert GRPOConfig.model_validate({"sharding": "fsdp", "rollout_engine": "merged"}).sharding == "fsdp"
+    for engine in ("transformers", "vllm"):
+        with pytest.raises(
+            ValidationError, match=f"sharding 'fsdp' samples with the merged engine: rollout_engine '{engine}'"
+        ):
+            GRPOConfig.model_validate({"sharding": "fsdp", "rollout_engine": engine})

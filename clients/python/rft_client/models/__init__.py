@@ -11,6 +11,7 @@ from .execution import Execution
 from .execution_backend_type_0 import ExecutionBackendType0
 from .execution_precision import ExecutionPrecision
 from .execution_rollout_engine import ExecutionRolloutEngine
+from .execution_sharding_type_0 import ExecutionShardingType0
 from .file_deleted import FileDeleted
 from .file_object import FileObject
 from .format_grader import FormatGrader
@@ -32,6 +33,7 @@ from .grpo_config_recipe_type_0 import GRPOConfigRecipeType0
 from .grpo_config_reward_aggregation import GRPOConfigRewardAggregation
 from .grpo_config_rollout_engine import GRPOConfigRolloutEngine
 from .grpo_config_scale_rewards import GRPOConfigScaleRewards
+from .grpo_config_sharding import GRPOConfigSharding
 from .grpo_config_vllm_weight_sync import GRPOConfigVllmWeightSync
 from .health_config import HealthConfig
 from .http_validation_error import HTTPValidationError
@@ -123,6 +125,7 @@ __all__ = (
     "ExecutionBackendType0",
     "ExecutionPrecision",
     "ExecutionRolloutEngine",
+    "ExecutionShardingType0",
     "FileDeleted",
     "FileObject",
     "FormatGrader",
@@ -144,6 +147,7 @@ __all__ = (
     "GRPOConfigRewardAggregation",
     "GRPOConfigRolloutEngine",
     "GRPOConfigScaleRewards",
+    "GRPOConfigSharding",
     "GRPOConfigVllmWeightSync",
     "HealthConfig",
     "HTTPValidationError",

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..models.execution_backend_type_0 import ExecutionBackendType0, check_execution_backend_type_0
 from ..models.execution_precision import ExecutionPrecision, check_execution_precision
 from ..models.execution_rollout_engine import ExecutionRolloutEngine, check_execution_rollout_engine
+from ..models.execution_sharding_type_0 import ExecutionShardingType0, check_execution_sharding_type_0
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="Execution")
@@ -29,6 +30,8 @@ class Execution:
         backend (ExecutionBackendType0 | None | Unset): torch.distributed backend; null for one rank.
         device_total_gb (float | None | Unset): The GPU's total memory in GiB; null on a CPU.
         ranks_per_node (int | Unset): Ranks on each node; `device` and `threads` are rank 0's. Default: 1.
+        sharding (ExecutionShardingType0 | None | Unset): How the ranks hold the model: whole on each, or its base
+            weights sharded with FSDP2; null for one rank.
         threads (int | None | Unset): torch's CPU threads (the CPUs the worker may use); null on a GPU.
         vllm_gpu_memory_utilization (float | None | Unset): The vLLM engine's share of the GPU.
         world_size (int | Unset): Training processes (ranks) of this attempt, over all nodes. Default: 1.
@@ -44,6 +47,7 @@ class Execution:
     backend: ExecutionBackendType0 | None | Unset = UNSET
     device_total_gb: float | None | Unset = UNSET
     ranks_per_node: int | Unset = 1
+    sharding: ExecutionShardingType0 | None | Unset = UNSET
     threads: int | None | Unset = UNSET
     vllm_gpu_memory_utilization: float | None | Unset = UNSET
     world_size: int | Unset = 1
@@ -80,6 +84,14 @@ class Execution:
 
         ranks_per_node = self.ranks_per_node
 
+        sharding: None | str | Unset
+        if isinstance(self.sharding, Unset):
+            sharding = UNSET
+        elif isinstance(self.sharding, str):
+            sharding = self.sharding
+        else:
+            sharding = self.sharding
+
         threads: int | None | Unset
         if isinstance(self.threads, Unset):
             threads = UNSET
@@ -113,6 +125,8 @@ class Execution:
             field_dict["device_total_gb"] = device_total_gb
         if ranks_per_node is not UNSET:
             field_dict["ranks_per_node"] = ranks_per_node
+        if sharding is not UNSET:
+            field_dict["sharding"] = sharding
         if threads is not UNSET:
             field_dict["threads"] = threads
         if vllm_gpu_memory_utilization is not UNSET:
@@ -167,6 +181,23 @@ class Execution:
 
         ranks_per_node = d.pop("ranks_per_node", UNSET)
 
+        def _parse_sharding(data: object) -> ExecutionShardingType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                sharding_type_0 = check_execution_sharding_type_0(data)
+
+                return sharding_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ExecutionShardingType0 | None | Unset, data)
+
+        sharding = _parse_sharding(d.pop("sharding", UNSET))
+
         def _parse_threads(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -198,6 +229,7 @@ class Execution:
             backend=backend,
             device_total_gb=device_total_gb,
             ranks_per_node=ranks_per_node,
+            sharding=sharding,
             threads=threads,
             vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
             world_size=world_size,

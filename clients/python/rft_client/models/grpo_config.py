@@ -24,6 +24,7 @@ from ..models.grpo_config_recipe_type_0 import GRPOConfigRecipeType0, check_grpo
 from ..models.grpo_config_reward_aggregation import GRPOConfigRewardAggregation, check_grpo_config_reward_aggregation
 from ..models.grpo_config_rollout_engine import GRPOConfigRolloutEngine, check_grpo_config_rollout_engine
 from ..models.grpo_config_scale_rewards import GRPOConfigScaleRewards, check_grpo_config_scale_rewards
+from ..models.grpo_config_sharding import GRPOConfigSharding, check_grpo_config_sharding
 from ..models.grpo_config_vllm_weight_sync import GRPOConfigVllmWeightSync, check_grpo_config_vllm_weight_sync
 from ..types import UNSET, Unset
 
@@ -124,6 +125,12 @@ class GRPOConfig:
             sample_log_count (int | Unset): Rollouts per step kept in the metrics event for inspection. Default: 4.
             scale_rewards (GRPOConfigScaleRewards | Unset): Divide advantages by the group's reward std (GRPO), the batch's
                 (Lite-PPO), or not at all (Dr. GRPO). Default: 'group'.
+            sharding (GRPOConfigSharding | Unset): With several devices (resources.devices × nodes > 1): replicate = every
+                rank holds the whole model and the LoRA gradients are all-reduced (DDP's collective); fsdp = the training copy's
+                frozen base weights are sharded over the ranks with FSDP2 (fully_shard per decoder layer; the adapter and its
+                optimizer state, a few MB, stay whole), for models whose training does not fit on one device. The maths is the
+                same either way; fsdp samples with the merged engine (the transformers and vLLM engines are refused with it). No
+                effect on one device. Default: 'replicate'.
             temperature (float | Unset): Sampling temperature; also divides the logits when scoring log-probs. Default: 1.0.
             tis_cap (float | None | Unset): Truncated importance sampling (Yao et al., 2025) for engine/trainer log-prob
                 mismatch: the per-token loss is weighted by min(π_trainer/π_engine, tis_cap); applies to the merged and vLLM
@@ -187,6 +194,7 @@ class GRPOConfig:
     rollout_engine: GRPOConfigRolloutEngine | Unset = "auto"
     sample_log_count: int | Unset = 4
     scale_rewards: GRPOConfigScaleRewards | Unset = "group"
+    sharding: GRPOConfigSharding | Unset = "replicate"
     temperature: float | Unset = 1.0
     tis_cap: float | None | Unset = 2.0
     top_entropy_quantile: float | Unset = 1.0
@@ -358,6 +366,10 @@ class GRPOConfig:
         if not isinstance(self.scale_rewards, Unset):
             scale_rewards = self.scale_rewards
 
+        sharding: str | Unset = UNSET
+        if not isinstance(self.sharding, Unset):
+            sharding = self.sharding
+
         temperature = self.temperature
 
         tis_cap: float | None | Unset
@@ -479,6 +491,8 @@ class GRPOConfig:
             field_dict["sample_log_count"] = sample_log_count
         if scale_rewards is not UNSET:
             field_dict["scale_rewards"] = scale_rewards
+        if sharding is not UNSET:
+            field_dict["sharding"] = sharding
         if temperature is not UNSET:
             field_dict["temperature"] = temperature
         if tis_cap is not UNSET:
@@ -746,6 +760,13 @@ class GRPOConfig:
         else:
             scale_rewards = check_grpo_config_scale_rewards(_scale_rewards)
 
+        _sharding = d.pop("sharding", UNSET)
+        sharding: GRPOConfigSharding | Unset
+        if isinstance(_sharding, Unset):
+            sharding = UNSET
+        else:
+            sharding = check_grpo_config_sharding(_sharding)
+
         temperature = d.pop("temperature", UNSET)
 
         def _parse_tis_cap(data: object) -> float | None | Unset:
@@ -828,6 +849,7 @@ class GRPOConfig:
             rollout_engine=rollout_engine,
             sample_log_count=sample_log_count,
             scale_rewards=scale_rewards,
+            sharding=sharding,
             temperature=temperature,
             tis_cap=tis_cap,
             top_entropy_quantile=top_entropy_quantile,
