@@ -78,10 +78,12 @@ def main() -> None:
     } | {"sharding": args.sharding}
     world = World.from_env()
     torch.set_num_threads(1)
+    sharded = _count_sharded_parameters()
     with distributed.process_group(world, torch.device("cpu")):
         for name, extra in CONFIGS.items():
             if args.only and name not in args.only:
                 continue
+            sharded.clear()
             rec = Recorder(stop_after=args.stop_after)
             cfg = GRPOConfig.model_validate(BASE | extra | overrides)
             work = args.out / f"work-{name}-{world.rank}"
@@ -108,8 +110,27 @@ def main() -> None:
                     "messages": [m for _, m in rec.messages],
                     "checkpoints": [str(p) for _, p, _ in rec.ckpts],
                     "execution": rec.execution.model_dump(mode="json") if rec.execution else None,
+                    "sharded_parameters": sum(sharded),  # what FSDP2 turned into DTensors (0: nothing sharded)
                 }
                 (args.out / f"{name}.run.json").write_text(json.dumps(run))
+
+
+def _count_sharded_parameters() -> list[int]:
+    """Wrap the trainer's ``shard`` so the run can say how many parameters FSDP2 really sharded (the test's
+    evidence that ``sharding: fsdp`` did shard, not only that the configuration said so)."""
+    from torch.distributed.tensor import DTensor
+
+    import grpo_core.trainer as trainer
+
+    counts: list[int] = []
+    real = trainer.shard
+
+    def counting(model: Any, world: World, device: torch.device) -> None:
+        real(model, world, device)
+        counts.append(sum(isinstance(p, DTensor) for p in model.parameters()))
+
+    trainer.shard = counting
+    return counts
 
 
 def _trained(rec: Recorder) -> dict[str, torch.Tensor]:

@@ -115,8 +115,9 @@ def test_fsdp_on_two_ranks_trains_what_one_process_trains(worlds: tuple[Path, Pa
     assert w1.keys() == w2.keys() and any("lora_B" in k for k in w1)
     worst = max(float((w1[k] - w2[k]).abs().max()) for k in w1)
     assert worst <= FSDP_WEIGHT_ATOL, f"{name}: LoRA weights differ by {worst:.2e}"
-    execution = json.loads((fsdp / f"{name}.run.json").read_text())["execution"]
-    assert (execution["sharding"], execution["world_size"]) == ("fsdp", 2), execution
+    run = json.loads((fsdp / f"{name}.run.json").read_text())
+    assert (run["execution"]["sharding"], run["execution"]["world_size"]) == ("fsdp", 2), run["execution"]
+    assert run["sharded_parameters"] >= 2 * 7, run  # every linear weight of the tiny model's 2 layers, at least
     m1, m2 = (json.loads((d / f"{name}.json").read_text()) for d in (one, fsdp))
     diffs = _close(m1, m2, name)
     assert not diffs, diffs[:10]
