@@ -6,7 +6,8 @@ the adapter, its gradients and its optimizer state are a few MB. So each decoder
 frozen weights are all-gathered for its forward and backward and freed after, while the adapter's parameters are
 ``ignored_params``: they stay whole on every rank, their gradients are summed in fp64 and all-reduced exactly as
 in the replicated layout (grpo_core.distributed), the optimizer and the checkpoints are the replicated layout's,
-and the result is the same to the bit as replicating. Frozen weights have no gradients, so FSDP issues no
+and the maths is the replicated layout's (the roundings differ only because prompts are not shared, below).
+Frozen weights have no gradients, so FSDP issues no
 reduce-scatter: the only collectives of a unit are its all-gathers, in forward and in backward order. (Letting
 FSDP reduce the adapter's gradients too was tried first: its reduce-scatter rounds each backward's sum to fp32,
 2.3e-6 in the weights after 3 steps, and accumulating across micro-batches in fp64 instead fails in torch 2.13
