@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from grpo_core.errors import PeerLost
+from grpo_core.errors import PeerLost, is_out_of_memory
 
 T = TypeVar("T")
 
@@ -145,10 +145,8 @@ def _collective(what: str) -> Iterator[None]:
     collectives stage the payload on the GPU; the CPU allocator says "can't allocate memory") and stays so."""
     try:
         yield
-    except torch.OutOfMemoryError:
-        raise
-    except RuntimeError as exc:
-        if "can't allocate memory" in str(exc):
+    except RuntimeError as exc:  # torch.OutOfMemoryError is one
+        if is_out_of_memory(exc):
             raise
         raise PeerLost(f"{what} failed: another rank of the job is gone ({type(exc).__name__}: {exc})") from exc
 

@@ -23,3 +23,14 @@ class PeerLost(RuntimeError):
     """A collective of a multi-process job failed: another rank is gone (killed, crashed, its node lost), and this
     rank's failure is a consequence, not the cause. The launcher looks for the cause elsewhere (the other ranks'
     own errors, or a rank that died without one: an infrastructure failure, retried from the last checkpoint)."""
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Memory exhaustion: MemoryError, torch.OutOfMemoryError (GPU), or a RuntimeError from the CPU allocator,
+    which has no class of its own (its message is all there is to read). One predicate for the worker's failure
+    mapping and grpo_core.distributed, which must not take this rank's own exhaustion for a lost peer."""
+    import torch  # here, not at the top: this module stays importable without torch (the worker's start)
+
+    if isinstance(exc, MemoryError | torch.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)

@@ -12,7 +12,7 @@ import logging
 from celery.exceptions import SoftTimeLimitExceeded
 from pydantic import BaseModel
 
-from grpo_core.errors import DeviceOutOfMemory, GraderFailed, PeerLost, UserError
+from grpo_core.errors import DeviceOutOfMemory, GraderFailed, PeerLost, UserError, is_out_of_memory
 from grpo_core.rewards.python_runner import GraderError
 from runtime.errors import InfrastructureError
 
@@ -48,17 +48,6 @@ def is_infrastructure(exc: BaseException) -> bool:
     if isinstance(exc, InfrastructureError):
         return True
     return isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError | PermissionError)
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """Memory exhaustion outside the trainer's loop (which raises DeviceOutOfMemory with the step and the remedy):
-    torch.OutOfMemoryError (GPU), or a RuntimeError from the CPU allocator, which has no class of its own: its
-    message is all there is to read."""
-    import torch
-
-    if isinstance(exc, MemoryError | torch.OutOfMemoryError):
-        return True
-    return isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc)
 
 
 def classify(exc: BaseException, job_id: str, time_limit_seconds: int | None) -> Failure:
