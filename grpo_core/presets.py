@@ -42,6 +42,6 @@ PRESETS: dict[str, dict[str, Any]] = {
 def expand(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with its ``recipe``'s values filled in under the user's own (the user always wins)."""
     name = data.get("recipe")
-    if name is None or name not in PRESETS:
-        return data  # an unknown name is reported by the config's Literal check
+    if not isinstance(name, str) or name not in PRESETS:
+        return data  # a missing, unknown or non-string name is reported by the config's Literal check
     return {**PRESETS[name], **data}

@@ -225,6 +225,15 @@ def test_a_recipe_is_expanded_in_the_job_object(client: TestClient) -> None:
     assert hp["dynamic_sampling"] is True
 
 
+@pytest.mark.parametrize("recipe", [["dapo"], {"name": "dapo"}, 3, "nope"])
+def test_a_recipe_that_is_not_a_known_name_is_a_422_not_a_500(client: TestClient, recipe: object) -> None:
+    """Found by schemathesis: an unhashable recipe (a list) crashed the preset lookup before the Literal check."""
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    r = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid, recipe=recipe))
+    assert r.status_code == 422, r.text
+    assert "recipe" in r.json()["error"]["param"]
+
+
 def test_service_caps_lower_hyperparameters_and_say_so(tmp_path: Path, catalog_dir: Path) -> None:
     s = ApiSettings(
         state_dir=tmp_path / "state",
