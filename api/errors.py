@@ -73,6 +73,22 @@ class TooManyRequests(ServiceError):
     type = "rate_limit_error"
 
 
+class Unavailable(ServiceError):
+    """A component this request needs (the inference server) is not configured or not answering."""
+
+    status_code = 503
+    type = "service_unavailable_error"
+
+
+class UpstreamError(ServiceError):
+    """The inference server refused or failed the request: its status when a client error (4xx), else 502."""
+
+    def __init__(self, message: str, *, status_code: int = 502, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.status_code = status_code
+        self.type = "server_error" if status_code >= 500 else "invalid_request_error"
+
+
 def error_json(
     status: int, type_: str, message: str, param: str | None, code: str | None, headers: dict[str, str] | None = None
 ) -> JSONResponse:

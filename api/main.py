@@ -14,7 +14,8 @@ from api.errors import install_handlers
 from api.ops import configure_logging
 from api.ops import install as install_ops
 from api.queue import JobQueue
-from api.routes import downloads, files, graders, internal, jobs, models, streams, webhooks
+from api.routes import downloads, files, graders, inference, internal, jobs, models, streams, webhooks
+from api.services.inference import InferenceClient
 from api.services.reaper import Reaper
 from api.services.webhook_dispatch import start_dispatcher
 from api.settings import ApiSettings, get_settings
@@ -36,6 +37,17 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.store = settings.store()
         app.state.queue = JobQueue(settings)
+        app.state.inference = None
+        if settings.inference_base_url:  # /v1/chat/completions and /v1/completions (api.services.inference)
+            app.state.inference = InferenceClient(
+                settings.inference_base_url,
+                app.state.store,
+                settings.adapters_dir,
+                settings.inference_adapter_server_dir,
+                max_adapters=settings.inference_max_adapters,
+                timeout_seconds=settings.inference_timeout_seconds,
+                api_key=settings.inference_api_key,
+            )
         settings.internal_token  # noqa: B018 - create the embedded worker token before any worker asks
         # Everything built so far (imports, the app, its routes and schemas) lives as long as the process: keep it
         # out of the cyclic collector, whose full passes over it stalled a request for ~0.3 s (bench/api_load.py).
@@ -51,6 +63,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             reaper.stop()
         if dispatcher is not None:
             dispatcher.stop()
+        if app.state.inference is not None:
+            await app.state.inference.aclose()
         engine.dispose()
 
     app = FastAPI(
@@ -70,6 +84,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         downloads.router,
         graders.router,
         models.router,
+        inference.router,
         webhooks.router,
         internal.router,
     ):

@@ -5,7 +5,8 @@
 - ``/metrics`` (Prometheus): request latency by route and status, jobs by state and the queue depth (read at
   scrape time), GRPO steps recorded (a counter: its rate is the service's steps/s).
 - ``/readyz``: 200 only when the database, the broker and the object store answer; 503 names the one that
-  does not. ``/healthz`` stays a liveness probe (the process is up).
+  does not. With an inference server configured, ``checks.inference`` says whether it answers (reported as
+  ``degraded``, not a 503: only the inference routes need it). ``/healthz`` stays a liveness probe.
 - Rate limit: a token bucket per API key (or per client address when the service is open) on ``/v1/``;
   429 with ``Retry-After``. Buckets live in this process: with several API processes each enforces its share.
 """
@@ -23,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from fastapi import FastAPI, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -199,12 +201,22 @@ def install(app: FastAPI, settings: ApiSettings) -> None:
         return Response(generate_latest(registry), media_type="text/plain; version=0.0.4")
 
     @app.get("/readyz", include_in_schema=False)
-    def readyz() -> JSONResponse:
-        checks = {"database": _check_db(app), "broker": _check_broker(app), "object_store": _check_store(app)}
+    async def readyz() -> JSONResponse:
+        def core() -> dict[str, str]:
+            return {"database": _check_db(app), "broker": _check_broker(app), "object_store": _check_store(app)}
+
+        checks = await run_in_threadpool(core)
         ok = all(v == "ok" for v in checks.values())
-        return JSONResponse(
-            {"status": "ready" if ok else "not ready", "checks": checks}, status_code=200 if ok else 503
-        )
+        body: dict[str, Any] = {"status": "ready" if ok else "not ready", "checks": checks}
+        inference = getattr(app.state, "inference", None)
+        if inference is not None:
+            # Reported, not required: without the inference server only /v1/chat/completions and /v1/completions
+            # fail (503); taking the whole API out of its load balancer would stop uploads, jobs and workers too.
+            problem = await inference.ready()
+            checks["inference"] = "ok" if problem is None else problem[:300]
+            if problem is not None:
+                body["degraded"] = ["inference"]
+        return JSONResponse(body, status_code=200 if ok else 503)
 
 
 def _check_db(app: FastAPI) -> str:

@@ -7,6 +7,7 @@ This module imports neither FastAPI nor SQLAlchemy (migrations/env.py and api.ad
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import Field
 
@@ -57,6 +58,25 @@ class ApiSettings(CommonSettings):
         description="Worker machines one job may span (multi-node jobs rendezvous through the internal API); a job "
         "asking for more resources.nodes is refused (422).",
     )
+    inference_base_url: str | None = Field(
+        None,
+        description="An OpenAI-compatible server that loads LoRA adapters at run time (vLLM: python -m "
+        "worker.inference_server), e.g. http://127.0.0.1:8100/v1; /v1/chat/completions and /v1/completions forward "
+        "to it. Unset: those routes answer 503.",
+    )
+    inference_api_key: str | None = Field(None, description="Bearer key the inference server wants (vLLM --api-key).")
+    inference_adapter_dir: Path | None = Field(
+        None,
+        description="Where the API extracts adapters for the inference server to load; a folder the server reads "
+        "too (a shared volume). Default <state_dir>/inference-adapters.",
+    )
+    inference_adapter_server_dir: str | None = Field(
+        None, description="The same folder as the inference server sees it (default: INFERENCE_ADAPTER_DIR)."
+    )
+    inference_max_adapters: int = Field(
+        8, ge=1, description="Adapters kept loaded in the inference server (its --max-cpu-loras); LRU beyond."
+    )
+    inference_timeout_seconds: float = Field(600.0, gt=0, description="Longest wait for one inference answer.")
     idempotency_ttl_seconds: int = Field(86400, description="How long an Idempotency-Key is remembered (Stripe: 24h).")
     webhook_dispatcher: bool = Field(True, description="Run the webhook dispatcher thread in this API process.")
     webhook_poll_seconds: float = Field(1.0, description="How often the dispatcher looks for due deliveries.")
@@ -65,6 +85,10 @@ class ApiSettings(CommonSettings):
         [5, 300, 1800, 7200, 18000, 36000, 36000],
         description="Seconds before each retry after a failed attempt (Standard Webhooks); failed after the last.",
     )
+
+    @property
+    def adapters_dir(self) -> Path:
+        return self.inference_adapter_dir or self._state("inference-adapters")
 
     @property
     def single_machine(self) -> bool:

@@ -94,7 +94,9 @@ def save_checkpoint(
     ``rng_states``: every rank's RNG states in rank order (default: this process's alone)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / MANIFEST).unlink(missing_ok=True)  # an overwrite is incomplete until its new manifest lands
-    model.save_pretrained(out_dir)
+    # save_embedding_layers=False: the embeddings are never resized here, and "auto" would look for the base's config
+    # at base_model_name_or_path, which names the catalog model (grpo_core.models.base_model_name), not a folder
+    model.save_pretrained(out_dir, save_embedding_layers=False)
     state = {
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict() if scheduler is not None else None,

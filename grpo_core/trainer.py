@@ -42,6 +42,7 @@ from grpo_core.lora_fused import fuse_lora
 from grpo_core.memory import auto_micro_batch, enable_checkpointing, out_of_memory, vllm_memory_share
 from grpo_core.metrics import step_metrics
 from grpo_core.metrics_schema import Execution, Level, MemoryStats, ResolvedEngine, StepMetrics
+from grpo_core.models import base_model_name
 from grpo_core.rewards.base import Grader
 from grpo_core.sampling import PromptCursor, collect_batch
 from grpo_core.schedule import make_scheduler
@@ -131,6 +132,7 @@ def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool
         task_type="CAUSAL_LM",
     )
     model = get_peft_model(base, lora)
+    model.peft_config["default"].base_model_name_or_path = base_model_name(model_dir)  # not this worker's path
     model.eval()
     if fused_lora:
         fuse_lora(model)  # same math, one autograd node per LoRA layer (grpo_core.lora_fused)

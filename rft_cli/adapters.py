@@ -71,3 +71,34 @@ def download(
         highlight=False,
         soft_wrap=True,
     )
+
+
+@app.command("merge")
+def merge(
+    adapter: Annotated[Path, typer.Argument(help="A downloaded adapter folder (rft adapters download).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the merged model (must not exist).")],
+    base: Annotated[
+        str | None,
+        typer.Option(
+            help="The base model's folder (default: the adapter's base_model_name_or_path, looked up in "
+            "--catalog, else as a local folder or a hub id your cache holds)."
+        ),
+    ] = None,
+    catalog: Annotated[
+        Path | None,
+        typer.Option(envvar="MODEL_CATALOG_DIR", help="A folder of base models by id (the service's catalog)."),
+    ] = None,
+    dtype: Annotated[str, typer.Option(help="auto (the base's), float32, bfloat16 or float16.")] = "auto",
+) -> None:
+    """Merge an adapter into its base model (peft merge_and_unload): a plain HF folder with safetensors, for
+    servers without LoRA support. Needs torch, transformers and peft (pip install 'rft-service[train]')."""
+    from rft_cli.merge import MergeError, base_of, merge_adapter
+
+    if dtype not in ("auto", "float32", "bfloat16", "float16"):
+        raise CliError(f"--dtype must be auto, float32, bfloat16 or float16, not {dtype!r}")
+    try:
+        source = base or base_of(adapter, catalog)
+        names = merge_adapter(adapter, source, output, dtype)
+    except MergeError as exc:
+        raise CliError(str(exc)) from None
+    console.print(f"{adapter} + {source} -> {output}: {', '.join(names)}", highlight=False, soft_wrap=True)

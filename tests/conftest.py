@@ -6,8 +6,9 @@ import pytest
 
 from tests.tiny_model import TINY_ID, build_tiny_model
 
-# Postgres, Redis and S3 fixtures for tests/integration and tests/browser (made only when a test asks for one)
-pytest_plugins = ["tests.services"]
+# Postgres, Redis and S3 fixtures for tests/integration and tests/browser, and the demo job served by vLLM (each
+# made only when a test asks for it)
+pytest_plugins = ["tests.services", "tests.inference_stack"]
 
 
 @pytest.fixture(scope="session")

@@ -44,9 +44,10 @@ def test_no_server_errors_and_responses_match_the_spec(catalog_dir: Path, tmp_pa
                 "--seed",
                 "1",
                 "--no-shrink",
-                # the event stream of a live job never ends by design; it has its own tests
+                # the event stream of a live job never ends by design; the inference routes forward to an inference
+                # server this stack does not run (a 503 by design): both have their own tests
                 "--exclude-path-regex",
-                "/events/stream$",
+                "(/events/stream|/v1/chat/completions|/v1/completions)$",
                 "--report-dir",
                 str(tmp_path / "report"),
             ],

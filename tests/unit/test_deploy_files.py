@@ -41,8 +41,16 @@ REQUIRED_ENV = {
     "API_URL",
     "MODEL_CATALOG_DIR",
 }
-# Variables of the env file read by containers other than ours (the postgres and minio images).
-NON_SETTINGS_ENV = {"POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB", "MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}
+# Variables of the env file read by containers other than ours (the postgres and minio images), or by a command
+# line (the model id of the inference service).
+NON_SETTINGS_ENV = {
+    "POSTGRES_USER",
+    "POSTGRES_PASSWORD",
+    "POSTGRES_DB",
+    "MINIO_ROOT_USER",
+    "MINIO_ROOT_PASSWORD",
+    "INFERENCE_MODEL",
+}
 # What a worker must not hold (it reaches the database only through the API).
 DB_CREDENTIALS = ("DATABASE_URL", "POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB")
 ROOT_USERS = {"root", "0"}

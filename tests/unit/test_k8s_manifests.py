@@ -134,7 +134,7 @@ def settings_env_names(cls: type[CommonSettings]) -> set[str]:
 
 
 # Which process reads a workload's environment (the migration Job runs alembic with the API's settings).
-PROCESS_SETTINGS: dict[str, type[CommonSettings]] = {"worker": WorkerSettings}
+PROCESS_SETTINGS: dict[str, type[CommonSettings]] = {"worker": WorkerSettings, "inference": CommonSettings}
 ANY_PROCESS = settings_env_names(ApiSettings) | settings_env_names(WorkerSettings)
 
 
@@ -374,11 +374,15 @@ def test_only_sandboxed_pods_loosen_security() -> None:
 
 
 def test_images_are_the_compose_builds(compose: dict[str, Doc]) -> None:
-    """rft-api (api, migrate) and rft-worker are the images compose builds from deploy/Dockerfile.*."""
+    """rft-api (api, migrate) and rft-worker (worker; inference: built with vLLM) are the images compose builds
+    from deploy/Dockerfile.*."""
     for workload in workloads():
-        service = {"api": "api", "migrate": "api", "worker": "worker"}[workload["metadata"]["name"]]
+        service = {"api": "api", "migrate": "api", "worker": "worker", "inference": "inference"}[
+            workload["metadata"]["name"]
+        ]
         dockerfile = compose[service]["build"]["dockerfile"]
-        assert dockerfile == f"deploy/Dockerfile.{service}", f"{service} is built from {dockerfile}"
+        image = {"inference": "worker"}.get(service, service)
+        assert dockerfile == f"deploy/Dockerfile.{image}", f"{service} is built from {dockerfile}"
         for container in pod_spec(workload)["containers"]:
             assert container["image"] == compose[service]["image"], f"{container['name']}: {container['image']}"
         users = re.findall(r"^USER\s+(\S+)", (ROOT / dockerfile).read_text(), flags=re.MULTILINE)

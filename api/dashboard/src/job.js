@@ -4,6 +4,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { TERMINAL, api, followEvents, jobsPath } from "./api.js";
 import { MetricCharts } from "./charts.js";
+import { Playground } from "./playground.js";
 import { Rollouts } from "./rollouts.js";
 import { ErrorNote, Progress, StatusBadge, fmt, html, when } from "./util.js";
 
@@ -220,6 +221,7 @@ export function JobPage({ jobId }) {
     <${MetricCharts} rows=${rows} hyperparameters=${hp} />
     <${Rollouts} jobId=${job.id} latest=${last?.step ?? null} />
     <${Checkpoints} job=${job} version=${`${feed.messages.length}:${job.status}`} />
+    <${Playground} job=${job} version=${job.status} />
     <${EventLog} messages=${feed.messages} />
     <details class="card"><summary>Hyperparameters and grader</summary><pre>${JSON.stringify(job.method, null, 2)}</pre></details>
   </section>`;

@@ -1,8 +1,15 @@
 """Contains all the data models used in inputs/outputs"""
 
 from .body_create_file import BodyCreateFile
+from .chat_completion_request import ChatCompletionRequest
+from .chat_completion_request_messages_item import ChatCompletionRequestMessagesItem
+from .chat_completion_request_stream_options_type_0 import ChatCompletionRequestStreamOptionsType0
 from .checkpoint import Checkpoint
 from .checkpoint_metrics import CheckpointMetrics
+from .completion_request import CompletionRequest
+from .completion_request_stream_options_type_0 import CompletionRequestStreamOptionsType0
+from .create_chat_completion_response_200 import CreateChatCompletionResponse200
+from .create_completion_response_200 import CreateCompletionResponse200
 from .delivery_attempt import DeliveryAttempt
 from .download_link import DownloadLink
 from .error_body import ErrorBody
@@ -115,8 +122,15 @@ from .webhook_endpoint_deleted import WebhookEndpointDeleted
 
 __all__ = (
     "BodyCreateFile",
+    "ChatCompletionRequest",
+    "ChatCompletionRequestMessagesItem",
+    "ChatCompletionRequestStreamOptionsType0",
     "Checkpoint",
     "CheckpointMetrics",
+    "CompletionRequest",
+    "CompletionRequestStreamOptionsType0",
+    "CreateChatCompletionResponse200",
+    "CreateCompletionResponse200",
     "DeliveryAttempt",
     "DownloadLink",
     "ErrorBody",

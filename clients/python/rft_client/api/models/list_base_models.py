@@ -64,7 +64,7 @@ def sync_detailed(
 ) -> Response[HTTPValidationError | ModelList]:
     """List Base Models
 
-     Base models workers can fine-tune (the model catalog).
+     Base models (``owned_by: system``), then this project's fine-tuned models, newest first.
 
     Args:
         authorization (None | str | Unset):
@@ -95,7 +95,7 @@ def sync(
 ) -> HTTPValidationError | ModelList | None:
     """List Base Models
 
-     Base models workers can fine-tune (the model catalog).
+     Base models (``owned_by: system``), then this project's fine-tuned models, newest first.
 
     Args:
         authorization (None | str | Unset):
@@ -121,7 +121,7 @@ async def asyncio_detailed(
 ) -> Response[HTTPValidationError | ModelList]:
     """List Base Models
 
-     Base models workers can fine-tune (the model catalog).
+     Base models (``owned_by: system``), then this project's fine-tuned models, newest first.
 
     Args:
         authorization (None | str | Unset):
@@ -150,7 +150,7 @@ async def asyncio(
 ) -> HTTPValidationError | ModelList | None:
     """List Base Models
 
-     Base models workers can fine-tune (the model catalog).
+     Base models (``owned_by: system``), then this project's fine-tuned models, newest first.
 
     Args:
         authorization (None | str | Unset):

