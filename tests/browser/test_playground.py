@@ -41,8 +41,8 @@ def test_playground_compares_base_and_fine_tuned_with_grader_scores(
     # the scores are the demo grader's on what is shown: 1 when the last number is the sum
     for answer, score in ((answer_a, score_a), (answer_b, score_b)):
         numbers = re.findall(r"-?\d+", answer)  # scripts/demo_grader.py
-        expected = "1.000" if numbers and numbers[-1] == row["answer"] else "0.000"
-        assert score.inner_text() == expected, (answer, score.inner_text())
+        expected = 1.0 if numbers and numbers[-1] == row["answer"] else 0.0
+        assert float(score.inner_text()) == expected, (answer, score.inner_text())
     page.screenshot(path=str(artifacts / "10-playground.png"), full_page=True)
 
     # two checkpoints side by side: the choices hold every checkpoint
