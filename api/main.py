@@ -45,6 +45,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
                 settings.adapters_dir,
                 settings.inference_adapter_server_dir,
                 max_adapters=settings.inference_max_adapters,
+                max_lora_rank=settings.inference_max_lora_rank,
                 timeout_seconds=settings.inference_timeout_seconds,
                 api_key=settings.inference_api_key,
             )

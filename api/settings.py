@@ -76,6 +76,9 @@ class ApiSettings(CommonSettings):
     inference_max_adapters: int = Field(
         8, ge=1, description="Adapters kept loaded in the inference server (its --max-cpu-loras); LRU beyond."
     )
+    inference_max_lora_rank: int = Field(
+        64, ge=1, description="The inference server's --max-lora-rank: a fine-tuned model of a higher rank is a 400."
+    )
     inference_timeout_seconds: float = Field(600.0, gt=0, description="Longest wait for one inference answer.")
     idempotency_ttl_seconds: int = Field(86400, description="How long an Idempotency-Key is remembered (Stripe: 24h).")
     webhook_dispatcher: bool = Field(True, description="Run the webhook dispatcher thread in this API process.")

@@ -49,7 +49,9 @@ app.add_typer(jobs.app, name="jobs", no_args_is_help=True)
 app.add_typer(adapters.app, name="adapters", no_args_is_help=True)
 app.add_typer(graders.app, name="graders", no_args_is_help=True)
 app.command("chat")(chat.chat)
-models_app = typer.Typer(help="Base models the workers can fine-tune.", no_args_is_help=True)
+models_app = typer.Typer(
+    help="Base models the workers can fine-tune, and your fine-tuned models.", no_args_is_help=True
+)
 app.add_typer(models_app, name="models")
 
 
@@ -69,13 +71,13 @@ def root(
 
 @models_app.command("list")
 def models_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Base model ids for rft jobs create --model."""
+    """Base model ids (for rft jobs create --model), then this project's fine-tuned models (for rft chat)."""
     page = parsed(call(list_base_models, ctx.obj))
     if as_json:
         print_json(page)
         return
-    for m in page["data"]:
-        console.print(m["id"], markup=False)
+    for m in page["data"]:  # base models, then this project's fine-tuned models (for rft chat) with their base
+        console.print(m["id"] + (f"  (fine-tuned from {m['parent']})" if m.get("parent") else ""), markup=False)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ completion that names the model it ran on, so a test sees which adapter served a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -32,6 +33,8 @@ class FakeInference:
         self.adapters: dict[str, str] = {}  # name -> path
         self.calls: list[tuple[str, str]] = []  # (route, model or adapter name)
         self.fail_load: tuple[int, str] | None = None  # the next loads' error (status, message)
+        self.bodies: list[dict[str, Any]] = []  # every completion request's body, as received
+        self.delay = 0.0  # seconds each completion takes (a request in flight)
         self.app = self._build()
         self._server: uvicorn.Server | None = None
         self.port = 0
@@ -75,6 +78,11 @@ class FakeInference:
             body = await request.json()
             model = body["model"]
             self.calls.append((route, model))
+            self.bodies.append(body)
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            if (body.get("max_tokens") or 0) > 100_000:  # as vLLM: longer than the context
+                return _error(400, "This model's maximum context length is 8192 tokens.")
             if model != self.base and model not in self.adapters:
                 return _error(404, f"The model `{model}` does not exist.")
             text = f"answer from {model}"

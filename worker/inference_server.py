@@ -7,7 +7,8 @@ This is ``vllm serve <catalog folder>`` with the flags the service relies on, no
 ``--served-model-name`` = the catalog id (what jobs and ``/v1/models`` call it), ``--enable-lora`` with room for
 the service's adapters, and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING`` so the API may load and unload adapters
 (``/v1/load_lora_adapter``). vLLM warns that run-time loading is for development: here only the API reaches the
-server (compose and Kubernetes keep it off the public network), and the API loads only adapters it extracted.
+server (compose keeps it unpublished, Kubernetes behind a NetworkPolicy; with ``INFERENCE_API_KEY`` set on both
+sides every route wants that key), and the API loads only adapters it extracted.
 
 On vLLM's CPU build it also runs eagerly (no graph capture: the ~45 s start here instead of minutes) and gives the
 engine every core of this process (vLLM's default keeps one for its scheduler, half of a 2-core machine); on CUDA
@@ -96,6 +97,8 @@ def command(args: argparse.Namespace, model_dir: Path, passthrough: list[str], *
 def environment(*, cpu: bool) -> dict[str, str]:
     env = dict(os.environ)
     env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+    if env.get("INFERENCE_API_KEY"):  # the key the API sends (its INFERENCE_API_KEY); in the environment, not argv
+        env["VLLM_API_KEY"] = env["INFERENCE_API_KEY"]
     if cpu:
         cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
         env.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, cores)))

@@ -3,6 +3,8 @@ and checkpoints, forwarded to the inference server (api.services.inference) afte
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -53,7 +55,16 @@ async def _forward(
     base = list_models(settings.models_dir)
     target = await run_in_threadpool(served_models.resolve, session, project, body.model, base)
     session.close()  # nothing more to read: the connection goes back to the pool before a long generation
-    return await inference.forward(path, body.model_dump(exclude_unset=True), target)
+    return await inference.forward(
+        path, body.model_dump(exclude_unset=True), target, cache_salt=cache_salt(settings, project)
+    )
+
+
+def cache_salt(settings: ApiSettings, project: str) -> str:
+    """vLLM's ``cache_salt`` for ``project``: prefix-cache blocks are shared within a project, never across (a
+    secret-keyed hash, so no caller can compute another project's salt; it replaces any salt the caller sent)."""
+    key = settings.internal_token.encode()
+    return hmac.new(key, f"inference-cache:{project}".encode(), hashlib.sha256).hexdigest()
 
 
 @router.post("/chat/completions", response_model=None, responses=_ANSWER)

@@ -9,11 +9,14 @@ models; the server has no notion of tenants), one key and one error shape, and a
 Adapters. A fine-tuned model or checkpoint is loaded under its checkpoint id: the API extracts the checkpoint's
 adapter tar from the object store into ``INFERENCE_ADAPTER_DIR`` (a folder the server reads too: the same machine,
 or a volume both mount; ``INFERENCE_ADAPTER_SERVER_DIR`` is where the server sees it) and calls
-``POST /v1/load_lora_adapter``. At most ``INFERENCE_MAX_ADAPTERS`` stay registered: before one more is loaded,
-the least recently used is unloaded (as this process saw them; adapters it never used, e.g. loaded by another
-API replica, count as the oldest). A server that restarted and lost an adapter answers 404 for it: the adapter is
-loaded again and the request sent once more. Responses name the model the caller asked for, not the internal
-adapter name (a job's final model and its last ``ckpt-step-N`` share one adapter).
+``POST /v1/load_lora_adapter``. Each API process keeps at most ``INFERENCE_MAX_ADAPTERS`` of the adapters it
+loaded registered: before one more, it unloads its least recently used one that none of its requests is using
+(another replica's adapters are that replica's to unload; vLLM bounds the memory itself, ``--max-cpu-loras``, so
+unloading keeps the server's list short rather than freeing memory). A server that restarted, or an adapter that
+another replica unloaded, answers 404: the adapter is loaded again and the request sent once more. Responses name
+the model the caller asked for, not the internal adapter name (a job's final model and its last
+``ckpt-step-N`` share one adapter). Each project's requests carry a ``cache_salt`` of their own, so vLLM's prefix
+cache is never shared between projects (no timing side channel on another project's prompts).
 """
 
 from __future__ import annotations
@@ -26,16 +29,18 @@ import shutil
 import tarfile
 import tempfile
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.background import BackgroundTask
 
-from api.errors import NotFound, ServiceError, Unavailable, UpstreamError
+from api.errors import InvalidRequest, NotFound, ServiceError, Unavailable, UpstreamError
 from api.services.served_models import Target
+from runtime.errors import StoreError
 from runtime.storage import ObjectStore
 
 log = logging.getLogger("api.inference")
@@ -57,9 +62,12 @@ def extract_adapter(store: ObjectStore, object_key: str, name: str, root: Path) 
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
     try:
         archive = tmp / "adapter.tar"
-        store.get_file(object_key, archive)
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp, filter="data")
+        try:
+            store.get_file(object_key, archive)
+            with tarfile.open(archive) as tar:
+                tar.extractall(tmp, filter="data")
+        except (OSError, tarfile.TarError, StoreError) as exc:
+            raise UpstreamError(f"the adapter of {name} cannot be read from the object store: {exc}") from None
         archive.unlink()
         missing = [f for f in ADAPTER_FILES if not (tmp / f).is_file()]
         if missing:
@@ -93,11 +101,13 @@ def _mtime(path: Path) -> float:
 
 
 class AdapterSlots:
-    """The adapters this process believes the server holds, least recently used first."""
+    """The adapters this process loaded into the server, least recently used first, and how many of its requests
+    are using each right now (an adapter in use is never unloaded under a request)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._used: OrderedDict[str, float] = OrderedDict()
+        self._in_use: Counter[str] = Counter()
 
     def __contains__(self, name: str) -> bool:
         return name in self._used
@@ -109,15 +119,19 @@ class AdapterSlots:
     def forget(self, name: str) -> None:
         self._used.pop(name, None)
 
-    def victims(self, on_server: list[str], adding: str) -> list[str]:
-        """Adapters to unload so that ``adding`` fits: the server's list, ordered unknown-first then by last use."""
-        others = [n for n in on_server if n != adding]
-        excess = len(others) + 1 - self.capacity
-        if excess <= 0:
-            return []
-        order = {name: i for i, name in enumerate(self._used)}
-        others.sort(key=lambda n: order.get(n, -1))
-        return others[:excess]
+    def acquire(self, name: str) -> None:
+        self._in_use[name] += 1
+
+    def release(self, name: str) -> None:
+        self._in_use[name] -= 1
+        if self._in_use[name] <= 0:
+            del self._in_use[name]
+
+    def victims(self, adding: str) -> list[str]:
+        """This process's adapters to unload so that ``adding`` fits: least recently used first, none in use."""
+        excess = len(self._used) + (adding not in self._used) - self.capacity
+        idle = [n for n in self._used if n != adding and not self._in_use[n]]
+        return idle[: max(0, excess)]
 
 
 def _upstream_message(resp: httpx.Response) -> str:
@@ -146,6 +160,7 @@ class InferenceClient:
         server_adapter_dir: str | None = None,
         *,
         max_adapters: int = 8,
+        max_lora_rank: int = 64,
         timeout_seconds: float = 600.0,
         api_key: str | None = None,
     ) -> None:
@@ -154,6 +169,7 @@ class InferenceClient:
         self.adapter_dir = adapter_dir
         self.server_adapter_dir = (server_adapter_dir or str(adapter_dir)).rstrip("/")
         self.slots = AdapterSlots(max_adapters)
+        self.max_lora_rank = max_lora_rank
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
@@ -167,7 +183,14 @@ class InferenceClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def _down(self, exc: Exception) -> Unavailable:
+    def _down(self, exc: Exception) -> ServiceError:
+        if isinstance(exc, httpx.TimeoutException) and not isinstance(exc, httpx.ConnectTimeout):
+            return UpstreamError(
+                f"the inference server at {self.base_url} did not answer within INFERENCE_TIMEOUT_SECONDS "
+                f"({type(exc).__name__})",
+                status_code=504,
+                code="inference_timeout",
+            )
         return Unavailable(
             f"the inference server at {self.base_url} (INFERENCE_BASE_URL) is not answering: {type(exc).__name__}",
             code="inference_unavailable",
@@ -212,7 +235,8 @@ class InferenceClient:
             )
 
     async def ensure_adapter(self, target: Target, *, reload: bool = False) -> None:
-        """Load ``target``'s adapter into the server unless this process knows it is there (see the module doc)."""
+        """Load ``target``'s adapter into the server unless this process knows it is there (see the module doc).
+        ``reload``: the server answered 404 for it (it restarted, or another replica unloaded it)."""
         name = target.adapter
         if name is None:
             return
@@ -222,79 +246,127 @@ class InferenceClient:
         lock = self._locks.setdefault(name, asyncio.Lock())
         async with lock:
             if name in self.slots and not reload:
-                self.slots.touch(name)
+                self.slots.touch(name)  # loaded by a request that held the lock before this one
                 return
             assert target.object_key is not None
-            await asyncio.to_thread(extract_adapter, self.store, target.object_key, name, self.adapter_dir)
+            folder = await asyncio.to_thread(extract_adapter, self.store, target.object_key, name, self.adapter_dir)
+            self._check_rank(folder, target)
             on_server = (await self.served())["adapters"]
-            if name in on_server and not reload:
-                self.slots.touch(name)  # another replica loaded it
-                return
-            for victim in self.slots.victims(on_server, name):
-                await self._request("POST", "/unload_lora_adapter", json={"lora_name": victim})
-                self.slots.forget(victim)
-                log.info("unloaded adapter %s (least recently used)", victim)
-            if name in on_server:  # reload: the server lists it but does not answer for it
-                await self._request("POST", "/unload_lora_adapter", json={"lora_name": name})
-            started = time.monotonic()
-            path = f"{self.server_adapter_dir}/{name}"
-            resp = await self._request("POST", "/load_lora_adapter", json={"lora_name": name, "lora_path": path})
-            if resp.status_code != 200 and "already" not in _upstream_message(resp):
-                raise UpstreamError(
-                    f"the inference server could not load the adapter of {target.requested!r}: "
-                    f"{_upstream_message(resp)}",
-                    status_code=resp.status_code if resp.status_code < 500 else 502,
-                )
+            if name not in on_server:
+                for victim in self.slots.victims(name):
+                    await self._request("POST", "/unload_lora_adapter", json={"lora_name": victim})
+                    self.slots.forget(victim)
+                    log.info("unloaded adapter %s (least recently used)", victim)
+                started = time.monotonic()
+                path = f"{self.server_adapter_dir}/{name}"
+                resp = await self._request("POST", "/load_lora_adapter", json={"lora_name": name, "lora_path": path})
+                # "already been loaded": another replica (or a request of this one) won the race; that is success
+                if resp.status_code != 200 and "has already been loaded" not in _upstream_message(resp):
+                    raise UpstreamError(
+                        f"the inference server could not load the adapter of {target.requested!r}: "
+                        f"{_upstream_message(resp)}",
+                        code="adapter_load_failed",
+                    )
+                log.info("loaded adapter %s from %s in %.2f s", name, path, time.monotonic() - started)
             self.slots.touch(name)
-            log.info("loaded adapter %s from %s in %.2f s", name, path, time.monotonic() - started)
-        await asyncio.to_thread(
-            prune_adapters, self.adapter_dir, max(4 * self.slots.capacity, 16), set(on_server) | {name}
-        )
+        registered = set(on_server) | {name}
+        await asyncio.to_thread(prune_adapters, self.adapter_dir, max(4 * self.slots.capacity, 16), registered)
 
-    async def forward(self, path: str, body: dict[str, Any], target: Target) -> JSONResponse | StreamingResponse:
-        """Send ``body`` to the server's ``path`` for ``target``, loading its adapter first; the answer (JSON, or an
-        SSE stream when ``body["stream"]``) names ``target.requested`` as its model."""
-        await self.check_base(target)
-        await self.ensure_adapter(target)
-        payload = {**body, "model": target.adapter or target.base}
-        for attempt in (0, 1):
-            request = self._http.build_request("POST", path, json=payload)
-            try:
-                resp = await self._http.send(request, stream=True)
-            except httpx.TransportError as exc:
-                raise self._down(exc) from None
-            if resp.status_code == 404 and target.adapter is not None and attempt == 0:
-                await resp.aclose()  # the server lost the adapter (restarted): load it again, once
-                self.slots.forget(target.adapter)
-                await self.ensure_adapter(target, reload=True)
-                continue
-            if resp.status_code != 200:
-                await resp.aread()
-                await resp.aclose()
-                status = resp.status_code if resp.status_code < 500 else 502
-                raise UpstreamError(_upstream_message(resp), status_code=status)
-            if body.get("stream"):
-                return StreamingResponse(
-                    _sse(resp, target.requested),
-                    media_type="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-                )
-            try:
-                data = json.loads(await resp.aread())
-            finally:
-                await resp.aclose()
-            if isinstance(data, dict) and "model" in data:
-                data["model"] = target.requested
-            return JSONResponse(data)
-        raise UpstreamError("the inference server does not answer for the adapter after loading it again")
-
-    async def ready(self) -> str | None:
-        """None when the server answers ``/models`` with at least one base model, else why not (for /readyz)."""
+    def _check_rank(self, folder: Path, target: Target) -> None:
+        """A 400 naming the limit, rather than the server's 500, for an adapter above its ``--max-lora-rank``."""
         try:
-            served = await self.served()
+            rank = int(json.loads((folder / "adapter_config.json").read_text()).get("r") or 0)
+        except (OSError, ValueError, TypeError):
+            return  # the server's own check answers
+        if rank > self.max_lora_rank:
+            raise InvalidRequest(
+                f"{target.requested!r} is a LoRA adapter of rank {rank}; the inference server serves ranks up to "
+                f"{self.max_lora_rank} (INFERENCE_MAX_LORA_RANK; start the server with --max-lora-rank {rank} or more)",
+                param="model",
+                code="adapter_rank_too_large",
+            )
+
+    async def forward(
+        self, path: str, body: dict[str, Any], target: Target, *, cache_salt: str | None = None
+    ) -> JSONResponse | StreamingResponse:
+        """Send ``body`` to the server's ``path`` for ``target``, loading its adapter first; the answer (JSON, or an
+        SSE stream when ``body["stream"]``) names ``target.requested`` as its model. ``cache_salt`` (one per
+        project) replaces any the caller sent."""
+        await self.check_base(target)
+        payload = {**body, "model": target.adapter or target.base}
+        if cache_salt is not None:
+            payload["cache_salt"] = cache_salt
+        name = target.adapter
+        if name is not None:
+            self.slots.acquire(name)  # before anything can await: this process never unloads it under the request
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if name is not None and not released:
+                released = True
+                self.slots.release(name)
+
+        try:
+            await self.ensure_adapter(target)
+            for attempt in (0, 1):
+                request = self._http.build_request("POST", path, json=payload)
+                try:
+                    resp = await self._http.send(request, stream=True)
+                except httpx.TransportError as exc:
+                    raise self._down(exc) from None
+                if resp.status_code == 404 and name is not None and attempt == 0:
+                    await resp.aclose()  # the server lost the adapter: load it again, once
+                    await self.ensure_adapter(target, reload=True)
+                    continue
+                if resp.status_code != 200:
+                    await resp.aread()
+                    await resp.aclose()
+                    raise _request_error(resp)
+                if body.get("stream"):
+
+                    async def done(upstream: httpx.Response = resp) -> None:  # also when the client left early
+                        await upstream.aclose()
+                        release()
+
+                    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+                    stream = _sse(resp, target.requested)
+                    response = StreamingResponse(
+                        stream, media_type="text/event-stream", headers=headers, background=BackgroundTask(done)
+                    )
+                    released = True  # from here the response's background task releases it
+                    return response
+                try:
+                    data = json.loads(await resp.aread())
+                except (httpx.TransportError, ValueError) as exc:
+                    raise UpstreamError(f"the inference server's answer could not be read: {exc}") from None
+                finally:
+                    await resp.aclose()
+                if isinstance(data, dict) and "model" in data:
+                    data["model"] = target.requested
+                return JSONResponse(data)
+            raise UpstreamError("the inference server does not answer for the adapter after loading it again")
+        finally:
+            if not released:
+                release()
+
+    async def ready(self, timeout: float = 2.0) -> str | None:
+        """None when the server answers ``/models`` with at least one base model within ``timeout``, else why not
+        (for /readyz, whose probe must not wait on a hung server)."""
+        try:
+            served = await asyncio.wait_for(self.served(), timeout)
+        except TimeoutError:
+            return f"the inference server at {self.base_url} did not answer /models within {timeout} s"
         except ServiceError as exc:
             return exc.message
         return None if served["base"] else "the inference server serves no model yet"
+
+
+def _request_error(resp: httpx.Response) -> UpstreamError:
+    """The server's refusal of a forwarded request: the caller's fault (bad parameters, too long, too many) keeps
+    its status; anything else (our credentials, a lost adapter, a crash) is the service's: 502."""
+    status = resp.status_code if resp.status_code in (400, 413, 422, 429) else 502
+    return UpstreamError(_upstream_message(resp), status_code=status)
 
 
 async def _sse(resp: httpx.Response, model: str) -> AsyncIterator[bytes]:

@@ -17,7 +17,7 @@ from api.db.models import Checkpoint, Job, JobStatus
 from api.errors import NotFound
 
 # ft:{base}:{suffix}:{job id}[:ckpt-step-N]; the base and the suffix may hold ':' themselves, the job id cannot.
-_FT_NAME = re.compile(r"^ft:.+:(?P<job>ftjob-[0-9a-f]+)(?::ckpt-step-(?P<step>\d+))?$")
+_FT_NAME = re.compile(r"^ft:.+:(?P<job>ftjob-[0-9a-f]+)(?::ckpt-step-(?P<step>\d{1,9}))?$")
 
 
 @dataclass(frozen=True)

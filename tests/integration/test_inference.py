@@ -96,13 +96,21 @@ def test_checkpoints_are_served_by_name_and_by_id(served_demo: ServedDemo, sdk: 
         ckpts = api.get(f"/v1/fine_tuning/jobs/{job_id}/checkpoints").json()["data"]
     assert len(ckpts) >= 2  # steps 10 and 20
     messages: Any = [{"role": "user", "content": served_demo.held_out[1]["prompt"]}]
-    answers = {}
+
+    def first_logprobs(model: str) -> list[float]:
+        """The log-probs of the first 4 greedy tokens: which weights answered, to the last digit."""
+        r = sdk.chat.completions.create(model=model, messages=messages, max_tokens=4, temperature=0, logprobs=True)
+        assert r.model == model and r.choices[0].logprobs and r.choices[0].logprobs.content
+        return [round(t.logprob, 4) for t in r.choices[0].logprobs.content]
+
+    by_step = {}
     for c in ckpts:
-        for name in (c["fine_tuned_model_checkpoint"], c["id"]):
-            r = sdk.chat.completions.create(model=name, messages=messages, max_tokens=12, temperature=0)
-            assert r.model == name
-            answers.setdefault(c["step_number"], set()).add(r.choices[0].message.content)
-    assert all(len(v) == 1 for v in answers.values())  # a checkpoint's name and id are one adapter
+        by_name, by_id = first_logprobs(c["fine_tuned_model_checkpoint"]), first_logprobs(c["id"])
+        assert by_name == by_id  # a checkpoint's name and its id are one adapter
+        by_step[c["step_number"]] = by_name
+    base = first_logprobs(SMOLLM2_ID)
+    assert len({tuple(v) for v in [*by_step.values(), base]}) == len(by_step) + 1  # each its own weights
+    assert first_logprobs(served_demo.job["fine_tuned_model"]) == by_step[max(by_step)]  # the final = newest
 
 
 def test_another_project_cannot_use_the_model(served_demo: ServedDemo) -> None:

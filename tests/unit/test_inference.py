@@ -8,7 +8,9 @@ import io
 import json
 import socket
 import tarfile
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +51,7 @@ def adapter_tar(tag: str) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for name, data in (
-            ("adapter_config.json", json.dumps({"tag": tag}).encode()),
+            ("adapter_config.json", json.dumps({"tag": tag, "r": 16}).encode()),
             ("adapter_model.safetensors", b"w"),
         ):
             info = tarfile.TarInfo(name)
@@ -189,11 +191,67 @@ def test_another_projects_model_is_not_found_like_one_that_never_existed(
 def test_a_running_jobs_checkpoint_is_usable_but_its_model_name_is_not_yet(
     client: TestClient, settings: ApiSettings
 ) -> None:
-    t = trained_job(client, settings)
-    unfinished = t["job"]["fine_tuned_model"].replace(t["job"]["id"], "ftjob-" + "0" * 24)
-    assert chat(client, unfinished).status_code == 404
-    assert chat(client, "ft:" + TINY_ID + ":rft:" + t["job"]["id"] + ":ckpt-step-7").status_code == 404
+    f = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("d.jsonl", jsonl(ARITH_ROWS))})
+    job = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, f.json()["id"])).json()
+    url = f"/internal/jobs/{job['id']}"
+    claim = client.post(f"{url}/claim", json={"worker_id": "w", "claim_id": "claim-0001"}, headers=WORKER).json()
+    key = f"{claim['object_prefix']}checkpoints/step-000001.tar"
+    (settings.state_dir / "a.tar").write_bytes(adapter_tar("running"))
+    LocalStore(settings.objects_dir).put_file(key, settings.state_dir / "a.tar")
+    body = {"epoch": claim["epoch"], "step_number": 1, "object_key": key}
+    assert client.post(f"{url}/checkpoints", json=body, headers=WORKER).status_code == 200
+    ckpt = client.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"][0]
+    assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["status"] == "running"
+    assert chat(client, ckpt["fine_tuned_model_checkpoint"]).status_code == 200  # compare while it trains
+    assert chat(client, ckpt["id"]).status_code == 200
+    r = chat(client, f"ft:{TINY_ID}:rft:{job['id']}")  # the job's own name exists once it succeeded
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
+    assert chat(client, f"ft:{TINY_ID}:rft:{job['id']}:ckpt-step-7").status_code == 404  # no such step
+    assert chat(client, f"ft:{TINY_ID}:rft:{job['id']}:ckpt-step-{'9' * 40}").status_code == 404  # not a 500
     assert chat(client, "gpt-4o").json()["error"]["param"] == "model"
+
+
+def test_concurrent_first_uses_load_once_and_an_adapter_in_use_is_never_unloaded(
+    client: TestClient, settings: ApiSettings, fake: FakeInference
+) -> None:
+    a = trained_job(client, settings, steps=(1, 2, 3))
+    names = [a["checkpoints"][step]["fine_tuned_model_checkpoint"] for step in (1, 2, 3)]
+    fake.delay = 0.5
+    with ThreadPoolExecutor(4) as pool:  # four requests for one adapter at once: one load
+        assert all(r.status_code == 200 for r in pool.map(lambda _: chat(client, names[0]), range(4)))
+    assert [c for c in fake.calls if c[0] == "load"] == [("load", a["checkpoints"][1]["id"])]
+    # capacity 2: while step 1's request is in flight, steps 2 and 3 arrive; step 1 is not unloaded under it
+    fake.delay = 1.5
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(chat, client, names[0])
+        time.sleep(0.5)
+        fake.delay = 0.0
+        assert chat(client, names[1]).status_code == 200 and chat(client, names[2]).status_code == 200
+        assert slow.result().status_code == 200
+    assert ("unload", a["checkpoints"][1]["id"]) not in fake.calls
+    assert client.app.state.inference.slots._in_use == {}  # type: ignore[attr-defined]  # every request released
+
+
+def test_an_adapter_above_the_servers_rank_is_a_400_naming_the_limit(
+    client: TestClient, settings: ApiSettings, fake: FakeInference
+) -> None:
+    name = trained_job(client, settings)["job"]["fine_tuned_model"]
+    client.app.state.inference.max_lora_rank = 8  # type: ignore[attr-defined]  # the tar's adapter says r=16
+    r = chat(client, name)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "adapter_rank_too_large", r.text
+    assert "--max-lora-rank 16" in r.json()["error"]["message"] and not fake.adapters
+
+
+def test_each_project_gets_its_own_prefix_cache_salt(
+    client: TestClient, settings: ApiSettings, fake: FakeInference
+) -> None:
+    _, _, key_a = new_key(settings, name="A")
+    _, _, key_b = new_key(settings, name="B")
+    chat(client, TINY_ID, bearer(key_a), cache_salt="guess")  # a caller's own salt is replaced
+    chat(client, TINY_ID, bearer(key_a))
+    chat(client, TINY_ID, bearer(key_b))
+    salts = [b["cache_salt"] for b in fake.bodies]
+    assert salts[0] == salts[1] != salts[2] and "guess" not in salts and len(salts[0]) == 64
 
 
 def test_bad_sampling_parameters_are_422_naming_the_field(client: TestClient) -> None:
@@ -205,14 +263,18 @@ def test_bad_sampling_parameters_are_422_naming_the_field(client: TestClient) ->
 
 def test_upstream_errors_keep_the_error_shape(client: TestClient, settings: ApiSettings, fake: FakeInference) -> None:
     t = trained_job(client, settings)
-    fake.fail_load = (400, "LoRA rank 128 is greater than max_lora_rank 64")
+    # a load the server refuses is the service's failure (a 502 with the server's words), whatever its status
+    fake.fail_load = (500, "LoRA rank 128 is greater than max_lora_rank 64")
     r = chat(client, t["job"]["fine_tuned_model"])
-    assert r.status_code == 400, r.text
     err = r.json()["error"]
+    assert r.status_code == 502 and err["type"] == "server_error" and err["code"] == "adapter_load_failed", r.text
     assert "max_lora_rank 64" in err["message"] and t["job"]["fine_tuned_model"] in err["message"]
-    fake.fail_load = (500, "out of memory")
-    r = chat(client, t["checkpoints"][1]["id"])
-    assert r.status_code == 502 and r.json()["error"]["type"] == "server_error", r.text
+    fake.fail_load = (404, "No adapter found for /adapters/x")  # e.g. a volume the server does not mount
+    assert chat(client, t["checkpoints"][1]["id"]).status_code == 502
+    # a request the server refuses for its parameters keeps its status
+    fake.fail_load = None
+    r = client.post(CHAT, json={"model": TINY_ID, "messages": HELLO, "max_tokens": 10**6})
+    assert r.status_code == 400 and "maximum context length" in r.json()["error"]["message"], r.text
 
 
 def test_a_model_whose_base_the_server_does_not_serve_is_404_naming_what_it_serves(

@@ -95,7 +95,14 @@ export function CreateJob() {
   const [attempt, setAttempt] = useState({ body: "", key: "" });
 
   useEffect(() => {
-    api("/v1/models").then((m) => (setModels(m.data), setModel((cur) => cur || m.data[0]?.id || ""))).catch(setError);
+    // base models only: /v1/models lists the project's fine-tuned models too, which serve but do not train
+    api("/v1/models")
+      .then((m) => {
+        const base = m.data.filter((x) => !x.parent);
+        setModels(base);
+        setModel((cur) => cur || base[0]?.id || "");
+      })
+      .catch(setError);
     api("/v1/files?purpose=fine-tune&limit=100").then((p) => setFiles(p.data)).catch(() => {});
     // recipe names and defaults come from the API's own schema, so they never drift from grpo_core
     fetch("/openapi.json")
