@@ -6,6 +6,7 @@ exactly like training does (same prompt formatting, same graders), in batches.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -32,7 +33,7 @@ def evaluate_rewards(
     Rewards are the weighted grader totals; an unscorable sample counts as 0, as OpenAI's graders do. The second
     figure is pass@k for 0/1 graders (k = ``samples_per_prompt``; equal to the mean when k = 1).
     """
-    total, best, n = reward_sums(model, tokenizer, rows, graders, **kw)
+    total, best, n, _ = reward_sums(model, tokenizer, rows, graders, **kw)
     k = kw.get("samples_per_prompt", 1)
     return total / max(n, 1), best / max(n // k, 1)
 
@@ -51,15 +52,16 @@ def reward_sums(
     weights: Sequence[float] | None = None,
     engine: Any = None,
     first_row: int = 0,
-) -> tuple[float, float, int]:
-    """(Σ reward over every sample, Σ over prompts of the best of its k samples, samples): what ranks that each
-    scored a share of the rows add up (``first_row``: the share's first row in the whole file, which keys the
-    sampling noise, so a row draws the same samples whichever rank scores it).
+) -> tuple[float, float, int, float]:
+    """(Σ reward over every sample, Σ over prompts of the best of its k samples, samples, Σ over prompts of the
+    squared mean of its k rewards): what ranks that each scored a share of the rows add up (``first_row``: the
+    share's first row in the whole file, which keys the sampling noise, so a row draws the same samples whichever
+    rank scores it). The last sum gives the spread of the per-prompt means: ``standard_error``.
 
     ``engine`` (a rollout engine, synced to ``model``) samples instead of ``model.generate``: during training
     the validation then runs on the same fast sampler as the rollouts.
     """
-    total, best, n = 0.0, 0.0, 0
+    total, best, n, squares = 0.0, 0.0, 0, 0.0
     k = samples_per_prompt
     generate = engine.generate if engine is not None else partial(sample, model, tokenizer)
     for lo in range(0, len(rows), prompts_per_batch):
@@ -71,8 +73,20 @@ def reward_sums(
         r = torch.nan_to_num(weighted_total(scores, weights or [1.0] * len(graders)), nan=0.0).double()
         total += float(r.sum())
         best += float(r.view(-1, k).amax(dim=1).sum())
+        squares += float(r.view(-1, k).mean(dim=1).square().sum())
         n += len(ro.texts)
-    return total, best, n
+    return total, best, n, squares
+
+
+def standard_error(total: float, squares: float, prompts: int, k: int) -> float | None:
+    """Standard error of the mean reward over ``prompts`` prompts (each the mean of its k samples), from
+    ``reward_sums``' sums: how far the validation reward moves between two checkpoints by the luck of which prompts
+    and samples it saw. None with fewer than two prompts."""
+    if prompts < 2:
+        return None
+    mean = total / (prompts * k)
+    variance = max(0.0, (squares - prompts * mean * mean) / (prompts - 1))
+    return math.sqrt(variance / prompts)
 
 
 def mean_reward(model: Any, tokenizer: Any, rows: list[dict[str, Any]], graders: Sequence[Grader], **kw: Any) -> float:

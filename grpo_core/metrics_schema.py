@@ -41,6 +41,11 @@ class Scores(BaseModel):
     valid_pass_at_k: float | None = Field(
         None, description="Validation: mean over prompts of the best of eval_samples rewards (pass@k for 0/1)."
     )
+    valid_reward_stderr: float | None = Field(
+        None,
+        description="Validation: standard error of valid_reward_mean over the prompts (each the mean of its "
+        "eval_samples rewards); a change between evaluations smaller than this is noise.",
+    )
 
 
 class GraderErrorRate(BaseModel):

@@ -36,7 +36,7 @@ from grpo_core.device import Placement, peak_memory_gb, reset_peak_memory, resol
 from grpo_core.distributed import World, all_gather_objects, any_rank, broadcast_parameters
 from grpo_core.engines.base import make_engine
 from grpo_core.errors import UserError
-from grpo_core.evaluate import reward_sums
+from grpo_core.evaluate import reward_sums, standard_error
 from grpo_core.health import HealthMonitor
 from grpo_core.lora_fused import fuse_lora
 from grpo_core.memory import auto_micro_batch, enable_checkpointing, out_of_memory, vllm_memory_share
@@ -405,7 +405,7 @@ def _validate(
     t = time.perf_counter()
     lo, hi = world.shard(len(valid_rows))
     k = cfg.eval_samples
-    mine = (0.0, 0.0, 0)
+    mine = (0.0, 0.0, 0, 0.0)
     if lo < hi:
         mine = reward_sums(
             model,
@@ -422,10 +422,11 @@ def _validate(
             first_row=lo,
         )
     parts = all_gather_objects(world, mine)
-    n = sum(p[2] for p in parts)
-    reward, best_of_k = sum(p[0] for p in parts) / max(n, 1), sum(p[1] for p in parts) / max(n // k, 1)
+    n, total = sum(p[2] for p in parts), sum(p[0] for p in parts)
+    reward, best_of_k = total / max(n, 1), sum(p[1] for p in parts) / max(n // k, 1)
     metrics.scores.valid_reward_mean = reward
     metrics.scores.valid_pass_at_k = best_of_k
+    metrics.scores.valid_reward_stderr = standard_error(total, sum(p[3] for p in parts), n // k, k)
     metrics.timing.step.eval = round(time.perf_counter() - t, 3)
     if state.best_valid_reward is not None and reward <= state.best_valid_reward:
         return False

@@ -313,3 +313,5 @@ def test_validation_is_scored_every_eval_interval_and_after_the_last_step(tiny_m
     assert all(0.0 <= (s.valid_reward_mean or -1) <= 1.0 for s in valid)
     assert all(m.timing.step.eval is not None for m in rec.steps[1:])
     assert all((s.valid_pass_at_k or 0) >= (s.valid_reward_mean or 0) for s in valid)  # best of 2 >= the mean
+    # the standard error of the validation mean over its 3 prompts (each the mean of its 2 samples): 0 <= se <= 0.5
+    assert all(s.valid_reward_stderr is not None and 0.0 <= s.valid_reward_stderr <= 0.5 for s in valid)

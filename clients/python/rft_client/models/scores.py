@@ -26,12 +26,15 @@ class Scores:
             (pass@k for 0/1).
         valid_reward_mean (float | None | Unset): Validation: mean weighted reward (every eval_interval steps and after
             the last).
+        valid_reward_stderr (float | None | Unset): Validation: standard error of valid_reward_mean over the prompts
+            (each the mean of its eval_samples rewards); a change between evaluations smaller than this is noise.
     """
 
     train_reward_mean: float | None
     graders: list[GraderMetrics] | Unset = UNSET
     valid_pass_at_k: float | None | Unset = UNSET
     valid_reward_mean: float | None | Unset = UNSET
+    valid_reward_stderr: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,6 +60,12 @@ class Scores:
         else:
             valid_reward_mean = self.valid_reward_mean
 
+        valid_reward_stderr: float | None | Unset
+        if isinstance(self.valid_reward_stderr, Unset):
+            valid_reward_stderr = UNSET
+        else:
+            valid_reward_stderr = self.valid_reward_stderr
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -70,6 +79,8 @@ class Scores:
             field_dict["valid_pass_at_k"] = valid_pass_at_k
         if valid_reward_mean is not UNSET:
             field_dict["valid_reward_mean"] = valid_reward_mean
+        if valid_reward_stderr is not UNSET:
+            field_dict["valid_reward_stderr"] = valid_reward_stderr
 
         return field_dict
 
@@ -113,11 +124,21 @@ class Scores:
 
         valid_reward_mean = _parse_valid_reward_mean(d.pop("valid_reward_mean", UNSET))
 
+        def _parse_valid_reward_stderr(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        valid_reward_stderr = _parse_valid_reward_stderr(d.pop("valid_reward_stderr", UNSET))
+
         scores = cls(
             train_reward_mean=train_reward_mean,
             graders=graders,
             valid_pass_at_k=valid_pass_at_k,
             valid_reward_mean=valid_reward_mean,
+            valid_reward_stderr=valid_reward_stderr,
         )
 
         scores.additional_properties = d
