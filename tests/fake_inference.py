@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +20,8 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+
+from scripts.local_stack import free_port
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -117,9 +118,7 @@ class FakeInference:
         self.adapters.clear()
 
     def start(self) -> FakeInference:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
         self._server = uvicorn.Server(config)
         threading.Thread(target=self._server.run, daemon=True).start()

@@ -106,14 +106,14 @@ class AdapterSlots:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._used: OrderedDict[str, float] = OrderedDict()
+        self._used: OrderedDict[str, None] = OrderedDict()  # order = recency
         self._in_use: Counter[str] = Counter()
 
     def __contains__(self, name: str) -> bool:
         return name in self._used
 
     def touch(self, name: str) -> None:
-        self._used[name] = time.monotonic()
+        self._used[name] = None
         self._used.move_to_end(name)
 
     def forget(self, name: str) -> None:

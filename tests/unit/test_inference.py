@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import tarfile
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from api.settings import ApiSettings
 from runtime.storage import LocalStore
+from scripts.local_stack import free_port
 from tests.fake_inference import FakeInference
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
@@ -284,12 +284,6 @@ def test_a_model_whose_base_the_server_does_not_serve_is_404_naming_what_it_serv
     r = chat(client, TINY_ID)
     assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_served", r.text
     assert "another-model" in r.json()["error"]["message"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_a_server_that_is_down_is_a_503_naming_it(settings: ApiSettings, tmp_path: Path) -> None:
