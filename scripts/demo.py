@@ -44,20 +44,47 @@ def make_rows(rng: random.Random, n: int) -> list[dict[str, Any]]:
     return rows
 
 
-def write_data(folder: Path, seed: int) -> tuple[Path, Path]:
-    """Seeded, disjoint train/validation sets of single-digit additions."""
-    folder.mkdir(parents=True, exist_ok=True)
+# The demo job's settings (nested as the API takes them); `--steps` sets max_steps. tests/inference_stack.py and
+# scripts/record_health_series.py train the same job, so all three read them from here.
+HYPERPARAMETERS: dict[str, Any] = {
+    "group_size": 8,
+    "batch_size": 4,
+    "learning_rate": 5e-4,
+    "beta": 0.0,
+    "max_completion_tokens": 24,
+    "temperature": 1.0,
+    "lora": {"rank": 16, "alpha": 32},
+    "checkpoint_interval": 10,
+    "eval_interval": 5,  # the validation curve on the dashboard: 4 points
+    "micro_batch_size": 32,
+}
+
+
+def split(seed: int = 0) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """Seeded, disjoint (train, validation) rows of single-digit additions: 57 and 24."""
     pairs = [(a, b) for a in range(1, 10) for b in range(1, 10)]
     random.Random(seed).shuffle(pairs)
-    val_pairs, train_pairs = pairs[:24], pairs[24:]
+    rows = [{"prompt": PROMPT.format(a=a, b=b), "answer": str(a + b)} for a, b in pairs]
+    return rows[24:], rows[:24]
+
+
+def write_data(folder: Path, seed: int) -> tuple[Path, Path]:
+    """``split(seed)`` as train.jsonl and validation.jsonl in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
     out = []
-    for name, chosen in (("train", train_pairs), ("validation", val_pairs)):
+    for name, rows in zip(("train", "validation"), split(seed), strict=True):
         path = folder / f"{name}.jsonl"
-        path.write_text(
-            "".join(json.dumps({"prompt": PROMPT.format(a=a, b=b), "answer": str(a + b)}) + "\n" for a, b in chosen)
-        )
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         out.append(path)
     return out[0], out[1]
+
+
+def flat(hp: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested hyperparameters as the CLI's dotted ``--hp key=value`` names (``lora.rank``)."""
+    out: dict[str, Any] = {}
+    for key, value in hp.items():
+        out |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+    return out
 
 
 def rft(base_url: str, *args: str, capture: bool = False) -> str:
@@ -184,20 +211,7 @@ def main() -> None:
         for name, path in (("training_file", train_path), ("validation_file", val_path)):
             upload = rft(base_url, "files", "upload", str(path.relative_to(ROOT)), "--json", capture=True)
             files[name] = json.loads(upload)["id"]
-        hyperparameters = {
-            "group_size": 8,
-            "batch_size": 4,
-            "max_steps": args.steps,
-            "learning_rate": 5e-4,
-            "beta": 0.0,
-            "max_completion_tokens": 24,
-            "temperature": 1.0,
-            "lora.rank": 16,
-            "lora.alpha": 32,
-            "checkpoint_interval": 10,
-            "eval_interval": 5,  # the validation curve on the dashboard: 4 points
-            "micro_batch_size": 32,
-        }
+        hyperparameters = flat(HYPERPARAMETERS | {"max_steps": args.steps})
         flags = {
             "--model": "SmolLM2-135M-Instruct",
             "--training-file": files["training_file"],

@@ -23,7 +23,7 @@ from grpo_core.models import SMOLLM2_ID, prepare_smollm2
 from grpo_core.rewards.graders import build_grader
 from grpo_core.rewards.schemas import PythonGrader
 from grpo_core.trainer import train
-from scripts.demo import GRADER_SOURCE, MODELS, PROMPT
+from scripts.demo import GRADER_SOURCE, HYPERPARAMETERS, MODELS, split
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "health"
 
@@ -59,24 +59,12 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    import random
-
-    pairs = [(a, b) for a in range(1, 10) for b in range(1, 10)]
-    random.Random(0).shuffle(pairs)
-    rows = [{"prompt": PROMPT.format(a=a, b=b), "answer": str(a + b)} for a, b in pairs]
-    valid, train_rows = rows[:24], rows[24:]
-    settings = {
-        "group_size": 8,
-        "batch_size": 4,
+    train_rows, valid = split(0)
+    settings = HYPERPARAMETERS | {
         "max_steps": args.steps,
         "learning_rate": args.lr,
-        "beta": 0.0,
-        "max_completion_tokens": 24,
         "temperature": args.temperature,
-        "lora": {"rank": 16, "alpha": 32},
-        "eval_interval": 5,
-        "checkpoint_interval": 1000,
-        "micro_batch_size": 32,
+        "checkpoint_interval": 1000,  # the series is what is recorded, not the adapters
     }
     cfg = GRPOConfig.model_validate(settings)
     grader = build_grader(PythonGrader(source=GRADER_SOURCE, name="first_number"))

@@ -23,37 +23,14 @@ import httpx
 import pytest
 
 from grpo_core.models import SMOLLM2_ID, prepare_smollm2
-from scripts.demo import GRADER_SOURCE, PROMPT
+from scripts.demo import GRADER_SOURCE, HYPERPARAMETERS, split
 from scripts.local_stack import ROOT, Proc, free_port, wait_http
 from tests.integration.stack import Stack, production_env, running_api, wait_status
 from tests.services import fresh_database, fresh_redis_db
 
-DEMO_HP: dict[str, Any] = {  # scripts/demo.py's job
-    "group_size": 8,
-    "batch_size": 4,
-    "max_steps": 20,
-    "learning_rate": 5e-4,
-    "beta": 0.0,
-    "max_completion_tokens": 24,
-    "temperature": 1.0,
-    "lora": {"rank": 16, "alpha": 32},
-    "checkpoint_interval": 10,
-    "micro_batch_size": 32,
-}
+# scripts/demo.py's job, without validation (this fixture uploads no validation file)
+DEMO_HP = {k: v for k, v in HYPERPARAMETERS.items() if k != "eval_interval"} | {"max_steps": 20}
 GRADER = {"type": "python", "name": "first_number", "source": GRADER_SOURCE}
-
-
-def arithmetic(pairs: list[tuple[int, int]]) -> list[dict[str, str]]:
-    return [{"prompt": PROMPT.format(a=a, b=b), "answer": str(a + b)} for a, b in pairs]
-
-
-def split() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """The demo's disjoint train and held-out sets (scripts/demo.py write_data, seed 0)."""
-    import random
-
-    pairs = [(a, b) for a in range(1, 10) for b in range(1, 10)]
-    random.Random(0).shuffle(pairs)
-    return arithmetic(pairs[24:]), arithmetic(pairs[:24])
 
 
 @dataclass
