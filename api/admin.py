@@ -1,10 +1,14 @@
-"""Admin CLI for tenants: ``python -m api.admin projects|keys …`` against the API's own database (DATABASE_URL).
+"""Admin CLI: ``python -m api.admin projects|keys|models …`` against the API's own database (DATABASE_URL) and
+object store.
 
     python -m api.admin projects create NAME           # prints the new project's id
     python -m api.admin projects list
     python -m api.admin keys create --project ID [--name NAME]   # prints the key: shown this once only
     python -m api.admin keys list [--project ID]       # hints only, never keys
     python -m api.admin keys revoke KEY_ID
+    python -m api.admin models add PATH_OR_URI [--id ID] [--hub-id ORG/NAME]   # prints the model's id
+    python -m api.admin models list
+    python -m api.admin models remove ID
 
 What a script wants (an id, a key) is the only thing on stdout; explanations go to stderr, so
 ``KEY=$(python -m api.admin keys create --project proj-…)`` works. The first key created ends open mode: from
@@ -22,7 +26,8 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from api.db.session import make_engine, make_sessionmaker
-from api.services import tenants
+from api.errors import ServiceError
+from api.services import model_registry, tenants
 from api.settings import get_settings
 
 
@@ -64,8 +69,46 @@ def _keys(session: Session, args: argparse.Namespace) -> None:
         _table(rows, ["id", "project", "name", "hint", "created", "last_used", "revoked"])
 
 
+def _gb(n: int | None) -> str:
+    return f"{n / 1e9:.2f}" if n is not None else "-"
+
+
+def _models(session: Session, args: argparse.Namespace) -> None:
+    settings = get_settings()
+    if args.action == "add":
+        row = model_registry.register(session, settings.store(), args.source, model_id=args.id, hub_id=args.hub_id)
+        print(row.id)
+        print(
+            f"registered {row.id}: {row.architecture}, {_gb(row.parameter_count)} B parameters, {row.dtype}, "
+            f"context {row.context_length}, chat template {'yes' if row.chat_template else 'no'}, "
+            f"{len(row.files)} files ({_gb(row.size)} GB) under {row.object_prefix}",
+            file=sys.stderr,
+        )
+    elif args.action == "remove":
+        row = model_registry.remove(session, settings.store(), args.id)
+        print(f"removed {row.id}", file=sys.stderr)
+    else:
+        rows = [
+            [
+                e.id,
+                e.row.architecture,
+                _gb(e.row.parameter_count),
+                e.row.dtype or "-",
+                str(e.row.context_length),
+                e.row.source,
+                _when(e.row.created_at),
+            ]
+            if e.row is not None
+            else [e.id, "-", "-", "-", "-", "catalog", "-"]
+            for e in model_registry.available(session, settings).values()
+        ]
+        _table(rows, ["id", "architecture", "params_b", "dtype", "context", "source", "registered"])
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m api.admin", description="Projects (tenants) and their API keys.")
+    p = argparse.ArgumentParser(
+        prog="python -m api.admin", description="Projects (tenants), their API keys, and the base model registry."
+    )
     groups = p.add_subparsers(dest="group", required=True)
 
     projects = groups.add_parser("projects", help="create and list projects").add_subparsers(
@@ -84,6 +127,13 @@ def parser() -> argparse.ArgumentParser:
         "--project", help="only this one"
     )
     keys.add_parser("revoke", help="revoke a key (idempotent)").add_argument("key_id", help="key id (key-…)")
+    models = groups.add_parser("models", help="the base model registry").add_subparsers(dest="action", required=True)
+    add = models.add_parser("add", help="register a base model; prints its id")
+    add.add_argument("source", help="an HF folder, s3://bucket/prefix/, or hf://org/name[@rev] (offline HF cache)")
+    add.add_argument("--id", help="the model's id in the service (default: the folder's or hub id's name)")
+    add.add_argument("--hub-id", help="org/name: what trained adapters name as their base model")
+    models.add_parser("list", help="registered and catalog base models")
+    models.add_parser("remove", help="remove a registered model").add_argument("id")
     return p
 
 
@@ -92,8 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = make_engine(get_settings().db_url)
     try:
         with make_sessionmaker(engine)() as session:
-            (_projects if args.group == "projects" else _keys)(session, args)
-    except tenants.TenantError as exc:
+            {"projects": _projects, "keys": _keys, "models": _models}[args.group](session, args)
+    except (tenants.TenantError, ServiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (OperationalError, ProgrammingError) as exc:

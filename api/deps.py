@@ -10,7 +10,7 @@ from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session
 
 from api.db.models import DEFAULT_PROJECT
-from api.errors import Unauthorized
+from api.errors import Forbidden, Unauthorized
 from api.queue import JobQueue
 from api.services import tenants
 from api.settings import ApiSettings
@@ -76,6 +76,20 @@ def require_worker(settings: SettingsDep, authorization: Annotated[str | None, H
     token = _bearer(authorization)
     if token is None or not hmac.compare_digest(token.encode(), settings.internal_token.encode()):
         raise Unauthorized("internal endpoints need the worker token")
+
+
+def require_admin(settings: SettingsDep, authorization: Annotated[str | None, Header()] = None) -> None:
+    """The operator routes need ADMIN_TOKEN; with none configured they are off (403), whatever the key."""
+    if settings.admin_token is None:
+        raise Forbidden(
+            "the admin routes are off: set ADMIN_TOKEN on the API, or use `python -m api.admin models …`",
+            code="admin_disabled",
+        )
+    token = _bearer(authorization)
+    if token is None or not hmac.compare_digest(token.encode(), settings.admin_token.encode()):
+        raise Unauthorized(
+            "admin routes need the ADMIN_TOKEN bearer token", code="invalid_admin_token", headers=_CHALLENGE
+        )
 
 
 CurrentProject = Annotated[str, Depends(current_project)]

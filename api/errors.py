@@ -50,6 +50,11 @@ class Unauthorized(ServiceError):
     type = "authentication_error"
 
 
+class Forbidden(ServiceError):
+    status_code = 403
+    type = "permission_error"
+
+
 class NotFound(ServiceError):
     status_code = 404
     type = "not_found_error"

@@ -85,6 +85,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         downloads.router,
         graders.router,
         models.router,
+        models.admin,
         inference.router,
         webhooks.router,
         internal.router,

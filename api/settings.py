@@ -21,6 +21,11 @@ class ApiSettings(CommonSettings):
         None, description="Where clients reach S3 for presigned downloads (when not S3_ENDPOINT_URL, e.g. compose)."
     )
     api_key: str | None = Field(None, description="Bearer key for the public API; unset = open (local use only).")
+    admin_token: str | None = Field(
+        None,
+        description="Bearer token of the operator routes (/v1/admin/…: the model registry); unset = those routes "
+        "are off (python -m api.admin works on the database directly).",
+    )
     public_url: str | None = Field(
         None,
         description="Where users reach the API (e.g. https://rft.example.com), for the download links it makes; "

@@ -183,7 +183,14 @@ class AlgorithmConfig(BaseModel):
     n_epochs: int = Field(1, ge=1, le=100, description="Passes over the training file; ignored when max_steps is set.")
     max_steps: int | None = Field(None, ge=1, le=1_000_000, description="Optimizer steps; overrides n_epochs.")
     max_completion_tokens: int = Field(128, ge=1, le=32768, description="Longest completion sampled.")
-    max_prompt_tokens: int = Field(1024, ge=8, le=131072, description="Prompts longer than this are rejected.")
+    max_prompt_tokens: int = Field(
+        1024, ge=8, le=131072, description="Prompts longer than this are rejected (when the job is created)."
+    )
+    chat_template_kwargs: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict,
+        description="Extra variables for the model's chat template when prompts are rendered, e.g. "
+        '{"enable_thinking": false} for Qwen3 (transformers\' apply_chat_template keyword arguments).',
+    )
     temperature: float = Field(
         1.0, gt=0, le=2.0, description="Sampling temperature; also divides the logits when scoring log-probs."
     )

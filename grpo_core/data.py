@@ -52,17 +52,19 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def prompt_text(row: dict[str, Any], tokenizer: Any) -> str:
+def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> str:
     """The exact text fed to the model for ``row`` (rows are checked at upload: ``prompt`` is a string,
-    ``messages`` a list of role/content turns)."""
+    ``messages`` a list of role/content turns). ``chat_template_kwargs`` (the job's) become template variables.
+    grpo_core.prompt_tokens renders the same text without transformers, for the API's count."""
+    kw = chat_template_kwargs or {}
     has_template = getattr(tokenizer, "chat_template", None) is not None
     if "messages" in row:
         if not has_template:
             return "\n".join(f"{m['role']}: {m['content']}" for m in row["messages"]) + "\nassistant:"
-        return str(tokenizer.apply_chat_template(row["messages"], tokenize=False, add_generation_prompt=True))
+        return str(tokenizer.apply_chat_template(row["messages"], tokenize=False, add_generation_prompt=True, **kw))
     if has_template:
         turn = [{"role": "user", "content": row["prompt"]}]
-        return str(tokenizer.apply_chat_template(turn, tokenize=False, add_generation_prompt=True))
+        return str(tokenizer.apply_chat_template(turn, tokenize=False, add_generation_prompt=True, **kw))
     return str(row["prompt"])
 
 

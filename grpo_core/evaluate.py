@@ -52,6 +52,7 @@ def reward_sums(
     weights: Sequence[float] | None = None,
     engine: Any = None,
     first_row: int = 0,
+    chat_template_kwargs: dict[str, Any] | None = None,
 ) -> tuple[float, float, int, float]:
     """(Σ reward over every sample, Σ over prompts of the best of its k samples, samples, Σ over prompts of the
     squared mean of its k rewards): what ranks that each scored a share of the rows add up (``first_row``: the
@@ -67,7 +68,7 @@ def reward_sums(
     for lo in range(0, len(rows), prompts_per_batch):
         batch = rows[lo : lo + prompts_per_batch]
         sampling = Sampling(k, max_new_tokens, temperature, top_p=1.0, seed=seed, first_row=(first_row + lo) * k)
-        ro = generate([prompt_text(r, tokenizer) for r in batch], sampling)
+        ro = generate([prompt_text(r, tokenizer, chat_template_kwargs) for r in batch], sampling)
         rows_g = [r for r in batch for _ in range(k)]
         scores = score_samples(graders, ro.texts, rows_g, [0] * len(rows_g)).matrix
         r = torch.nan_to_num(weighted_total(scores, weights or [1.0] * len(graders)), nan=0.0).double()

@@ -108,9 +108,12 @@ class TrainResult:
     last_metrics: StepMetrics | None = None
 
 
-def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool = True) -> tuple[Any, Any]:
+def load_policy(
+    model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool = True, base_name: str | None = None
+) -> tuple[Any, Any]:
     """Base model (fp32, or bf16 for ``precision="bf16"``; ``auto`` must be resolved before) on ``cfg.device``, with
-    a fresh fp32 LoRA adapter (initialised from ``seed``) and its tokenizer."""
+    a fresh fp32 LoRA adapter (initialised from ``seed``) and its tokenizer. ``base_name``: what the adapter names
+    as its base model (a registered model's hub id or id; default grpo_core.models.base_model_name)."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -132,7 +135,7 @@ def load_policy(model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool
         task_type="CAUSAL_LM",
     )
     model = get_peft_model(base, lora)
-    model.peft_config["default"].base_model_name_or_path = base_model_name(model_dir)  # not this worker's path
+    model.peft_config["default"].base_model_name_or_path = base_name or base_model_name(model_dir)  # not a path
     model.eval()
     if fused_lora:
         fuse_lora(model)  # same math, one autograd node per LoRA layer (grpo_core.lora_fused)
@@ -152,12 +155,13 @@ def train(
     valid_rows: list[dict[str, Any]] | None = None,
     placement: Placement | None = None,
     world: World | None = None,
+    base_name: str | None = None,
 ) -> TrainResult:
     """Run GRPO on ``rows`` and return when done, stopped, or raise (UserError for the user's mistakes, its
     subclass DeviceOutOfMemory when the device runs out). ``placement``: where to train, when the caller resolved
     it already (the worker names it in its first event); by default resolved here from ``cfg``. ``world``: this
     process's rank among the job's (default: torchrun's environment, or one process); the process group is
-    joined here unless the caller did."""
+    joined here unless the caller did. ``base_name``: what the adapter names as its base (see load_policy)."""
     if not rows:
         raise UserError("the training file has no rows")
     world = world or World.from_env()
@@ -172,7 +176,7 @@ def train(
             # one precision for all: each rank measured its CPU's bf16 speed-up itself, and one fell short
             placement = replace(placement, precision="fp32", precision_reason="another rank's CPU chose fp32")
         run = (cfg, model_dir, rows, graders, callbacks, work_dir, seed, resume_from, valid_rows, placement, world)
-        return _train(*run)
+        return _train(*run, base_name=base_name)
 
 
 def _train(
@@ -187,11 +191,13 @@ def _train(
     valid_rows: list[dict[str, Any]] | None,
     placement: Placement,
     world: World,
+    *,
+    base_name: str | None = None,
 ) -> TrainResult:
     callbacks = _MainRank(reporter, world, placement.device)
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
-    model, tokenizer = load_policy(model_dir, cfg, seed)
-    prompts_all = [prompt_text(r, tokenizer) for r in rows]
+    model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
+    prompts_all = [prompt_text(r, tokenizer, cfg.chat_template_kwargs) for r in rows]
     for i, p in enumerate(prompts_all):
         n_tok = len(tokenizer(p, add_special_tokens=False)["input_ids"])
         if n_tok > cfg.max_prompt_tokens:
@@ -420,6 +426,7 @@ def _validate(
             weights=cfg.reward_weights,
             engine=engine,
             first_row=lo,
+            chat_template_kwargs=cfg.chat_template_kwargs,
         )
     parts = all_gather_objects(world, mine)
     n, total = sum(p[2] for p in parts), sum(p[0] for p in parts)

@@ -77,7 +77,21 @@ def models_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--jso
         print_json(page)
         return
     for m in page["data"]:  # base models, then this project's fine-tuned models (for rft chat) with their base
-        console.print(m["id"] + (f"  (fine-tuned from {m['parent']})" if m.get("parent") else ""), markup=False)
+        console.print(m["id"] + _model_details(m), markup=False)
+
+
+def _model_details(m: dict[str, Any]) -> str:
+    """What a user picks a base model by: architecture, size, dtype, context (registered models carry them)."""
+    if m.get("parent"):
+        return f"  (fine-tuned from {m['parent']})"
+    parts = [
+        m.get("architecture"),
+        f"{m['parameter_count'] / 1e9:.2f}B params" if m.get("parameter_count") else None,
+        m.get("dtype"),
+        f"context {m['context_length']}" if m.get("context_length") else None,
+    ]
+    shown = [p for p in parts if p]
+    return f"  ({', '.join(shown)})" if shown else ""
 
 
 if __name__ == "__main__":

@@ -69,6 +69,23 @@ class Resources(BaseModel):
         return self.devices * self.nodes
 
 
+class ModelFileRef(BaseModel):
+    name: str
+    size: int
+    sha256: str
+
+
+class ModelSource(BaseModel):
+    """A registered base model's files in the object store: the worker fetches them into its node's cache,
+    keyed by ``digest`` (worker.model_cache), and checks each file's sha256."""
+
+    id: str
+    digest: str
+    object_prefix: str
+    hub_id: str | None = None
+    files: list[ModelFileRef]
+
+
 class ClaimResponse(BaseModel):
     job_id: str
     epoch: int = Field(description="The fencing token every later write of this run carries.")
@@ -86,6 +103,9 @@ class ClaimResponse(BaseModel):
     object_prefix: str = Field(description="Where this job's objects go: checkpoints under <prefix>checkpoints/.")
     resume: ResumePoint | None = Field(None, description="The last registered checkpoint to continue from.")
     resources: Resources = Field(default_factory=Resources, description="Devices per node and nodes of this job.")
+    model_source: ModelSource | None = Field(
+        None, description="The registered model's files; None: a folder of the worker's catalog (MODEL_CATALOG_DIR)."
+    )
 
 
 class Fenced(BaseModel):

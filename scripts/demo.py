@@ -156,6 +156,23 @@ def ask_held_out(base_url: str, port: int, env: dict[str, str], logs: Path, job_
         server.stop()
 
 
+def register_demo_model(env: dict[str, str]) -> str:
+    """Register the converted folder in the model registry, as an operator registers any base model: its files go
+    to the object store, its metadata to the database (``python -m api.admin models add``)."""
+    folder = MODELS / "SmolLM2-135M-Instruct"
+    out = subprocess.run(
+        [str(BIN / "python"), "-m", "api.admin", "models", "add", str(folder), "--id", folder.name],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        sys.exit(f"registering the demo model failed: {out.stderr}")
+    print(f"    {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20)
@@ -179,7 +196,9 @@ def main() -> None:
     env = {
         **os.environ,
         "STATE_DIR": str(STATE),
-        "MODEL_CATALOG_DIR": str(MODELS),
+        # no catalog folder: the API and the worker know the model from the registry alone (the worker fetches it
+        # from the object store into its node cache); the inference server below serves the converted folder
+        "MODEL_CATALOG_DIR": str(STATE / "no-catalog"),
         "PYTHONPATH": str(ROOT),
         "API_URL": f"http://127.0.0.1:{args.port}",
         "TOKENIZERS_PARALLELISM": "false",
@@ -187,7 +206,7 @@ def main() -> None:
     }
     for key in ("DATABASE_URL", "BROKER_URL", "S3_ENDPOINT_URL", "S3_BUCKET"):  # the demo is the embedded defaults
         env.pop(key, None)
-    print("2/6 creating the schema (alembic upgrade head) and starting the API and a Celery worker")
+    print("2/6 creating the schema (alembic upgrade head), registering the model, starting the API and a worker")
     subprocess.run(
         [str(BIN / "alembic"), "upgrade", "head"],
         cwd=ROOT,
@@ -196,6 +215,7 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    model_id = register_demo_model(env)
     logs = STATE / "logs"
     api_proc = Proc("api", api_command(args.port), env, logs)
     worker = Proc("worker", worker_command(), env, logs)
@@ -213,7 +233,7 @@ def main() -> None:
             files[name] = json.loads(upload)["id"]
         hyperparameters = flat(HYPERPARAMETERS | {"max_steps": args.steps})
         flags = {
-            "--model": "SmolLM2-135M-Instruct",
+            "--model": model_id,
             "--training-file": files["training_file"],
             "--validation-file": files["validation_file"],
             "--grader": "scripts/demo_grader.py",  # a python grade(sample, item) from a file
@@ -234,7 +254,7 @@ def main() -> None:
             print(f"    dashboard screenshot: {capture_job_page(base_url, job['id'], args.screenshot)}")
         rft(base_url, "adapters", "download", job["id"], "-o", str(adapter_dir.relative_to(ROOT)))
         worker.stop()  # two cores: the inference server should not share them with an idle worker's pool
-        ask_held_out(base_url, args.inference_port, env, logs, job["id"], val_path)
+        ask_held_out(base_url, args.inference_port, env | {"MODEL_CATALOG_DIR": str(MODELS)}, logs, job["id"], val_path)
     finally:
         worker.stop()
         api_proc.stop()

@@ -32,6 +32,7 @@ class Job:
     cfg: GRPOConfig
     grader: GraderSpec
     model_dir: Path
+    base_name: str | None = None  # what the adapter names as its base: a registered model's hub id or id
 
 
 class Inputs(BaseModel):
@@ -42,13 +43,28 @@ class Inputs(BaseModel):
     resume: Path | None = None  # an unpacked checkpoint folder
 
 
-def read_job(claim: api.ClaimResponse, settings: WorkerSettings) -> Job:
-    """The claim's spec, validated by this worker (a spec it cannot run fails the job with the reason)."""
+def read_job(
+    claim: api.ClaimResponse,
+    settings: WorkerSettings,
+    store: ObjectStore | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Job:
+    """The claim's spec, validated by this worker (a spec it cannot run fails the job with the reason), and its
+    base model's folder: a registered model fetched into this node's cache (worker.model_cache), or the catalog's
+    folder."""
     try:
         cfg = GRPOConfig.model_validate(claim.hyperparameters)
         grader: GraderSpec = TypeAdapter(GraderSpec).validate_python(claim.grader)
     except ValidationError as exc:
         raise UserError(f"job spec is invalid: {exc}") from None
+    source = claim.model_source
+    if source is not None:
+        from runtime.storage import make_store
+        from worker.model_cache import ModelCache
+
+        cache = ModelCache(settings.model_cache_path, int(settings.model_cache_max_gb * 1e9))
+        model_dir = cache.fetch(store or make_store(settings), source, say)
+        return Job(cfg, grader, model_dir, source.hub_id or source.id)
     try:
         model_dir = resolve_model(settings.models_dir, claim.model)
     except KeyError as exc:

@@ -54,9 +54,10 @@ class JoinRun:
         claim = joined.job
         host, port = joined.endpoint.rsplit(":", 1)
         try:
-            job = read_job(claim, self.settings)
+            store = make_store(self.settings)
+            job = read_job(claim, self.settings, store, self._say)
             check_sandbox(job, self.settings, lambda _: None)
-            inputs = fetch_inputs(make_store(self.settings), claim, folder / "inputs")
+            inputs = fetch_inputs(store, claim, folder / "inputs")
         except Exception as exc:  # node 0 waits for this node until its rendezvous times out: say why
             self._say(f"Node {joined.node_rank} could not start: {type(exc).__name__}: {exc}")
             raise

@@ -102,6 +102,7 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
             valid_rows=valid_rows,
             placement=resolve_placement(job.cfg.device, job.cfg.precision, world),
             world=world,
+            base_name=job.base_name,
         )
     finally:
         for g in graders:

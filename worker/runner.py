@@ -203,7 +203,7 @@ class JobRun:
         )
 
     def _run_training(self, claim: api.ClaimResponse, work: Path, reporter: Reporter) -> TrainResult:
-        job = read_job(claim, self.settings)
+        job = read_job(claim, self.settings, self.store, reporter.on_message)
         inputs = fetch_inputs(self.store, claim, work / "inputs")
         if claim.resources.world_size > 1:
             return self._run_ranks(claim, job, inputs, work / "ranks", reporter)
@@ -231,6 +231,7 @@ class JobRun:
                 resume_from=inputs.resume,
                 valid_rows=read_jsonl(inputs.validation) if inputs.validation else None,
                 placement=placement,
+                base_name=job.base_name,
             )
         finally:
             for g in graders:

@@ -33,6 +33,14 @@ class WorkerSettings(CommonSettings):
     work_dir: Path | None = Field(
         None, description="Scratch space for datasets and checkpoints; default <state_dir>/work"
     )
+    model_cache_dir: Path | None = Field(
+        None,
+        description="This node's cache of registered base models (shared by its worker processes); default "
+        "<state_dir>/model-cache",
+    )
+    model_cache_max_gb: float = Field(
+        200.0, gt=0, description="Size cap of the model cache: least recently used models are evicted beyond it."
+    )
 
     def rendezvous_host(self) -> str:
         """ADVERTISE_ADDR, else the address this host uses to reach the API: a host's name often resolves to a
@@ -52,6 +60,10 @@ class WorkerSettings(CommonSettings):
     @property
     def scratch_dir(self) -> Path:
         return self.work_dir or self._state("work")
+
+    @property
+    def model_cache_path(self) -> Path:
+        return self.model_cache_dir or self._state("model-cache")
 
 
 @lru_cache

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     ForeignKey,
     Index,
     Integer,
@@ -239,3 +240,26 @@ class ApiKey(Base):
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     last_used_at: Mapped[int | None] = mapped_column(BigInteger)  # refreshed at most once a minute
     revoked_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class RegisteredModel(Base):
+    """A base model in the registry (api.services.model_registry): its files live in the object store under
+    ``object_prefix``, one row of metadata here. Workers fetch it by ``digest`` into their node's cache."""
+
+    __tablename__ = "base_models"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)  # what jobs name as `model`
+    source: Mapped[str] = mapped_column(String(1024))  # where it was registered from (a folder, s3://…, hf://…)
+    hub_id: Mapped[str | None] = mapped_column(String(256))  # "org/name": what a trained adapter names as its base
+    architecture: Mapped[str] = mapped_column(String(128))
+    model_type: Mapped[str] = mapped_column(String(64))
+    parameter_count: Mapped[int | None] = mapped_column(BigInteger)
+    dtype: Mapped[str | None] = mapped_column(String(32))
+    context_length: Mapped[int | None] = mapped_column(Integer)
+    chat_template: Mapped[bool] = mapped_column(Boolean)
+    license: Mapped[str | None] = mapped_column(Text)
+    files: Mapped[list[Any]] = mapped_column(JSON)  # [{"name", "size", "sha256"}]
+    digest: Mapped[str] = mapped_column(String(64), index=True)  # grpo_core.model_files.manifest_digest
+    size: Mapped[int] = mapped_column(BigInteger)
+    object_prefix: Mapped[str] = mapped_column(String(512))
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)

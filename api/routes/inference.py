@@ -17,8 +17,8 @@ from api.errors import ERROR_RESPONSES, Unavailable
 from api.schemas.inference import ChatCompletionRequest, CompletionRequest
 from api.services import served_models
 from api.services.inference import InferenceClient
+from api.services.model_registry import available as available_models
 from api.settings import ApiSettings
-from grpo_core.models import list_models
 
 router = APIRouter(prefix="/v1", tags=["inference"], responses=ERROR_RESPONSES)
 
@@ -52,12 +52,16 @@ async def _forward(
     project: str,
 ) -> JSONResponse | StreamingResponse:
     inference = client(request)
-    base = list_models(settings.models_dir)
-    target = await run_in_threadpool(served_models.resolve, session, project, body.model, base)
+    target = await run_in_threadpool(_resolve, session, settings, project, body.model)
     session.close()  # nothing more to read: the connection goes back to the pool before a long generation
     return await inference.forward(
         path, body.model_dump(exclude_unset=True), target, cache_salt=cache_salt(settings, project)
     )
+
+
+def _resolve(session: Session, settings: ApiSettings, project: str, model: str) -> served_models.Target:
+    """The request's target (a database read: run off the event loop)."""
+    return served_models.resolve(session, project, model, list(available_models(session, settings)))
 
 
 def cache_salt(settings: ApiSettings, project: str) -> str:

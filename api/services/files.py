@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -119,18 +121,19 @@ def list_files(
     return keyset_page(session, q, keys, limit=limit, descending=order == "desc", after=start)
 
 
-def head_rows(store: ObjectStore, key: str, n: int) -> list[dict[str, Any]]:
-    """The first ``n`` rows of an uploaded JSONL file (validated at upload), reading no more than needed."""
-    rows: list[dict[str, Any]] = []
+def iter_rows(store: ObjectStore, key: str) -> Iterator[dict[str, Any]]:
+    """The rows of an uploaded JSONL file (validated at upload), streamed: never the whole file in memory."""
     pending = b""
     for chunk in store.iter_bytes(key):
         *lines, pending = (pending + chunk).split(b"\n")
-        rows += [json.loads(line.decode("utf-8-sig")) for line in lines if line.strip()]
-        if len(rows) >= n:
-            return rows[:n]
+        yield from (json.loads(line.decode("utf-8-sig")) for line in lines if line.strip())
     if pending.strip():
-        rows.append(json.loads(pending.decode("utf-8-sig")))
-    return rows[:n]
+        yield json.loads(pending.decode("utf-8-sig"))
+
+
+def head_rows(store: ObjectStore, key: str, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` rows of an uploaded JSONL file, reading no more than needed."""
+    return list(itertools.islice(iter_rows(store, key), n))
 
 
 def delete_file(session: Session, store: ObjectStore, project_id: str, file_id: str) -> None:

@@ -25,12 +25,13 @@ from api.services.access import get_job
 from api.services.events import add_event
 from api.services.files import get_file, head_rows
 from api.services.graders import dry_run
+from api.services.model_registry import available as available_models
 from api.services.openai_compat import ignored_field_warnings, metadata_filters
 from api.services.pagination import Page, anchor, keyset_page
+from api.services.prompt_limits import check_prompt_lengths
 from api.services.webhooks import record_job_event
 from api.settings import ApiSettings
 from grpo_core.config import apply_caps
-from grpo_core.models import list_models
 from grpo_core.rewards.schemas import reward_columns
 from runtime.internal import Resources
 from runtime.storage import ObjectStore
@@ -52,7 +53,7 @@ def create_job(
 ) -> Job:
     """Validate everything a worker would trip over (the model, the files, the hyperparameters under this service's
     caps, the grader on the first training rows), store the job ``queued``, then ring the queue (after commit)."""
-    models = list_models(settings.models_dir)
+    models = available_models(session, settings)
     if body.model not in models:
         known = ", ".join(models) or "none installed"
         raise InvalidRequest(
@@ -76,8 +77,11 @@ def create_job(
         )
     # FOR SHARE (PostgreSQL): a concurrent DELETE /v1/files/{id} waits for this job, then sees it and refuses.
     train = get_file(session, project_id, body.training_file, param="training_file", for_share=True)
+    files = {"training_file": train}
     if body.validation_file is not None:
-        get_file(session, project_id, body.validation_file, param="validation_file", for_share=True)
+        files["validation_file"] = get_file(
+            session, project_id, body.validation_file, param="validation_file", for_share=True
+        )
     try:
         cfg, capped = apply_caps(body.method.reinforcement.hyperparameters, settings.caps)
     except ValidationError as exc:
@@ -98,6 +102,7 @@ def create_job(
             f"batch_size={cfg.batch_size} is larger than the training file ({train.row_count} rows)",
             param=f"{HP}.batch_size",
         )
+    check_prompt_lengths(store, settings, models[body.model], files, cfg)
     job = Job(
         id=new_id("ftjob"),
         project_id=project_id,

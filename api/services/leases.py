@@ -21,13 +21,14 @@ from sqlalchemy import and_, func, null, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, new_id, now
+from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, RegisteredModel, new_id, now
 from api.db.session import rows_changed
 from api.errors import Conflict, NotFound
 from api.queue import Doorbell
 from api.services.events import add_event
 from api.services.files import get_file
 from api.services.jobs import set_status
+from api.services.model_registry import source_of
 from api.services.webhooks import record_job_event
 from api.settings import ApiSettings
 from grpo_core.metrics_schema import CheckpointMetrics, Execution
@@ -82,6 +83,7 @@ def claim_response(session: Session, settings: ApiSettings, job: Job) -> ClaimRe
         if ckpt is not None and ckpt.state_key
         else None,
         resources=job_resources(job),
+        model_source=source_of(registered) if (registered := session.get(RegisteredModel, job.model)) else None,
     )
 
 

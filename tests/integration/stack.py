@@ -36,6 +36,7 @@ def production_env(
         "MODEL_CATALOG_DIR": str(catalog_dir),
         "STATE_DIR": str(state_dir),
         "WORKER_TOKEN": secrets.token_hex(16),
+        "ADMIN_TOKEN": secrets.token_hex(16),
         "LEASE_SECONDS": "15",
         # the reaper looks every second; a doorbell unanswered for 5 s is rung again (production: 30 s / 300 s)
         "REAPER_INTERVAL_SECONDS": "1",

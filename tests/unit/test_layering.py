@@ -30,6 +30,8 @@ API_MAY_USE = {
     "grpo_core.config",
     "grpo_core.data",
     "grpo_core.models",
+    "grpo_core.model_files",
+    "grpo_core.prompt_tokens",
     "grpo_core.metrics_schema",
     "grpo_core.errors",
     "grpo_core.rewards.base",
@@ -119,3 +121,14 @@ def test_api_does_not_import_worker_or_torch() -> None:
     mods = _modules_after("import api.main")
     assert "fastapi" in mods
     assert not mods & {"worker", "torch", "transformers"}
+
+
+def test_inspecting_a_model_and_counting_its_prompts_loads_no_torch(tiny_model_dir: Path) -> None:
+    """Registration and the prompt-length check run in the API: files, headers and tokenizers only."""
+    mods = _modules_after(
+        "from pathlib import Path; from grpo_core.model_files import inspect_model_folder; "
+        "from grpo_core.prompt_tokens import PromptCounter; "
+        f"p = Path({str(tiny_model_dir)!r}); inspect_model_folder(p); "
+        "list(PromptCounter(p).counts([{'prompt': 'x'}]))"
+    )
+    assert "tokenizers" in mods and not mods & {"torch", "transformers"}

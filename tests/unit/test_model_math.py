@@ -264,8 +264,8 @@ def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
 
     real_load = trainer_mod.load_policy
 
-    def load_no_eos(model_dir: Path, c: GRPOConfig, seed: int):  # type: ignore[no-untyped-def]
-        model, tok = real_load(model_dir, c, seed)
+    def load_no_eos(model_dir: Path, c: GRPOConfig, seed: int, **kw):  # type: ignore[no-untyped-def]
+        model, tok = real_load(model_dir, c, seed, **kw)
         model.generation_config.suppress_tokens = [0]  # EOS can never be sampled: every completion hits the cap
         return model, tok
 

@@ -142,6 +142,11 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
             continue
         if path == DOWNLOADS:  # no key at all: the signed token is the credential (checked below)
             continue
+        if path.startswith("/v1/admin/"):  # the operator's routes: a project key never opens them
+            for hdr in (a_hdr, b_hdr):
+                r = call(client, method, path, {"model_id": "tiny-llama"}, hdr, json={"source": "/"})
+                assert r.status_code == 403, (method, path, r.text)
+            continue
         if not path.startswith("/v1/"):  # health, readiness, metrics: must address no tenant object
             assert not PARAM.search(path), f"{method} {path} takes an id outside /v1/: decide how it is scoped"
             continue

@@ -28,6 +28,7 @@ from .grader_error_rate import GraderErrorRate
 from .grader_metrics import GraderMetrics
 from .grpo_config import GRPOConfig
 from .grpo_config_advantage_estimator import GRPOConfigAdvantageEstimator
+from .grpo_config_chat_template_kwargs import GRPOConfigChatTemplateKwargs
 from .grpo_config_gfpo_metric import GRPOConfigGfpoMetric
 from .grpo_config_importance_sampling_level import GRPOConfigImportanceSamplingLevel
 from .grpo_config_kl_estimator import GRPOConfigKlEstimator
@@ -75,7 +76,10 @@ from .method import Method
 from .metrics_page import MetricsPage
 from .metrics_point import MetricsPoint
 from .model import Model
+from .model_detail import ModelDetail
+from .model_file_info import ModelFileInfo
 from .model_list import ModelList
+from .model_register import ModelRegister
 from .multi_grader import MultiGrader
 from .multi_grader_graders import MultiGraderGraders
 from .python_grader import PythonGrader
@@ -149,6 +153,7 @@ __all__ = (
     "GraderMetrics",
     "GRPOConfig",
     "GRPOConfigAdvantageEstimator",
+    "GRPOConfigChatTemplateKwargs",
     "GRPOConfigGfpoMetric",
     "GRPOConfigImportanceSamplingLevel",
     "GRPOConfigKlEstimator",
@@ -196,7 +201,10 @@ __all__ = (
     "MetricsPage",
     "MetricsPoint",
     "Model",
+    "ModelDetail",
+    "ModelFileInfo",
     "ModelList",
+    "ModelRegister",
     "MultiGrader",
     "MultiGraderGraders",
     "PythonGrader",

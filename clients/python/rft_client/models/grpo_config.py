@@ -29,6 +29,7 @@ from ..models.grpo_config_vllm_weight_sync import GRPOConfigVllmWeightSync, chec
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.grpo_config_chat_template_kwargs import GRPOConfigChatTemplateKwargs
     from ..models.health_config import HealthConfig
     from ..models.lora_config import LoraConfig
 
@@ -47,6 +48,9 @@ class GRPOConfig:
                 REINFORCE++-baseline. Default: 'grpo'.
             batch_size (int | Unset): Prompts per optimizer step (the step uses batch_size×G). Default: 4.
             beta (float | Unset): β: k3 KL coefficient against the base model (adapter disabled). 0 skips it. Default: 0.04.
+            chat_template_kwargs (GRPOConfigChatTemplateKwargs | Unset): Extra variables for the model's chat template when
+                prompts are rendered, e.g. {"enable_thinking": false} for Qwen3 (transformers' apply_chat_template keyword
+                arguments).
             checkpoint_interval (int | Unset): Save and upload the adapter every N steps; 0 = only at the end. Default: 0.
             compute_multiplier (float | Unset): OpenAI's field, accepted for compatibility; no effect here (exploration is
                 set explicitly by group_size and batch_size). A value other than 1 ('auto') gets a warn event. Default: 1.0.
@@ -94,7 +98,7 @@ class GRPOConfig:
             max_grader_error_rate (float | Unset): Fail the job when a grader errors (raises, times out, returns a non-
                 number) on more than this share of a step's completions; below it an error scores 0 and is counted in the
                 metrics. Default: 0.8.
-            max_prompt_tokens (int | Unset): Prompts longer than this are rejected. Default: 1024.
+            max_prompt_tokens (int | Unset): Prompts longer than this are rejected (when the job is created). Default: 1024.
             max_steps (int | None | Unset): Optimizer steps; overrides n_epochs.
             micro_batch_size (GRPOConfigMicroBatchSizeType0 | int | Unset): Sequences per forward/backward; the gradient
                 equals the full-batch one whatever the value. auto = sized from the GPU's free memory after the model is loaded;
@@ -151,6 +155,7 @@ class GRPOConfig:
     advantage_estimator: GRPOConfigAdvantageEstimator | Unset = "grpo"
     batch_size: int | Unset = 4
     beta: float | Unset = 0.04
+    chat_template_kwargs: GRPOConfigChatTemplateKwargs | Unset = UNSET
     checkpoint_interval: int | Unset = 0
     compute_multiplier: float | Unset = 1.0
     delta: float | None | Unset = UNSET
@@ -212,6 +217,10 @@ class GRPOConfig:
         batch_size = self.batch_size
 
         beta = self.beta
+
+        chat_template_kwargs: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.chat_template_kwargs, Unset):
+            chat_template_kwargs = self.chat_template_kwargs.to_dict()
 
         checkpoint_interval = self.checkpoint_interval
 
@@ -405,6 +414,8 @@ class GRPOConfig:
             field_dict["batch_size"] = batch_size
         if beta is not UNSET:
             field_dict["beta"] = beta
+        if chat_template_kwargs is not UNSET:
+            field_dict["chat_template_kwargs"] = chat_template_kwargs
         if checkpoint_interval is not UNSET:
             field_dict["checkpoint_interval"] = checkpoint_interval
         if compute_multiplier is not UNSET:
@@ -514,6 +525,7 @@ class GRPOConfig:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.grpo_config_chat_template_kwargs import GRPOConfigChatTemplateKwargs  # noqa: PLC0415
         from ..models.health_config import HealthConfig  # noqa: PLC0415
         from ..models.lora_config import LoraConfig  # noqa: PLC0415
 
@@ -528,6 +540,13 @@ class GRPOConfig:
         batch_size = d.pop("batch_size", UNSET)
 
         beta = d.pop("beta", UNSET)
+
+        _chat_template_kwargs = d.pop("chat_template_kwargs", UNSET)
+        chat_template_kwargs: GRPOConfigChatTemplateKwargs | Unset
+        if isinstance(_chat_template_kwargs, Unset):
+            chat_template_kwargs = UNSET
+        else:
+            chat_template_kwargs = GRPOConfigChatTemplateKwargs.from_dict(_chat_template_kwargs)
 
         checkpoint_interval = d.pop("checkpoint_interval", UNSET)
 
@@ -806,6 +825,7 @@ class GRPOConfig:
             advantage_estimator=advantage_estimator,
             batch_size=batch_size,
             beta=beta,
+            chat_template_kwargs=chat_template_kwargs,
             checkpoint_interval=checkpoint_interval,
             compute_multiplier=compute_multiplier,
             delta=delta,

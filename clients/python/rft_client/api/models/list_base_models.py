@@ -64,7 +64,9 @@ def sync_detailed(
 ) -> Response[HTTPValidationError | ModelList]:
     """List Base Models
 
-     Base models (``owned_by: system``), then this project's fine-tuned models, newest first.
+     Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned
+    models,
+    newest first.
 
     Args:
         authorization (None | str | Unset):
@@ -95,7 +97,9 @@ def sync(
 ) -> HTTPValidationError | ModelList | None:
     """List Base Models
 
-     Base models (``owned_by: system``), then this project's fine-tuned models, newest first.
+     Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned
+    models,
+    newest first.
 
     Args:
         authorization (None | str | Unset):
@@ -121,7 +125,9 @@ async def asyncio_detailed(
 ) -> Response[HTTPValidationError | ModelList]:
     """List Base Models
 
-     Base models (``owned_by: system``), then this project's fine-tuned models, newest first.
+     Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned
+    models,
+    newest first.
 
     Args:
         authorization (None | str | Unset):
@@ -150,7 +156,9 @@ async def asyncio(
 ) -> HTTPValidationError | ModelList | None:
     """List Base Models
 
-     Base models (``owned_by: system``), then this project's fine-tuned models, newest first.
+     Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned
+    models,
+    newest first.
 
     Args:
         authorization (None | str | Unset):

@@ -1,0 +1,47 @@
+"""Prompt lengths checked when a job is created, with the base model's own tokenizer and chat template (no FastAPI).
+
+A prompt over ``max_prompt_tokens`` used to fail the job after a worker had claimed it and loaded the model;
+here it is a 422 naming the file and the first row over the limit, before anything is queued. The count is the
+trainer's (grpo_core.prompt_tokens renders the chat template as transformers does, without torch). A model
+without a fast tokenizer (a catalog folder with no ``tokenizer.json``) is left to the worker's check.
+"""
+
+from __future__ import annotations
+
+from api.db.models import File
+from api.errors import Unprocessable
+from api.services.files import iter_rows
+from api.services.model_registry import BaseModelEntry, tokenizer_folder
+from api.settings import ApiSettings
+from grpo_core.config import GRPOConfig
+from grpo_core.prompt_tokens import PromptCounter, first_over
+from runtime.storage import ObjectStore
+
+HP = "method.reinforcement.hyperparameters"
+
+
+def check_prompt_lengths(
+    store: ObjectStore, settings: ApiSettings, model: BaseModelEntry, files: dict[str, File], cfg: GRPOConfig
+) -> None:
+    """Unprocessable naming the first row of ``files`` (param name → file) whose prompt is too long for ``cfg``."""
+    folder = tokenizer_folder(model, store, settings.state_dir / "tokenizers")
+    if folder is None:
+        return
+    counter = PromptCounter(folder, cfg.chat_template_kwargs)
+    for param, file in files.items():
+        rows = iter_rows(store, file.object_key)
+        try:
+            hit = first_over(counter, rows, cfg.max_prompt_tokens)
+        except Exception as exc:  # the chat template refused a row (raise_exception), or a kwarg broke it
+            raise Unprocessable(
+                f"{param}: {model.id}'s chat template cannot render a row: {type(exc).__name__}: {exc}",
+                param=f"{HP}.chat_template_kwargs" if cfg.chat_template_kwargs else param,
+            ) from None
+        if hit is not None:
+            row, tokens = hit
+            raise Unprocessable(
+                f"{param} row {row}: the prompt is {tokens} tokens with {model.id}'s chat template, over "
+                f"max_prompt_tokens={cfg.max_prompt_tokens}; shorten or drop the row, or raise max_prompt_tokens",
+                param=param,
+                code="prompt_too_long",
+            )
