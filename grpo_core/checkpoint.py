@@ -126,6 +126,17 @@ def read_manifest(ckpt_dir: Path) -> dict[str, Any]:
     return manifest
 
 
+def load_adapter_weights(model: Any, ckpt_dir: Path) -> None:
+    """Only the adapter's weights of the checkpoint in ``ckpt_dir`` into ``model`` (the readiness probe after
+    training; resuming uses load_checkpoint, which restores the optimizer and RNG too)."""
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    result: Any = set_peft_model_state_dict(model, load_file(str(ckpt_dir / "adapter_model.safetensors")))
+    if result.unexpected_keys:
+        raise CheckpointError(f"checkpoint does not fit this adapter: unexpected {result.unexpected_keys[:3]}")
+
+
 def load_checkpoint(
     model: Any,
     optimizer: torch.optim.Optimizer,

@@ -277,6 +277,26 @@ class ExecutionConfig(BaseModel):
         return self.micro_batch_size
 
 
+class PreflightConfig(BaseModel):
+    """The RL-readiness probe before training (grpo_core.readiness): the base model sampled ``samples`` times on
+    ``prompts`` training prompts and scored by the job's graders; the job shows the report and a verdict."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompts: int = Field(64, ge=1, le=4096, description="Training prompts probed (all of them if the file is smaller).")
+    samples: int = Field(8, ge=2, le=64, description="Completions per probed prompt (k).")
+    pass_threshold: float = Field(0.5, description="A sample passes when its reward is at least this.")
+    drop_zero_variance_prompts: bool = Field(
+        False,
+        description="Train without the probed prompts whose k rewards were all equal (no GRPO signal); the job "
+        "still runs its planned number of steps, on the rest.",
+    )
+    compare_after: bool = Field(
+        True, description="Probe the trained adapter on the same prompts after the last step and compare per prompt."
+    )
+    only: bool = Field(False, description="Report and stop: no training (POST /v1/fine_tuning/jobs/preflight sets it).")
+
+
 class MonitoringConfig(BaseModel):
     """What the run reports and keeps on the way: validation, checkpoints, logged rollouts, health warnings,
     and when a grader's errors fail the job."""
@@ -305,6 +325,11 @@ class MonitoringConfig(BaseModel):
         le=1,
         description="Fail the job when a grader errors (raises, times out, returns a non-number) on more than this "
         "share of a step's completions; below it an error scores 0 and is counted in the metrics.",
+    )
+    preflight: PreflightConfig | None = Field(
+        None,
+        description="Probe the base model before training and report whether GRPO can learn (the job's "
+        "readiness report); null: no probe. The job's top-level `preflight: true` sets the defaults.",
     )
 
 

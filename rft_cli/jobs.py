@@ -9,6 +9,8 @@ import typer
 from rft_client.api.fine_tuning import (
     cancel_job,
     create_job,
+    create_preflight,
+    get_readiness,
     list_checkpoints,
     list_jobs,
     list_samples,
@@ -30,7 +32,16 @@ from rft_cli.jobspec import (
     parse_assignments,
     parse_pairs,
 )
-from rft_cli.render import console, err_console, job_summary, jobs_table, print_json, samples_table, when
+from rft_cli.render import (
+    console,
+    err_console,
+    job_summary,
+    jobs_table,
+    print_json,
+    readiness_lines,
+    samples_table,
+    when,
+)
 
 app = typer.Typer(help="Fine-tuning jobs: create, list, follow, control.", no_args_is_help=True)
 
@@ -77,6 +88,13 @@ def create(
         int | None, typer.Option(min=1, help="Training processes (GPUs) per node; batch_size ≥ devices × nodes.")
     ] = None,
     nodes: Annotated[int | None, typer.Option(min=1, help="Machines the job spans (default 1).")] = None,
+    preflight: Annotated[
+        bool,
+        typer.Option("--preflight", help="Probe the base model first: the RL-readiness report (rft jobs readiness)."),
+    ] = False,
+    preflight_only: Annotated[
+        bool, typer.Option("--preflight-only", help="Only the readiness report: probe the base model, train nothing.")
+    ] = False,
     idempotency_key: Annotated[str | None, typer.Option(help="Retry-safe creation (same key, same job).")] = None,
     follow: Annotated[bool, typer.Option("--follow", help="Follow the job after creating it.")] = False,
     as_json: JsonFlag = False,
@@ -101,6 +119,8 @@ def create(
         devices=devices,
         nodes=nodes,
     )
+    if preflight:
+        body["preflight"] = True
     try:
         model_body = JobCreate.from_dict(body)
     except (KeyError, TypeError, ValueError) as exc:
@@ -111,7 +131,7 @@ def create(
     kwargs: dict[str, Any] = {"body": model_body}
     if idempotency_key:
         kwargs["idempotency_key"] = idempotency_key
-    job = parsed(call(create_job, config, **kwargs))
+    job = parsed(call(create_preflight if preflight_only else create_job, config, **kwargs))
     if as_json:
         print_json(job)
     else:
@@ -187,6 +207,18 @@ def follow(
     keeps running either way.
     """
     raise typer.Exit(follow_job(ctx.obj, job_id, console, err_console, interval=interval, timeout=timeout))
+
+
+@app.command("readiness")
+def readiness(ctx: typer.Context, job_id: JobId, as_json: JsonFlag = False) -> None:
+    """The RL-readiness report: the base model's verdict, pass histogram and findings before training, and the
+    per-prompt comparison after it (jobs created with --preflight or --preflight-only)."""
+    report = parsed(call(get_readiness, ctx.obj, fine_tuning_job_id=job_id))
+    if as_json:
+        print_json(report)
+        return
+    for line in readiness_lines(report):
+        console.print(line, markup=False, soft_wrap=True)
 
 
 @app.command("events")

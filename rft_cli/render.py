@@ -130,3 +130,26 @@ def samples_table(step: int, samples: list[Sample]) -> Table:
             f"{s.advantage:+.3f}",
         )
     return table
+
+
+def readiness_lines(r: dict[str, Any]) -> list[str]:
+    """The readiness report as text: verdict, the pass histogram as bars, findings, and the comparison."""
+    before = r.get("before")
+    if not r.get("requested"):
+        return ["this job asked for no readiness probe (create it with --preflight or --preflight-only)"]
+    if before is None:
+        return ["the worker has not probed the base model yet"]
+    k, top = before["samples_per_prompt"], max(1, *before["histogram"])
+    mean = "n/a" if before["mean_reward"] is None else f"{before['mean_reward']:.3f}"
+    lines = [
+        f"verdict: {before['verdict'].replace('_', ' ')}  ({before['prompts']} prompts × {k} samples of the base "
+        f"model, mean reward {mean})",
+        "prompts by samples passed:",
+    ]
+    lines += [f"  {i:>2}/{k}  {'#' * round(30 * n / top):<30} {n}" for i, n in enumerate(before["histogram"])]
+    lines += [f"- {f}" for f in before["findings"]]
+    if r.get("dropped_rows"):
+        lines.append(f"{len(r['dropped_rows'])} prompts without signal left out of training")
+    if r.get("comparison"):
+        lines.append(f"after training: {r['comparison']['summary']}")
+    return lines

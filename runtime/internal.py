@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, StepMetrics
+from grpo_core.readiness import ReadinessReport
 
 PREFIX = "/internal/jobs"
 CLAIM = "/{job_id}/claim"
@@ -22,6 +23,7 @@ FINISH = "/{job_id}/finish"
 EXECUTION = "/{job_id}/execution"
 RENDEZVOUS = "/{job_id}/rendezvous"
 JOIN = "/{job_id}/join"
+READINESS = "/{job_id}/readiness"
 
 
 def url(path: str, job_id: str) -> str:
@@ -106,6 +108,11 @@ class ClaimResponse(BaseModel):
     model_source: ModelSource | None = Field(
         None, description="The registered model's files; None: a folder of the worker's catalog (MODEL_CATALOG_DIR)."
     )
+    readiness_dropped_rows: list[int] | None = Field(
+        None,
+        description="The rows an earlier attempt's readiness probe dropped (preflight.drop_zero_variance_prompts): a "
+        "resumed attempt trains on the same rows without probing again; None: no probe has reported yet.",
+    )
 
 
 class Fenced(BaseModel):
@@ -166,6 +173,15 @@ class ExecutionRequest(Fenced):
     """Where and how this attempt trains (the ``auto`` settings resolved); the job object shows it."""
 
     execution: Execution
+
+
+class ReadinessRequest(Fenced):
+    """A readiness probe's report: ``before`` training (with the rows dropped for lack of signal, if asked) or
+    ``after`` it (the API compares it with the one before, per prompt)."""
+
+    phase: Literal["before", "after"]
+    report: ReadinessReport
+    dropped_rows: list[int] = Field(default_factory=list)
 
 
 class CheckpointRequest(Fenced):

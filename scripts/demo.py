@@ -231,7 +231,10 @@ def main() -> None:
         for name, path in (("training_file", train_path), ("validation_file", val_path)):
             upload = rft(base_url, "files", "upload", str(path.relative_to(ROOT)), "--json", capture=True)
             files[name] = json.loads(upload)["id"]
-        hyperparameters = flat(HYPERPARAMETERS | {"max_steps": args.steps})
+        # the readiness probe first (the base model, 8 samples on 32 training prompts): its verdict is printed
+        # before step 1, and the same prompts are probed again with the adapter at the end
+        probe = {"prompts": 32, "samples": 8}
+        hyperparameters = flat(HYPERPARAMETERS | {"max_steps": args.steps, "preflight": probe})
         flags = {
             "--model": model_id,
             "--training-file": files["training_file"],
@@ -248,6 +251,8 @@ def main() -> None:
         print(f"4/6 following {job['id']} ({job['total_steps']} steps), then downloading its adapter")
         print(f"    dashboard (curves, rollouts, checkpoints): {base_url}/#/jobs/{job['id']}")
         rft(base_url, "jobs", "follow", job["id"])  # exits non-zero (and so does the demo) unless it succeeded
+        print("    the readiness report (rft jobs readiness): the base model before, the adapter after")
+        rft(base_url, "jobs", "readiness", job["id"])
         if args.screenshot:
             from scripts.screenshot import capture_job_page
 

@@ -89,6 +89,9 @@ class InternalClient:
         body = api.EventsRequest(epoch=epoch, events=events)
         return self._post(api.url(api.EVENTS, job_id), body, api.EventsResponse).stop
 
+    def readiness(self, job_id: str, body: api.ReadinessRequest) -> api.Stop | None:
+        return self._post(api.url(api.READINESS, job_id), body, api.HeartbeatResponse).stop
+
     def execution(self, job_id: str, epoch: int, execution: Execution) -> api.Stop | None:
         body = api.ExecutionRequest(epoch=epoch, execution=execution)
         return self._post(api.url(api.EXECUTION, job_id), body, api.HeartbeatResponse).stop

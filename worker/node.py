@@ -23,6 +23,7 @@ from worker.client import InternalClient, StaleLease
 from worker.failures import RankFailed, RanksLost
 from worker.job import check_sandbox, fetch_inputs, read_job
 from worker.launch import RankSpec, Torchrun
+from worker.preflight import drop_rows
 from worker.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class JoinRun:
             job = read_job(claim, self.settings, store, self._say)
             check_sandbox(job, self.settings, lambda _: None)
             inputs = fetch_inputs(store, claim, folder / "inputs")
+            claim = drop_rows(claim, inputs, claim.readiness_dropped_rows or [])  # as node 0's probe decided
         except Exception as exc:  # node 0 waits for this node until its rendezvous times out: say why
             self._say(f"Node {joined.node_rank} could not start: {type(exc).__name__}: {exc}")
             raise

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from grpo_core.metrics_schema import Execution
 from runtime import internal as api
 from runtime.storage import make_store
+from worker import preflight
 from worker.client import InternalClient, StaleLease
 from worker.failures import classify
 from worker.job import Inputs, Job, check_sandbox, fetch_inputs, make_graders, read_job
@@ -205,6 +206,33 @@ class JobRun:
     def _run_training(self, claim: api.ClaimResponse, work: Path, reporter: Reporter) -> TrainResult:
         job = read_job(claim, self.settings, self.store, reporter.on_message)
         inputs = fetch_inputs(self.store, claim, work / "inputs")
+        pre = job.cfg.preflight
+        if pre is not None:
+            from grpo_core.trainer import TrainResult
+
+            check_sandbox(job, self.settings, lambda _: None)  # refuses here; says which tier once, below
+            claim = preflight.before_training(
+                claim, job, inputs, self.settings, self.post_readiness, reporter.on_message
+            )
+            if pre.only:
+                return TrainResult(0, 0, False, None)
+            job = read_job(claim, self.settings, self.store)  # max_steps pinned when rows were dropped
+        result = self._train_job(claim, job, inputs, work, reporter)
+        if pre is not None and pre.compare_after and not result.stopped:
+            if result.final_checkpoint is None:
+                reporter.on_message("The readiness probe after training runs for single-process jobs only (for now)")
+            else:
+                preflight.after_training(
+                    claim, job, inputs, self.settings, result.final_checkpoint, self.post_readiness, reporter.on_message
+                )
+        return result
+
+    def post_readiness(self, body: api.ReadinessRequest) -> None:
+        self._request_stop(self.client.readiness(self.job_id, body))
+
+    def _train_job(
+        self, claim: api.ClaimResponse, job: Job, inputs: Inputs, work: Path, reporter: Reporter
+    ) -> TrainResult:
         if claim.resources.world_size > 1:
             return self._run_ranks(claim, job, inputs, work / "ranks", reporter)
 

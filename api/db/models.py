@@ -101,6 +101,8 @@ class Job(Base):
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # What the worker resolved the `auto` settings to (grpo_core.metrics_schema.Execution); null until it starts.
     execution: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The readiness probe's reports (api.services.readiness): {"before", "after", "comparison", "dropped_rows"}.
+    readiness: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Devices per node and nodes (runtime.internal.Resources as JSON); null on rows from before it: 1 and 1.
     resources: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     fine_tuned_model: Mapped[str | None] = mapped_column(String(256))

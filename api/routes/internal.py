@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from api.deps import QueueDep, SessionDep, SettingsDep, StoreDep, require_worker
 from api.errors import ERROR_RESPONSES
 from api.services import leases as svc
-from api.services import rendezvous
+from api.services import readiness, rendezvous
 from runtime import internal as contract
 from runtime.internal import (
     CheckpointRequest,
@@ -25,6 +25,7 @@ from runtime.internal import (
     HeartbeatResponse,
     JoinRequest,
     JoinResponse,
+    ReadinessRequest,
     RendezvousRequest,
 )
 
@@ -66,6 +67,15 @@ def execution(job_id: str, body: ExecutionRequest, session: SessionDep, settings
     job = svc.record_execution(session, job_id, body.epoch, body.execution, settings.lease_seconds)
     stop = svc.stop_request(job)
     return HeartbeatResponse(status=job.status, stop=stop, lease_expires_at=job.lease_expires_at or 0)
+
+
+@router.post(contract.READINESS)
+def readiness_report(
+    job_id: str, body: ReadinessRequest, session: SessionDep, settings: SettingsDep
+) -> HeartbeatResponse:
+    """A readiness probe's report (before or after training); answered like a heartbeat."""
+    job = readiness.record(session, job_id, body, settings.lease_seconds)
+    return HeartbeatResponse(status=job.status, stop=svc.stop_request(job), lease_expires_at=job.lease_expires_at or 0)
 
 
 @router.post(contract.CHECKPOINTS)

@@ -12,7 +12,7 @@ from api.deps import CurrentProject, QueueDep, SessionDep, SettingsDep, StoreDep
 from api.errors import ERROR_RESPONSES
 from api.idempotency import idempotent
 from api.schemas.common import ListResponse
-from api.schemas.jobs import Checkpoint, Job, JobCreate, JobEvent
+from api.schemas.jobs import Checkpoint, Job, JobCreate, JobEvent, JobReadiness
 from api.services import access, checkpoints, events
 from api.services import jobs as svc
 from api.services.downloads import TAR, presigned_adapter
@@ -37,6 +37,24 @@ def create_job(
     With an ``Idempotency-Key`` a retry replays the first response (header ``Idempotent-Replayed: true``).
     """
     return Job.from_row(svc.create_job(session, store, queue, settings, project_id=project, body=body))
+
+
+@router.post("/preflight", status_code=201)
+@idempotent(status_code=201)
+def create_preflight(
+    body: JobCreate,
+    session: SessionDep,
+    store: StoreDep,
+    queue: QueueDep,
+    settings: SettingsDep,
+    project: CurrentProject,
+) -> Job:
+    """An RL-readiness report without training: the same body as a job, checked the same way, run by a worker
+    that probes the base model and stops (``hyperparameters.preflight`` sets the probe; ``only`` is forced).
+    The job succeeds with no ``fine_tuned_model``; ``GET …/{id}/readiness`` has the report."""
+    return Job.from_row(
+        svc.create_job(session, store, queue, settings, project_id=project, body=body, preflight_only=True)
+    )
 
 
 @router.get("", openapi_extra={"parameters": [METADATA_FILTER_PARAM]})
@@ -70,6 +88,13 @@ def pause_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProj
 def resume_job(fine_tuning_job_id: str, session: SessionDep, queue: QueueDep, project: CurrentProject) -> Job:
     """A paused job is queued again and continues from its last checkpoint (exact resume). 409 otherwise."""
     return Job.from_row(svc.resume_job(session, queue, project, fine_tuning_job_id))
+
+
+@router.get("/{fine_tuning_job_id}/readiness")
+def get_readiness(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> JobReadiness:
+    """The readiness probe's reports: the base model before training, the trained adapter after it, and the
+    per-prompt comparison (each null until the worker has posted it; all null when no probe was asked for)."""
+    return JobReadiness.from_row(access.get_job(session, project, fine_tuning_job_id))
 
 
 @router.get("/{fine_tuning_job_id}/events")

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from grpo_core.config import GRPOConfig
 from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, Sample, StepMetrics
+from grpo_core.readiness import ReadinessComparison, ReadinessReport
 from grpo_core.rewards.schemas import GraderSpec
 from runtime.internal import Resources
 
@@ -57,6 +58,31 @@ class JobCreate(BaseModel):
         "1 and 1). Each rank takes its share of every step's prompts, so batch_size must be at least devices × "
         "nodes; the results do not depend on the split.",
     )
+    preflight: bool = Field(
+        False,
+        description="Probe the base model before training and report whether GRPO can learn on this task "
+        "(GET …/{id}/readiness); true uses hyperparameters.preflight, or its defaults when unset.",
+    )
+
+
+class JobReadiness(BaseModel):
+    """``GET /v1/fine_tuning/jobs/{id}/readiness``: will GRPO learn on this task with this model, and did it?"""
+
+    object: Literal["fine_tuning.job.readiness"] = "fine_tuning.job.readiness"
+    job_id: str
+    requested: bool = Field(description="Whether the job asked for a probe (hyperparameters.preflight).")
+    before: ReadinessReport | None = Field(None, description="The base model, probed before training.")
+    after: ReadinessReport | None = Field(None, description="The trained adapter, on the same prompts.")
+    comparison: ReadinessComparison | None = Field(None, description="Before and after, per prompt.")
+    dropped_rows: list[int] = Field(
+        default_factory=list, description="Training rows left out for lack of signal (drop_zero_variance_prompts)."
+    )
+
+    @classmethod
+    def from_row(cls, row: db.Job) -> JobReadiness:
+        state = row.readiness or {}
+        requested = bool(row.method["reinforcement"]["hyperparameters"].get("preflight"))
+        return cls.model_validate({"job_id": row.id, "requested": requested} | state)
 
 
 class JobError(BaseModel):

@@ -31,7 +31,7 @@ from api.services.pagination import Page, anchor, keyset_page
 from api.services.prompt_limits import check_prompt_lengths
 from api.services.webhooks import record_job_event
 from api.settings import ApiSettings
-from grpo_core.config import apply_caps
+from grpo_core.config import PreflightConfig, apply_caps
 from grpo_core.rewards.schemas import reward_columns
 from runtime.internal import Resources
 from runtime.storage import ObjectStore
@@ -50,6 +50,7 @@ def create_job(
     *,
     project_id: str,
     body: JobCreate,
+    preflight_only: bool = False,
 ) -> Job:
     """Validate everything a worker would trip over (the model, the files, the hyperparameters under this service's
     caps, the grader on the first training rows), store the job ``queued``, then ring the queue (after commit)."""
@@ -87,6 +88,9 @@ def create_job(
     except ValidationError as exc:
         raise Unprocessable(f"hyperparameters are invalid under this service's limits: {exc}", param=HP) from None
     check_batch_split(cfg.batch_size, body.resources, settings)
+    if body.preflight or preflight_only or cfg.preflight is not None:
+        pre = (cfg.preflight or PreflightConfig()).model_copy(update={"only": preflight_only} if preflight_only else {})
+        cfg = cfg.model_copy(update={"preflight": pre})
     method = body.method.model_dump(mode="json")
     method["reinforcement"]["hyperparameters"] = cfg.model_dump(mode="json")
     columns = reward_columns(body.method.reinforcement.grader)
@@ -115,7 +119,7 @@ def create_job(
         method=method,
         resources=body.resources.model_dump(mode="json"),
         status=JobStatus.queued,
-        total_steps=cfg.total_steps(train.row_count),
+        total_steps=0 if cfg.preflight is not None and cfg.preflight.only else cfg.total_steps(train.row_count),
         max_attempts=settings.max_attempts,
     )
     session.add(job)

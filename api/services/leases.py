@@ -84,7 +84,16 @@ def claim_response(session: Session, settings: ApiSettings, job: Job) -> ClaimRe
         else None,
         resources=job_resources(job),
         model_source=source_of(registered) if (registered := session.get(RegisteredModel, job.model)) else None,
+        readiness_dropped_rows=list(job.readiness.get("dropped_rows") or [])
+        if job.readiness and "before" in job.readiness
+        else None,
     )
+
+
+def preflight_only(job: Job) -> bool:
+    """Whether the job only probes readiness (POST /v1/fine_tuning/jobs/preflight): it succeeds with no model."""
+    pre = job.method["reinforcement"]["hyperparameters"].get("preflight") or {}
+    return bool(pre.get("only"))
 
 
 def job_resources(job: Job) -> Resources:
@@ -340,7 +349,11 @@ def finish_job(
         message = f"Job paused at step {job.steps_done}/{job.total_steps}"
     else:
         values |= {"status": status, "finished_at": now()}
-        if status == JobStatus.succeeded:
+        if status == JobStatus.succeeded and preflight_only(job):
+            if not (job.readiness or {}).get("before"):
+                raise Conflict("a readiness-only job cannot succeed without its report", code="no_readiness_report")
+            message = "The readiness report is ready (GET /v1/fine_tuning/jobs/{id}/readiness); nothing was trained"
+        elif status == JobStatus.succeeded:
             has_ckpt = session.scalar(select(func.count()).select_from(Checkpoint).where(Checkpoint.job_id == job_id))
             if not has_ckpt:
                 raise Conflict("a job cannot succeed without a registered checkpoint", code="no_checkpoint")

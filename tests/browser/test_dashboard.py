@@ -260,3 +260,28 @@ def test_create_job_with_the_form(
     assert [f["filename"] for f in files].count("sums.jsonl") == 1  # the rejected first submit left no copy
     page.get_by_test_id("status").filter(has_text="succeeded").wait_for(timeout=120_000)
     assert not page_errors
+
+
+def test_the_readiness_report_shows_its_verdict_histogram_and_findings(
+    page: Page, stack: Stack, client: httpx.Client, artifacts: Path, page_errors: list[str]
+) -> None:
+    if stack.worker is None:
+        stack.start_worker()
+    even_answer = {
+        "type": "python",
+        "name": "even_answer",
+        "source": "def grade(sample, item):\n    return 1.0 if int(item['answer']) % 2 == 0 else 0.0\n",
+    }
+    f = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", jsonl(ARITH_ROWS))})
+    body = job_body(TINY_ID, f.json()["id"], preflight={"prompts": 16, "samples": 4})
+    body["method"]["reinforcement"]["grader"] = even_answer
+    job = client.post("/v1/fine_tuning/jobs/preflight", json=body).json()
+    assert wait_status(client, job["id"], {"succeeded", "failed"}, 120, stack)["status"] == "succeeded"
+    page.goto(f"{stack.url}/#/jobs/{job['id']}")
+    page.get_by_test_id("readiness-verdict").filter(has_text="not ready").wait_for(timeout=30_000)
+    even = sum(int(r["answer"]) % 2 == 0 for r in ARITH_ROWS)  # all 16 rows probed: 8 even answers
+    bars = page.get_by_test_id("readiness-histogram").locator(".n").all_inner_texts()
+    assert bars == [str(16 - even), "0", "0", "0", str(even)]
+    assert "0% of prompts give GRPO a learning signal" in page.get_by_test_id("readiness").inner_text()
+    page.screenshot(path=str(artifacts / "08-readiness.png"), full_page=True)
+    assert not page_errors

@@ -100,3 +100,31 @@ def test_execution_settings_pass_through_the_generated_models(value: str) -> Non
     body = build_job_body({"model": "m", "training_file": "f", "grader": GRADER, "hyperparameters": hp})
     kept = JobCreate.from_dict(body).to_dict()
     assert kept["method"]["reinforcement"]["hyperparameters"] == hp and not dropped_keys(body, kept)
+
+
+def test_the_readiness_report_prints_its_verdict_histogram_findings_and_comparison() -> None:
+    from grpo_core.readiness import PromptProbe, compare, report
+    from rft_cli.render import readiness_lines
+
+    def probe(row: int, rewards: list[float]) -> PromptProbe:
+        return PromptProbe(row=row, rewards=rewards, completion_tokens=[5] * 2, truncated=[False] * 2)
+
+    before = report([probe(1, [0, 0]), probe(2, [1, 0]), probe(3, [1, 1])], max_completion_tokens=8)
+    after = report([probe(1, [1, 1]), probe(2, [1, 0]), probe(3, [1, 1])], max_completion_tokens=8)
+    body = {
+        "requested": True,
+        "before": before.model_dump(mode="json"),
+        "comparison": compare(before, after).model_dump(mode="json"),
+        "dropped_rows": [1, 3],
+    }
+    lines = readiness_lines(body)
+    assert lines[0] == "verdict: weak signal  (3 prompts × 2 samples of the base model, mean reward 0.500)"
+    assert lines[2:5] == [f"   0/2  {'#' * 30} 1", f"   1/2  {'#' * 30} 1", f"   2/2  {'#' * 30} 1"]
+    assert lines[5].startswith("- 33% of prompts give GRPO a learning signal")
+    assert "2 prompts without signal left out of training" in lines
+    assert lines[-1] == (
+        "after training: mean reward 0.500 → 0.833; solved 2 → 3 of 3 prompts "
+        "(1 flipped from fail to pass, 0 from pass to fail)"
+    )
+    assert readiness_lines({"requested": False})[0].startswith("this job asked for no readiness probe")
+    assert readiness_lines({"requested": True, "before": None}) == ["the worker has not probed the base model yet"]

@@ -32,6 +32,7 @@ API_MAY_USE = {
     "grpo_core.models",
     "grpo_core.model_files",
     "grpo_core.prompt_tokens",
+    "grpo_core.readiness",
     "grpo_core.metrics_schema",
     "grpo_core.errors",
     "grpo_core.rewards.base",

@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { TERMINAL, api, followEvents, jobsPath } from "./api.js";
 import { MetricCharts } from "./charts.js";
 import { Playground } from "./playground.js";
+import { Readiness } from "./readiness.js";
 import { Rollouts } from "./rollouts.js";
 import { ErrorNote, Progress, StatusBadge, fmt, html, when } from "./util.js";
 
@@ -218,6 +219,7 @@ export function JobPage({ jobId }) {
       ${job.fine_tuned_model && html`<div><span class="muted">model</span> <code>${job.fine_tuned_model}</code></div>`}
     </div>
     <${Warnings} job=${job} messages=${feed.messages} />
+    <${Readiness} job=${job} version=${`${feed.messages.length}:${job.status}`} />
     <${MetricCharts} rows=${rows} hyperparameters=${hp} />
     <${Rollouts} jobId=${job.id} latest=${last?.step ?? null} />
     <${Checkpoints} job=${job} version=${`${feed.messages.length}:${job.status}`} />

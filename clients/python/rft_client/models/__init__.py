@@ -55,6 +55,7 @@ from .job_event_type import JobEventType
 from .job_hyperparameters import JobHyperparameters
 from .job_metadata_type_0 import JobMetadataType0
 from .job_method import JobMethod
+from .job_readiness import JobReadiness
 from .job_status import JobStatus
 from .json_schema_grader import JsonSchemaGrader
 from .json_schema_grader_schema import JsonSchemaGraderSchema
@@ -82,7 +83,12 @@ from .model_list import ModelList
 from .model_register import ModelRegister
 from .multi_grader import MultiGrader
 from .multi_grader_graders import MultiGraderGraders
+from .preflight_config import PreflightConfig
+from .prompt_outcome import PromptOutcome
 from .python_grader import PythonGrader
+from .readiness_comparison import ReadinessComparison
+from .readiness_report import ReadinessReport
+from .readiness_report_verdict import ReadinessReportVerdict
 from .regex_grader import RegexGrader
 from .regex_grader_flags_item import RegexGraderFlagsItem
 from .regex_grader_mode import RegexGraderMode
@@ -180,6 +186,7 @@ __all__ = (
     "JobHyperparameters",
     "JobMetadataType0",
     "JobMethod",
+    "JobReadiness",
     "JobStatus",
     "JsonSchemaGrader",
     "JsonSchemaGraderSchema",
@@ -207,7 +214,12 @@ __all__ = (
     "ModelRegister",
     "MultiGrader",
     "MultiGraderGraders",
+    "PreflightConfig",
+    "PromptOutcome",
     "PythonGrader",
+    "ReadinessComparison",
+    "ReadinessReport",
+    "ReadinessReportVerdict",
     "RegexGrader",
     "RegexGraderFlagsItem",
     "RegexGraderMode",

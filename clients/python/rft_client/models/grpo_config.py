@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..models.grpo_config_chat_template_kwargs import GRPOConfigChatTemplateKwargs
     from ..models.health_config import HealthConfig
     from ..models.lora_config import LoraConfig
+    from ..models.preflight_config import PreflightConfig
 
 
 T = TypeVar("T", bound="GRPOConfig")
@@ -113,6 +114,8 @@ class GRPOConfig:
                 forward/backward under bf16 autocast, a bf16 sampler; fp32 is exact. auto = bf16 on GPUs that have it and on
                 CPUs whose measured bf16 matmul is at least 1.5x fp32 (AMX, AVX512-BF16), fp32 elsewhere; the job's `execution`
                 shows the value chosen. Default: 'auto'.
+            preflight (None | PreflightConfig | Unset): Probe the base model before training and report whether GRPO can
+                learn (the job's readiness report); null: no probe. The job's top-level `preflight: true` sets the defaults.
             reasoning_effort (GRPOConfigReasoningEffort | Unset): OpenAI's field, accepted for compatibility; no effect here
                 (open base models have no effort setting: bound reasoning with max_completion_tokens). A value other than
                 'default' gets a warn event. Default: 'default'.
@@ -192,6 +195,7 @@ class GRPOConfig:
     overlong_buffer_fraction: float | None | Unset = UNSET
     overlong_penalty: float | Unset = 1.0
     precision: GRPOConfigPrecision | Unset = "auto"
+    preflight: None | PreflightConfig | Unset = UNSET
     reasoning_effort: GRPOConfigReasoningEffort | Unset = "default"
     recipe: GRPOConfigRecipeType0 | None | Unset = UNSET
     reward_aggregation: GRPOConfigRewardAggregation | Unset = "sum_then_normalize"
@@ -210,6 +214,8 @@ class GRPOConfig:
     weight_decay: float | Unset = 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.preflight_config import PreflightConfig  # noqa: PLC0415
+
         advantage_estimator: str | Unset = UNSET
         if not isinstance(self.advantage_estimator, Unset):
             advantage_estimator = self.advantage_estimator
@@ -339,6 +345,14 @@ class GRPOConfig:
         precision: str | Unset = UNSET
         if not isinstance(self.precision, Unset):
             precision = self.precision
+
+        preflight: dict[str, Any] | None | Unset
+        if isinstance(self.preflight, Unset):
+            preflight = UNSET
+        elif isinstance(self.preflight, PreflightConfig):
+            preflight = self.preflight.to_dict()
+        else:
+            preflight = self.preflight
 
         reasoning_effort: str | Unset = UNSET
         if not isinstance(self.reasoning_effort, Unset):
@@ -488,6 +502,8 @@ class GRPOConfig:
             field_dict["overlong_penalty"] = overlong_penalty
         if precision is not UNSET:
             field_dict["precision"] = precision
+        if preflight is not UNSET:
+            field_dict["preflight"] = preflight
         if reasoning_effort is not UNSET:
             field_dict["reasoning_effort"] = reasoning_effort
         if recipe is not UNSET:
@@ -528,6 +544,7 @@ class GRPOConfig:
         from ..models.grpo_config_chat_template_kwargs import GRPOConfigChatTemplateKwargs  # noqa: PLC0415
         from ..models.health_config import HealthConfig  # noqa: PLC0415
         from ..models.lora_config import LoraConfig  # noqa: PLC0415
+        from ..models.preflight_config import PreflightConfig  # noqa: PLC0415
 
         d = dict(src_dict)
         _advantage_estimator = d.pop("advantage_estimator", UNSET)
@@ -715,6 +732,23 @@ class GRPOConfig:
         else:
             precision = check_grpo_config_precision(_precision)
 
+        def _parse_preflight(data: object) -> None | PreflightConfig | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                preflight_type_0 = PreflightConfig.from_dict(data)
+
+                return preflight_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | PreflightConfig | Unset, data)
+
+        preflight = _parse_preflight(d.pop("preflight", UNSET))
+
         _reasoning_effort = d.pop("reasoning_effort", UNSET)
         reasoning_effort: GRPOConfigReasoningEffort | Unset
         if isinstance(_reasoning_effort, Unset):
@@ -862,6 +896,7 @@ class GRPOConfig:
             overlong_buffer_fraction=overlong_buffer_fraction,
             overlong_penalty=overlong_penalty,
             precision=precision,
+            preflight=preflight,
             reasoning_effort=reasoning_effort,
             recipe=recipe,
             reward_aggregation=reward_aggregation,

@@ -26,6 +26,8 @@ class JobCreate:
         training_file (str): Id of an uploaded JSONL file (purpose fine-tune).
         metadata (JobCreateMetadataType0 | None | Unset): Up to 16 pairs (OpenAI's limits: keys ≤ 64, values ≤ 512
             chars).
+        preflight (bool | Unset): Probe the base model before training and report whether GRPO can learn on this task
+            (GET …/{id}/readiness); true uses hyperparameters.preflight, or its defaults when unset. Default: False.
         resources (Resources | Unset): What one job trains on: ``nodes`` machines, each running ``devices`` training
             processes (ranks) under
             torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker. World size = devices × nodes.
@@ -38,6 +40,7 @@ class JobCreate:
     model: str
     training_file: str
     metadata: JobCreateMetadataType0 | None | Unset = UNSET
+    preflight: bool | Unset = False
     resources: Resources | Unset = UNSET
     seed: int | None | Unset = UNSET
     suffix: None | str | Unset = UNSET
@@ -59,6 +62,8 @@ class JobCreate:
             metadata = self.metadata.to_dict()
         else:
             metadata = self.metadata
+
+        preflight = self.preflight
 
         resources: dict[str, Any] | Unset = UNSET
         if not isinstance(self.resources, Unset):
@@ -93,6 +98,8 @@ class JobCreate:
         )
         if metadata is not UNSET:
             field_dict["metadata"] = metadata
+        if preflight is not UNSET:
+            field_dict["preflight"] = preflight
         if resources is not UNSET:
             field_dict["resources"] = resources
         if seed is not UNSET:
@@ -134,6 +141,8 @@ class JobCreate:
 
         metadata = _parse_metadata(d.pop("metadata", UNSET))
 
+        preflight = d.pop("preflight", UNSET)
+
         _resources = d.pop("resources", UNSET)
         resources: Resources | Unset
         if isinstance(_resources, Unset):
@@ -173,6 +182,7 @@ class JobCreate:
             model=model,
             training_file=training_file,
             metadata=metadata,
+            preflight=preflight,
             resources=resources,
             seed=seed,
             suffix=suffix,

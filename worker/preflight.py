@@ -1,0 +1,127 @@
+"""The readiness probe around a job's training (``hyperparameters.preflight``): the report before, the rows it
+drops, and the probe of the trained adapter after (grpo_core.preflight samples, grpo_core.readiness reads).
+
+Before training the base model is probed on a seeded sample of the training prompts and the report posted; with
+``drop_zero_variance_prompts`` the rows without signal are removed from this node's copy of the training file
+and the job keeps its planned number of steps (``max_steps`` pinned to the job's ``total_steps``). The API keeps
+the dropped rows, so a resumed attempt, and every other node of a multi-node job, drops the same rows from its
+claim without probing again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grpo_core.config import PreflightConfig
+from grpo_core.readiness import ReadinessReport, report, zero_variance_rows
+from runtime import internal as api
+from worker.job import Inputs, Job, make_graders
+from worker.settings import WorkerSettings
+
+Post = Callable[[api.ReadinessRequest], None]
+
+
+def probe_report(
+    job: Job,
+    pre: PreflightConfig,
+    rows: list[dict[str, Any]],
+    settings: WorkerSettings,
+    seed: int,
+    adapter_dir: Path | None = None,
+) -> ReadinessReport:
+    """Probe the base model (or ``adapter_dir``'s adapter) on the job's sample of rows and read the result."""
+    from grpo_core.device import resolve_placement
+    from grpo_core.preflight import run_probe, sample_rows
+
+    indices = sample_rows(len(rows), pre.prompts, seed)
+    graders = make_graders(job, settings)
+    try:
+        placement = resolve_placement(job.cfg.device, job.cfg.precision)
+        probes, grading = run_probe(
+            job.cfg,
+            job.model_dir,
+            rows,
+            indices,
+            graders,
+            placement=placement,
+            seed=seed,
+            samples=pre.samples,
+            adapter_dir=adapter_dir,
+        )
+    finally:
+        for g in graders:
+            g.close()
+    return report(
+        probes,
+        max_completion_tokens=job.cfg.max_completion_tokens,
+        pass_threshold=pre.pass_threshold,
+        grader_seconds=grading,
+    )
+
+
+def _original(inputs: Inputs) -> Path:
+    return inputs.train.with_name(inputs.train.name + ".orig")
+
+
+def drop_rows(claim: api.ClaimResponse, inputs: Inputs, dropped: list[int]) -> api.ClaimResponse:
+    """Rewrite this node's training file without the 1-based ``dropped`` rows; the claim, with ``max_steps``
+    pinned to the job's planned steps (fewer rows must not mean fewer steps)."""
+    if not dropped:
+        return claim
+    gone = set(dropped)
+    original = _original(inputs)
+    if not original.is_file():  # the probe after training samples the same rows of the whole file
+        shutil.copyfile(inputs.train, original)
+    lines = [ln for ln in original.read_text().splitlines() if ln.strip()]
+    kept = [ln for i, ln in enumerate(lines, start=1) if i not in gone]
+    inputs.train.write_text("\n".join(kept) + "\n")
+    hp = claim.hyperparameters | {"max_steps": claim.total_steps}
+    return claim.model_copy(update={"hyperparameters": hp})
+
+
+def before_training(
+    claim: api.ClaimResponse, job: Job, inputs: Inputs, settings: WorkerSettings, post: Post, say: Callable[[str], None]
+) -> api.ClaimResponse:
+    """Probe and post the report unless an earlier attempt did; drop the rows without signal if asked. Returns
+    the claim to train with."""
+    from grpo_core.errors import UserError
+
+    pre = job.cfg.preflight
+    assert pre is not None
+    dropped = claim.readiness_dropped_rows
+    if dropped is None:
+        rows = [json.loads(ln) for ln in inputs.train.read_text().splitlines() if ln.strip()]
+        say(f"Probing readiness: the base model, {pre.samples} samples on {min(pre.prompts, len(rows))} prompts")
+        rep = probe_report(job, pre, rows, settings, claim.seed)
+        dropped = sorted(zero_variance_rows(rep)) if pre.drop_zero_variance_prompts and not pre.only else []
+        if len(dropped) == len(rows):
+            raise UserError(
+                "every training prompt was probed and none gives GRPO a signal (all rewards equal within each "
+                "group): nothing to train on; see the readiness report's findings"
+            )
+        post(api.ReadinessRequest(epoch=claim.epoch, phase="before", report=rep, dropped_rows=dropped))
+    return drop_rows(claim, inputs, dropped)
+
+
+def after_training(
+    claim: api.ClaimResponse,
+    job: Job,
+    inputs: Inputs,
+    settings: WorkerSettings,
+    adapter_dir: Path,
+    post: Post,
+    say: Callable[[str], None],
+) -> None:
+    """Probe the trained adapter on the same prompts (the original file's rows) and post it for comparison."""
+    pre = job.cfg.preflight
+    assert pre is not None
+    original = _original(inputs)
+    path = original if original.is_file() else inputs.train
+    rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+    say("Probing readiness again: the trained adapter, on the same prompts")
+    rep = probe_report(job, pre, rows, settings, claim.seed, adapter_dir=adapter_dir)
+    post(api.ReadinessRequest(epoch=claim.epoch, phase="after", report=rep))
