@@ -14,7 +14,7 @@ from api.errors import install_handlers
 from api.ops import configure_logging
 from api.ops import install as install_ops
 from api.queue import JobQueue
-from api.routes import downloads, files, graders, inference, internal, jobs, models, streams, webhooks
+from api.routes import downloads, evals, files, graders, inference, internal, jobs, models, streams, webhooks
 from api.services.inference import InferenceClient
 from api.services.reaper import Reaper
 from api.services.webhook_dispatch import start_dispatcher
@@ -86,6 +86,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         graders.router,
         models.router,
         models.admin,
+        evals.router,
+        evals.internal,
         inference.router,
         webhooks.router,
         internal.router,

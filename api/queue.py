@@ -2,7 +2,7 @@
 
 The message is a doorbell, not the truth: the job row is committed first and the worker claims it through the
 internal API, so a lost or duplicated message can delay a job but never corrupt it. Services take a ``Doorbell``
-(anything with ``ring`` and ``join``), so a test can record the rings instead of sending them.
+(anything with ``ring``, ``join`` and ``ring_eval``), so a test can record the rings instead of sending them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Protocol
 
 from celery import Celery
 
-from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_JOB
+from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_EVAL, RUN_JOB
 from runtime.settings import CommonSettings
 
 
@@ -23,6 +23,10 @@ class Doorbell(Protocol):
     def join(self, job_id: str, epoch: int) -> None:
         """Ask a worker to join attempt ``epoch`` of multi-node job ``job_id`` as another node; raises when the
         broker cannot be reached."""
+        ...
+
+    def ring_eval(self, run_id: str) -> None:
+        """Tell a worker that eval run ``run_id`` is queued; raises when the broker cannot be reached."""
         ...
 
 
@@ -45,6 +49,9 @@ class JobQueue:
 
     def join(self, job_id: str, epoch: int) -> None:
         self.app.send_task(JOIN_JOB, args=[job_id, epoch], queue=GPU_QUEUE)
+
+    def ring_eval(self, run_id: str) -> None:
+        self.app.send_task(RUN_EVAL, args=[run_id], queue=GPU_QUEUE)
 
     def ping(self) -> None:
         """Reach the broker once (readiness); raises when it cannot be reached within a few seconds."""

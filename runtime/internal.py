@@ -71,6 +71,26 @@ class Resources(BaseModel):
         return self.devices * self.nodes
 
 
+class WandbSpec(BaseModel):
+    """OpenAI's ``integrations[].wandb``: where the job's W&B run goes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    project: str = Field(min_length=1, max_length=128)
+    name: str | None = Field(None, max_length=128)
+    entity: str | None = Field(None, max_length=128)
+    tags: list[str] | None = Field(None, max_length=50)
+
+
+class Integration(BaseModel):
+    """OpenAI's job ``integrations`` item (only ``wandb`` exists there)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["wandb"]
+    wandb: WandbSpec
+
+
 class ModelFileRef(BaseModel):
     name: str
     size: int
@@ -108,6 +128,7 @@ class ClaimResponse(BaseModel):
     model_source: ModelSource | None = Field(
         None, description="The registered model's files; None: a folder of the worker's catalog (MODEL_CATALOG_DIR)."
     )
+    integrations: list[Integration] = Field(default_factory=list, description="Where to mirror the metrics.")
     readiness_dropped_rows: list[int] | None = Field(
         None,
         description="The rows an earlier attempt's readiness probe dropped (preflight.drop_zero_variance_prompts): a "

@@ -10,3 +10,4 @@ from __future__ import annotations
 RUN_JOB = "worker.tasks.run_job"  # the task's registered name (worker.tasks.run_job declares it with this)
 JOIN_JOB = "worker.tasks.join_job"  # join_job(job_id, epoch): become another node of a multi-node job's attempt
 GPU_QUEUE = "gpu"  # one Celery worker process per GPU serves it (prefetch 1)
+RUN_EVAL = "worker.tasks.run_eval"  # run_eval(run_id): an eval run, on the same queue (a run is small)

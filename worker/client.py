@@ -15,6 +15,7 @@ import httpx
 from pydantic import BaseModel
 
 from grpo_core.metrics_schema import Execution
+from runtime import eval_contract as evc
 from runtime import internal as api
 from runtime.errors import InfrastructureError
 
@@ -69,13 +70,23 @@ class InternalClient:
                 err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
                 message = err.get("message", resp.text)
                 code = err.get("code")
-                if resp.status_code == 409 and code in ("stale_lease", "not_claimable"):
+                if resp.status_code == 409 and code in ("stale_lease", "not_claimable", "stale_claim"):
                     raise StaleLease(message)
                 if resp.status_code == 409 and code == "lease_held":
                     raise LeaseHeld(message, int(resp.headers.get("Retry-After", "30")))
                 raise InternalApiError(f"{path} -> {resp.status_code} {code}: {message}")
             return answer.model_validate(resp.json())
         raise AssertionError("unreachable")
+
+    def eval_claim(self, run_id: str, worker_id: str, claim_id: str) -> evc.EvalClaim:
+        body = evc.EvalClaimRequest(worker_id=worker_id, claim_id=claim_id)
+        return self._post(evc.url(evc.CLAIM, run_id), body, evc.EvalClaim)
+
+    def eval_items(self, run_id: str, body: evc.EvalItemsRequest) -> int:
+        return self._post(evc.url(evc.ITEMS, run_id), body, evc.EvalItemsResponse).added
+
+    def eval_finish(self, run_id: str, body: evc.EvalFinishRequest) -> str:
+        return self._post(evc.url(evc.FINISH, run_id), body, evc.EvalFinishResponse).status
 
     def claim(self, job_id: str, worker_id: str, claim_id: str) -> api.ClaimResponse:
         body = api.ClaimRequest(worker_id=worker_id, claim_id=claim_id)

@@ -88,7 +88,8 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
     valid_rows = read_jsonl(spec.inputs.validation) if spec.inputs.validation else None
     graders = make_graders(job, settings)
     link = RankLink(spec, settings) if world.is_main else None
-    reporter = Reporter(link) if link is not None else None
+    reporter = Reporter(link, spec.job) if link is not None else None
+    status = "failed"
     try:
         result: TrainResult = train(
             job.cfg,
@@ -104,9 +105,12 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
             world=world,
             base_name=job.base_name,
         )
+        status = "cancelled" if result.stopped else "succeeded"
     finally:
         for g in graders:
             g.close()
+        if reporter is not None:
+            reporter.finish_tracking(status)
         if link is not None:
             link.client.close()
     if link is None or reporter is None:

@@ -18,6 +18,7 @@ from runtime import internal as api
 from runtime.keys import checkpoint_keys
 from runtime.storage import ObjectStore
 from worker.client import InternalClient
+from worker.tracking import Tracker, tracker_for
 
 
 class ReportTarget(Protocol):
@@ -56,9 +57,15 @@ def pack_checkpoint(ckpt_dir: Path, dest: Path) -> Path:
 class Reporter:
     """grpo_core.trainer.Callbacks for one run: everything it is told goes to the API, the bytes to the store."""
 
-    def __init__(self, run: ReportTarget) -> None:
+    def __init__(self, run: ReportTarget, claim: api.ClaimResponse | None = None) -> None:
+        """``claim``: the job's, when its metrics are mirrored to W&B or MLflow (worker.tracking)."""
         self.run = run
         self.tokens = 0
+        self.tracker: Tracker | None = None
+        if claim is not None:
+            from worker.settings import get_settings
+
+            self.tracker = tracker_for(claim, get_settings(), self.on_message)
 
     def on_message(self, message: str, level: Level = "info") -> None:
         self.run.post_events([api.MessageEvent(message=message, level=level)])
@@ -67,10 +74,14 @@ class Reporter:
         """The job object shows where it trains (and the answer, like a heartbeat's, may ask it to stop)."""
         self.run.post_execution(execution)
         self.on_message(execution.message())
+        if self.tracker is not None:
+            self.tracker.start()
 
     def on_step(self, metrics: StepMetrics) -> None:
         self.tokens += metrics.tokens
         self.run.post_events([api.MetricsEvent.of(metrics)])
+        if self.tracker is not None:
+            self.tracker.step(metrics)
 
     def on_checkpoint(self, step: int, path: Path, metrics: StepMetrics, *, final: bool, best: bool) -> None:
         """Upload the adapter tar and the full checkpoint, then register them (the commit point)."""
@@ -93,6 +104,14 @@ class Reporter:
             metrics=metrics.summary(),
         )
         run.client.checkpoint(run.job_id, body)
+        if self.tracker is not None:
+            self.tracker.checkpoint(step, adapter_key, final=final)
+
+    def finish_tracking(self, status: str) -> None:
+        """Close the W&B/MLflow runs with how the job ended (a no-op without tracking)."""
+        if self.tracker is not None:
+            self.tracker.finish(status)
+            self.tracker = None
 
     def should_stop(self) -> bool:
         return self.run.should_stop()

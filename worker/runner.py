@@ -168,7 +168,12 @@ class JobRun:
 
     def _train(self, claim: api.ClaimResponse, work: Path) -> api.FinishRequest:
         """Run training; map every failure to a finish a user can act on."""
-        reporter = Reporter(self)
+        reporter = Reporter(self, claim)
+        outcome = self._outcome(claim, work, reporter)
+        reporter.finish_tracking(outcome.status)
+        return outcome
+
+    def _outcome(self, claim: api.ClaimResponse, work: Path, reporter: Reporter) -> api.FinishRequest:
         try:
             result = self._run_training(claim, work, reporter)
         except StaleLease:

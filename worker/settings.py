@@ -38,6 +38,13 @@ class WorkerSettings(CommonSettings):
         description="This node's cache of registered base models (shared by its worker processes); default "
         "<state_dir>/model-cache",
     )
+    wandb_dir: Path | None = Field(
+        None, description="Where W&B runs are written (offline runs stay there); default <state_dir>/wandb"
+    )
+    mlflow_tracking_uri: str | None = Field(
+        None, description="Mirror every job's config, metrics and adapter location to this MLflow server or store."
+    )
+    mlflow_experiment: str = Field("rft", description="The MLflow experiment the jobs' runs go to.")
     model_cache_max_gb: float = Field(
         200.0, gt=0, description="Size cap of the model cache: least recently used models are evicted beyond it."
     )
@@ -60,6 +67,10 @@ class WorkerSettings(CommonSettings):
     @property
     def scratch_dir(self) -> Path:
         return self.work_dir or self._state("work")
+
+    @property
+    def wandb_path(self) -> Path:
+        return self.wandb_dir or self._state("wandb")
 
     @property
     def model_cache_path(self) -> Path:

@@ -1,12 +1,13 @@
-"""The Celery task: one line that hands the job to a JobRun."""
+"""The Celery tasks: each hands its job (a training job, a node of one, an eval run) to its runner."""
 
 from __future__ import annotations
 
 import logging
 
-from runtime.queue import JOIN_JOB, RUN_JOB
+from runtime.queue import JOIN_JOB, RUN_EVAL, RUN_JOB
 from worker.celery_app import app
 from worker.client import LeaseHeld
+from worker.evals import EvalRunner
 from worker.node import JoinRun
 from worker.runner import JobRun
 from worker.settings import get_settings
@@ -33,3 +34,9 @@ def join_job(job_id: str, epoch: int) -> None:
     """Join attempt ``epoch`` of a multi-node job as one of its other nodes (worker.node); a doorbell that finds no
     place (the job has its nodes, or the attempt is over) is dropped."""
     JoinRun(job_id, epoch, get_settings()).run()
+
+
+@app.task(name=RUN_EVAL)
+def run_eval(run_id: str) -> None:
+    """Claim eval run ``run_id`` and run it (worker.evals); a run another worker holds is left to it."""
+    EvalRunner(run_id, get_settings()).run()

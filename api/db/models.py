@@ -101,6 +101,8 @@ class Job(Base):
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # What the worker resolved the `auto` settings to (grpo_core.metrics_schema.Execution); null until it starts.
     execution: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # OpenAI's integrations (runtime.internal.Integration list): where the worker mirrors the metrics; null: none.
+    integrations: Mapped[list[Any] | None] = mapped_column(JSON)
     # The readiness probe's reports (api.services.readiness): {"before", "after", "comparison", "dropped_rows"}.
     readiness: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Devices per node and nodes (runtime.internal.Resources as JSON); null on rows from before it: 1 and 1.
@@ -264,4 +266,58 @@ class RegisteredModel(Base):
     digest: Mapped[str] = mapped_column(String(64), index=True)  # grpo_core.model_files.manifest_digest
     size: Mapped[int] = mapped_column(BigInteger)
     object_prefix: Mapped[str] = mapped_column(String(512))
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+
+
+class Eval(Base):
+    """An eval (OpenAI's ``eval``): what items look like and the testing criteria that grade a run's samples."""
+
+    __tablename__ = "evals"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "eval_…"
+    project_id: Mapped[str] = mapped_column(String(64), index=True)
+    name: Mapped[str | None] = mapped_column(String(256))
+    data_source_config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    testing_criteria: Mapped[list[Any]] = mapped_column(JSON)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+
+
+class EvalRun(Base):
+    """One run of an eval on a model (OpenAI's ``eval.run``), executed by a worker from the jobs' queue."""
+
+    __tablename__ = "eval_runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "evalrun_…"
+    eval_id: Mapped[str] = mapped_column(ForeignKey("evals.id"), index=True)
+    project_id: Mapped[str] = mapped_column(String(64), index=True)
+    name: Mapped[str | None] = mapped_column(String(256))
+    model: Mapped[str] = mapped_column(String(512))  # as requested: a base, fine-tuned or checkpoint name
+    data_source: Mapped[dict[str, Any]] = mapped_column(JSON)
+    target: Mapped[dict[str, Any]] = mapped_column(JSON)  # the resolved model: base id and adapter object key
+    file_key: Mapped[str] = mapped_column(String(1024))
+    status: Mapped[str] = mapped_column(String(32), index=True)  # queued, in_progress, completed, failed, canceled
+    result_counts: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    per_testing_criteria_results: Mapped[list[Any] | None] = mapped_column(JSON)
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
+    claim_id: Mapped[str | None] = mapped_column(String(64))  # the worker run that holds it (fences its writes)
+    lease_expires_at: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    started_at: Mapped[int | None] = mapped_column(BigInteger)
+    finished_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class EvalOutputItem(Base):
+    """One item of a run (OpenAI's ``eval.run.output_item``): its samples and each criterion's result."""
+
+    __tablename__ = "eval_output_items"
+    __table_args__ = (UniqueConstraint("run_id", "datasource_item_id"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "outputitem_…"
+    run_id: Mapped[str] = mapped_column(ForeignKey("eval_runs.id"), index=True)
+    datasource_item_id: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))  # pass, fail, error
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)  # grpo_core.evals.ItemResult
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)

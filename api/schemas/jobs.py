@@ -15,7 +15,7 @@ from grpo_core.config import GRPOConfig
 from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, Sample, StepMetrics
 from grpo_core.readiness import ReadinessComparison, ReadinessReport
 from grpo_core.rewards.schemas import GraderSpec
-from runtime.internal import Resources
+from runtime.internal import Integration, Resources
 
 if TYPE_CHECKING:
     from api.db import models as db
@@ -57,6 +57,13 @@ class JobCreate(BaseModel):
         description="What the job trains on: `devices` training processes on each of `nodes` machines (default "
         "1 and 1). Each rank takes its share of every step's prompts, so batch_size must be at least devices × "
         "nodes; the results do not depend on the split.",
+    )
+    integrations: list[Integration] | None = Field(
+        None,
+        max_length=5,
+        description="OpenAI's integrations: `[{type: wandb, wandb: {project, name, entity, tags}}]` mirrors the "
+        "config, every step's metrics and the adapter's location to Weights & Biases (offline files on the worker "
+        "when it has no WANDB_API_KEY).",
     )
     preflight: bool = Field(
         False,
@@ -124,6 +131,7 @@ class Job(BaseModel):
         "until training starts.",
     )
     resources: Resources = Field(description="Devices per node and nodes the job trains on.")
+    integrations: list[Integration] | None = Field(None, description="Where the job's metrics are mirrored.")
 
     @classmethod
     def from_row(cls, row: db.Job) -> Job:

@@ -27,8 +27,20 @@ from runtime.storage import ObjectStore
 DELETED = "deleted"
 
 
-def _validate_into(src: BinaryIO, dest: IO[bytes], max_bytes: int) -> tuple[int, int, str]:
-    """Copy ``src`` to ``dest`` line by line, checking each; returns (bytes, rows, sha256)."""
+def _check_eval_line(obj: Any, line: int) -> None:
+    """An eval's item line: an object; OpenAI's ``{"item": {...}}`` shape, or the item itself."""
+    if not isinstance(obj, dict):
+        raise RowError(line, f"expected a JSON object, got {type(obj).__name__}")
+    if "item" in obj and not isinstance(obj["item"], dict):
+        raise RowError(line, "'item' must be a JSON object")
+
+
+PURPOSES = {"fine-tune": check_row, "evals": _check_eval_line}
+
+
+def _validate_into(src: BinaryIO, dest: IO[bytes], max_bytes: int, purpose: str) -> tuple[int, int, str]:
+    """Copy ``src`` to ``dest`` line by line, checking each for ``purpose``; returns (bytes, rows, sha256)."""
+    check = PURPOSES[purpose]
     digest = hashlib.sha256()
     size = rows = lineno = 0
     # readline with a limit: one enormous line can never be read into memory past the size cap.
@@ -50,7 +62,7 @@ def _validate_into(src: BinaryIO, dest: IO[bytes], max_bytes: int) -> tuple[int,
         except json.JSONDecodeError as exc:
             raise InvalidRequest(f"line {lineno}: not valid JSON ({exc.msg})", param="file") from None
         try:
-            check_row(obj, lineno)
+            check(obj, lineno)
         except RowError as exc:
             raise InvalidRequest(str(exc), param="file") from None
         rows += 1
@@ -69,12 +81,12 @@ def create_file(
     src: BinaryIO,
     max_bytes: int,
 ) -> File:
-    if purpose != "fine-tune":
-        raise InvalidRequest(f"purpose must be 'fine-tune', got {purpose!r}", param="purpose")
+    if purpose not in PURPOSES:
+        raise InvalidRequest(f"purpose must be 'fine-tune' or 'evals', got {purpose!r}", param="purpose")
     file_id = new_id("file")
     key = file_key(project_id, file_id)
     with tempfile.NamedTemporaryFile(prefix="rft-upload-") as tmp:
-        size, rows, sha = _validate_into(src, tmp, max_bytes)
+        size, rows, sha = _validate_into(src, tmp, max_bytes, purpose)
         tmp.flush()
         store.put_file(key, Path(tmp.name))
     row = File(

@@ -83,6 +83,9 @@ def create_job(
         files["validation_file"] = get_file(
             session, project_id, body.validation_file, param="validation_file", for_share=True
         )
+    for param, f in files.items():
+        if f.purpose != "fine-tune":
+            raise InvalidRequest(f"{f.id} was uploaded for {f.purpose!r}, not 'fine-tune'", param=param)
     try:
         cfg, capped = apply_caps(body.method.reinforcement.hyperparameters, settings.caps)
     except ValidationError as exc:
@@ -118,6 +121,7 @@ def create_job(
         metadata_=body.metadata,
         method=method,
         resources=body.resources.model_dump(mode="json"),
+        integrations=[i.model_dump(mode="json") for i in body.integrations] if body.integrations else None,
         status=JobStatus.queued,
         total_steps=0 if cfg.preflight is not None and cfg.preflight.only else cfg.total_steps(train.row_count),
         max_attempts=settings.max_attempts,

@@ -84,6 +84,7 @@ def claim_response(session: Session, settings: ApiSettings, job: Job) -> ClaimRe
         else None,
         resources=job_resources(job),
         model_source=source_of(registered) if (registered := session.get(RegisteredModel, job.model)) else None,
+        integrations=job.integrations or [],
         readiness_dropped_rows=list(job.readiness.get("dropped_rows") or [])
         if job.readiness and "before" in job.readiness
         else None,

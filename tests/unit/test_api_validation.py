@@ -278,3 +278,23 @@ def test_best_checkpoint_is_the_highest_validation_reward(client: TestClient, se
         session.commit()
     data = client.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"]
     assert [(c["step_number"], c["best"]) for c in data] == [(3, False), (2, True), (1, False)]
+
+
+def test_openai_integrations_are_accepted_stored_and_sent_to_the_worker(client: TestClient) -> None:
+    file_id = upload(client, jsonl(ARITH_ROWS))["id"]
+    wandb = {"project": "p", "name": "n", "entity": "team", "tags": ["a", "b"]}
+    body = job_body(TINY_ID, file_id) | {"integrations": [{"type": "wandb", "wandb": wandb}]}
+    r = client.post("/v1/fine_tuning/jobs", json=body)
+    assert r.status_code == 201, r.text
+    assert r.json()["integrations"] == [{"type": "wandb", "wandb": wandb}]
+    claim = client.post(
+        f"/internal/jobs/{r.json()['id']}/claim",
+        json={"worker_id": "w", "claim_id": "claim-0001"},
+        headers={"Authorization": "Bearer t0k"},
+    ).json()
+    assert claim["integrations"] == [{"type": "wandb", "wandb": wandb}]
+    for bad in ({"type": "comet", "comet": {}}, {"type": "wandb", "wandb": {"name": "no project"}}):
+        r = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, file_id) | {"integrations": [bad]})
+        assert r.status_code == 422 and "integrations" in r.json()["error"]["param"], r.text
+    plain = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, file_id)).json()
+    assert plain["integrations"] is None

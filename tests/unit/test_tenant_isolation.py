@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from api.services.downloads import sign
 from api.settings import ApiSettings
 from runtime.storage import LocalStore
-from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event
+from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl, metrics_event
 from tests.tiny_model import TINY_ID
 from tests.unit.test_tenants import bearer, new_key
 
@@ -26,7 +26,19 @@ JOBS = "/v1/fine_tuning/jobs"
 DOWNLOADS = "/v1/downloads/{token}"
 WORKER = {"Authorization": "Bearer t0k"}
 PARAM = re.compile(r"{(\w+)}")
-BODIES: dict[tuple[str, str], dict[str, Any]] = {}  # (method, path) -> a valid body, for routes that need one
+EVAL_RUN = {
+    "data_source": {
+        "type": "completions",
+        "source": {"type": "file_content", "content": [{"item": {"q": "1+1="}}]},
+        "input_messages": {"type": "template", "template": [{"role": "user", "content": "{{item.q}}"}]},
+        "model": TINY_ID,
+    }
+}
+# (method, path) -> a valid body, for routes that need one
+BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("POST", "/v1/evals/{eval_id}"): {"name": "renamed"},
+    ("POST", "/v1/evals/{eval_id}/runs"): EVAL_RUN,
+}
 SAMPLE = {"prompt": "1+1=", "completion": "2", "reward": 1.0, "advantage": 0.5}
 
 
@@ -68,6 +80,31 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
     ck = client.post(f"{url}/checkpoints", json={"epoch": epoch, "step_number": 1, "object_key": key}, headers=WORKER)
     assert ck.status_code == 200, ck.text
     assert client.post(f"{url}/finish", json={"epoch": epoch, "status": "succeeded"}, headers=WORKER).status_code == 200
+    ev = client.post(
+        "/v1/evals",
+        json={"data_source_config": {"type": "custom", "item_schema": {}}, "testing_criteria": [PY_GRADER]},
+        headers=headers,
+    )
+    assert ev.status_code == 200, ev.text
+    run = client.post(f"/v1/evals/{ev.json()['id']}/runs", json=EVAL_RUN, headers=headers)
+    assert run.status_code == 201, run.text
+    run_url = f"/internal/evals/runs/{run.json()['id']}"
+    held = client.post(f"{run_url}/claim", json={"worker_id": "w", "claim_id": "evalclaim-1"}, headers=WORKER)
+    assert held.status_code == 200, held.text
+    item = {
+        "datasource_item_id": 0,
+        "datasource_item": {"q": "1+1="},
+        "status": "pass",
+        "input": [{"role": "user", "content": "1+1="}],
+        "samples": [{"output": [{"role": "assistant", "content": "2"}], "finish_reason": "stop", "usage": {}}],
+        "results": [{"name": "has_digit", "sample": 0, "score": 1.0, "passed": True}],
+    }
+    posted = client.post(f"{run_url}/items", json={"claim_id": "evalclaim-1", "items": [item]}, headers=WORKER)
+    assert posted.status_code == 200, posted.text
+    done = client.post(f"{run_url}/finish", json={"claim_id": "evalclaim-1", "status": "completed"}, headers=WORKER)
+    assert done.status_code == 200, done.text
+    items_url = f"/v1/evals/{ev.json()['id']}/runs/{run.json()['id']}/output_items"
+    output_item = client.get(items_url, headers=headers).json()["data"][0]
     deliveries = client.get(f"/v1/webhook_endpoints/{ep.json()['id']}/deliveries", headers=headers).json()["data"]
     events = client.get(f"{JOBS}/{job['id']}/events", params={"limit": 100}, headers=headers).json()["data"]
     assert len(deliveries) == 1 and len(events) >= 5
@@ -78,6 +115,9 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
         "endpoint_id": ep.json()["id"],
         "delivery_id": deliveries[0]["id"],
         "event_id": events[0]["id"],
+        "eval_id": ev.json()["id"],
+        "run_id": run.json()["id"],
+        "output_item_id": output_item["id"],
         "project_id": job["organization_id"],
         "webhook_secret": ep.json()["secret"],
         "checkpoint_key": key,
@@ -212,6 +252,6 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
         r = call(
             client, method, path, a_ids, a_hdr, **({"json": BODIES[(method, path)]} if (method, path) in BODIES else {})
         )
-        assert r.status_code in (200, 302, 409), f"{method} {path} with A's own key: {r.status_code} {r.text}"
+        assert r.status_code in (200, 201, 302, 409), f"{method} {path} with A's own key: {r.status_code} {r.text}"
     assert len(walked) >= 10, walked  # the routes with an id before tenants: the walk cannot have skipped them
     print(f"\nwalked {len(walked)} routes with path parameters: " + ", ".join(f"{m} {p}" for m, p in walked))

@@ -10,10 +10,23 @@ from .completion_request import CompletionRequest
 from .completion_request_stream_options_type_0 import CompletionRequestStreamOptionsType0
 from .create_chat_completion_response_200 import CreateChatCompletionResponse200
 from .create_completion_response_200 import CreateCompletionResponse200
+from .criterion_counts import CriterionCounts
 from .delivery_attempt import DeliveryAttempt
 from .download_link import DownloadLink
 from .error_body import ErrorBody
 from .error_response import ErrorResponse
+from .eval_ import Eval
+from .eval_create import EvalCreate
+from .eval_create_data_source_config import EvalCreateDataSourceConfig
+from .eval_create_metadata_type_0 import EvalCreateMetadataType0
+from .eval_create_testing_criteria_item import EvalCreateTestingCriteriaItem
+from .eval_data_source_config import EvalDataSourceConfig
+from .eval_deleted import EvalDeleted
+from .eval_error import EvalError
+from .eval_metadata_type_0 import EvalMetadataType0
+from .eval_testing_criteria_item import EvalTestingCriteriaItem
+from .eval_update import EvalUpdate
+from .eval_update_metadata_type_0 import EvalUpdateMetadataType0
 from .execution import Execution
 from .execution_backend_type_0 import ExecutionBackendType0
 from .execution_precision import ExecutionPrecision
@@ -45,6 +58,7 @@ from .grpo_config_sharding import GRPOConfigSharding
 from .grpo_config_vllm_weight_sync import GRPOConfigVllmWeightSync
 from .health_config import HealthConfig
 from .http_validation_error import HTTPValidationError
+from .integration import Integration
 from .job import Job
 from .job_create import JobCreate
 from .job_create_metadata_type_0 import JobCreateMetadataType0
@@ -61,14 +75,21 @@ from .json_schema_grader import JsonSchemaGrader
 from .json_schema_grader_schema import JsonSchemaGraderSchema
 from .length_grader import LengthGrader
 from .length_grader_mode import LengthGraderMode
+from .list_evals_order import ListEvalsOrder
 from .list_files_order import ListFilesOrder
 from .list_jobs_metadata import ListJobsMetadata
+from .list_output_items_order import ListOutputItemsOrder
+from .list_output_items_status_type_0 import ListOutputItemsStatusType0
 from .list_response_checkpoint import ListResponseCheckpoint
+from .list_response_eval import ListResponseEval
 from .list_response_file_object import ListResponseFileObject
 from .list_response_job import ListResponseJob
 from .list_response_job_event import ListResponseJobEvent
+from .list_response_output_item import ListResponseOutputItem
+from .list_response_run import ListResponseRun
 from .list_response_webhook_delivery import ListResponseWebhookDelivery
 from .list_response_webhook_endpoint import ListResponseWebhookEndpoint
+from .list_runs_order import ListRunsOrder
 from .lora_config import LoraConfig
 from .math_grader import MathGrader
 from .math_grader_extract import MathGraderExtract
@@ -83,6 +104,13 @@ from .model_list import ModelList
 from .model_register import ModelRegister
 from .multi_grader import MultiGrader
 from .multi_grader_graders import MultiGraderGraders
+from .output_item import OutputItem
+from .output_item_datasource_item import OutputItemDatasourceItem
+from .output_item_result import OutputItemResult
+from .output_item_sample import OutputItemSample
+from .output_item_sample_input_item import OutputItemSampleInputItem
+from .output_item_sample_output_item import OutputItemSampleOutputItem
+from .output_item_sample_usage import OutputItemSampleUsage
 from .preflight_config import PreflightConfig
 from .prompt_outcome import PromptOutcome
 from .python_grader import PythonGrader
@@ -94,12 +122,22 @@ from .regex_grader_flags_item import RegexGraderFlagsItem
 from .regex_grader_mode import RegexGraderMode
 from .reinforcement_method import ReinforcementMethod
 from .resources import Resources
+from .result_counts import ResultCounts
+from .run import Run
+from .run_create import RunCreate
+from .run_create_data_source import RunCreateDataSource
+from .run_create_metadata_type_0 import RunCreateMetadataType0
+from .run_data_source import RunDataSource
+from .run_deleted import RunDeleted
+from .run_metadata_type_0 import RunMetadataType0
+from .run_per_model_usage_item import RunPerModelUsageItem
 from .run_request import RunRequest
 from .run_request_item import RunRequestItem
 from .run_response import RunResponse
 from .run_response_metadata import RunResponseMetadata
 from .run_response_model_grader_token_usage_per_model import RunResponseModelGraderTokenUsagePerModel
 from .run_response_sub_rewards import RunResponseSubRewards
+from .run_status import RunStatus
 from .sample import Sample
 from .sample_rewards import SampleRewards
 from .samples_response import SamplesResponse
@@ -121,6 +159,7 @@ from .validate_response import ValidateResponse
 from .validate_response_grader import ValidateResponseGrader
 from .validation_error import ValidationError
 from .validation_error_context import ValidationErrorContext
+from .wandb_spec import WandbSpec
 from .webhook_delivery import WebhookDelivery
 from .webhook_delivery_payload import WebhookDeliveryPayload
 from .webhook_delivery_status import WebhookDeliveryStatus
@@ -141,10 +180,23 @@ __all__ = (
     "CompletionRequestStreamOptionsType0",
     "CreateChatCompletionResponse200",
     "CreateCompletionResponse200",
+    "CriterionCounts",
     "DeliveryAttempt",
     "DownloadLink",
     "ErrorBody",
     "ErrorResponse",
+    "Eval",
+    "EvalCreate",
+    "EvalCreateDataSourceConfig",
+    "EvalCreateMetadataType0",
+    "EvalCreateTestingCriteriaItem",
+    "EvalDataSourceConfig",
+    "EvalDeleted",
+    "EvalError",
+    "EvalMetadataType0",
+    "EvalTestingCriteriaItem",
+    "EvalUpdate",
+    "EvalUpdateMetadataType0",
     "Execution",
     "ExecutionBackendType0",
     "ExecutionPrecision",
@@ -176,6 +228,7 @@ __all__ = (
     "GRPOConfigVllmWeightSync",
     "HealthConfig",
     "HTTPValidationError",
+    "Integration",
     "Job",
     "JobCreate",
     "JobCreateMetadataType0",
@@ -192,14 +245,21 @@ __all__ = (
     "JsonSchemaGraderSchema",
     "LengthGrader",
     "LengthGraderMode",
+    "ListEvalsOrder",
     "ListFilesOrder",
     "ListJobsMetadata",
+    "ListOutputItemsOrder",
+    "ListOutputItemsStatusType0",
     "ListResponseCheckpoint",
+    "ListResponseEval",
     "ListResponseFileObject",
     "ListResponseJob",
     "ListResponseJobEvent",
+    "ListResponseOutputItem",
+    "ListResponseRun",
     "ListResponseWebhookDelivery",
     "ListResponseWebhookEndpoint",
+    "ListRunsOrder",
     "LoraConfig",
     "MathGrader",
     "MathGraderExtract",
@@ -214,6 +274,13 @@ __all__ = (
     "ModelRegister",
     "MultiGrader",
     "MultiGraderGraders",
+    "OutputItem",
+    "OutputItemDatasourceItem",
+    "OutputItemResult",
+    "OutputItemSample",
+    "OutputItemSampleInputItem",
+    "OutputItemSampleOutputItem",
+    "OutputItemSampleUsage",
     "PreflightConfig",
     "PromptOutcome",
     "PythonGrader",
@@ -225,12 +292,22 @@ __all__ = (
     "RegexGraderMode",
     "ReinforcementMethod",
     "Resources",
+    "ResultCounts",
+    "Run",
+    "RunCreate",
+    "RunCreateDataSource",
+    "RunCreateMetadataType0",
+    "RunDataSource",
+    "RunDeleted",
+    "RunMetadataType0",
+    "RunPerModelUsageItem",
     "RunRequest",
     "RunRequestItem",
     "RunResponse",
     "RunResponseMetadata",
     "RunResponseModelGraderTokenUsagePerModel",
     "RunResponseSubRewards",
+    "RunStatus",
     "Sample",
     "SampleRewards",
     "SamplesResponse",
@@ -252,6 +329,7 @@ __all__ = (
     "ValidateResponseGrader",
     "ValidationError",
     "ValidationErrorContext",
+    "WandbSpec",
     "WebhookDelivery",
     "WebhookDeliveryPayload",
     "WebhookDeliveryStatus",

@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.execution import Execution
+    from ..models.integration import Integration
     from ..models.job_error import JobError
     from ..models.job_hyperparameters import JobHyperparameters
     from ..models.job_metadata_type_0 import JobMetadataType0
@@ -51,6 +52,7 @@ class Job:
         execution (Execution | None | Unset): Where and how the worker trains it: the device, and what the `auto`
             hyperparameters (device, precision, micro_batch_size, gradient_checkpointing, rollout_engine) resolved to on its
             hardware; null until training starts.
+        integrations (list[Integration] | None | Unset): Where the job's metrics are mirrored.
         object_ (Literal['fine_tuning.job'] | Unset):  Default: 'fine_tuning.job'.
         result_files (list[str] | Unset):
     """
@@ -76,6 +78,7 @@ class Job:
     validation_file: None | str
     estimated_finish: int | None | Unset = UNSET
     execution: Execution | None | Unset = UNSET
+    integrations: list[Integration] | None | Unset = UNSET
     object_: Literal["fine_tuning.job"] | Unset = "fine_tuning.job"
     result_files: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -150,6 +153,18 @@ class Job:
         else:
             execution = self.execution
 
+        integrations: list[dict[str, Any]] | None | Unset
+        if isinstance(self.integrations, Unset):
+            integrations = UNSET
+        elif isinstance(self.integrations, list):
+            integrations = []
+            for integrations_type_0_item_data in self.integrations:
+                integrations_type_0_item = integrations_type_0_item_data.to_dict()
+                integrations.append(integrations_type_0_item)
+
+        else:
+            integrations = self.integrations
+
         object_ = self.object_
 
         result_files: list[str] | Unset = UNSET
@@ -185,6 +200,8 @@ class Job:
             field_dict["estimated_finish"] = estimated_finish
         if execution is not UNSET:
             field_dict["execution"] = execution
+        if integrations is not UNSET:
+            field_dict["integrations"] = integrations
         if object_ is not UNSET:
             field_dict["object"] = object_
         if result_files is not UNSET:
@@ -195,6 +212,7 @@ class Job:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.execution import Execution  # noqa: PLC0415
+        from ..models.integration import Integration  # noqa: PLC0415
         from ..models.job_error import JobError  # noqa: PLC0415
         from ..models.job_hyperparameters import JobHyperparameters  # noqa: PLC0415
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
@@ -317,6 +335,28 @@ class Job:
 
         execution = _parse_execution(d.pop("execution", UNSET))
 
+        def _parse_integrations(data: object) -> list[Integration] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                integrations_type_0 = []
+                _integrations_type_0 = data
+                for integrations_type_0_item_data in _integrations_type_0:
+                    integrations_type_0_item = Integration.from_dict(integrations_type_0_item_data)
+
+                    integrations_type_0.append(integrations_type_0_item)
+
+                return integrations_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[Integration] | None | Unset, data)
+
+        integrations = _parse_integrations(d.pop("integrations", UNSET))
+
         object_ = cast(Literal["fine_tuning.job"] | Unset, d.pop("object", UNSET))
         if object_ != "fine_tuning.job" and not isinstance(object_, Unset):
             raise ValueError(f"object must match const 'fine_tuning.job', got '{object_}'")
@@ -345,6 +385,7 @@ class Job:
             validation_file=validation_file,
             estimated_finish=estimated_finish,
             execution=execution,
+            integrations=integrations,
             object_=object_,
             result_files=result_files,
         )

@@ -8,6 +8,7 @@ from attrs import define as _attrs_define
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.integration import Integration
     from ..models.job_create_metadata_type_0 import JobCreateMetadataType0
     from ..models.method import Method
     from ..models.resources import Resources
@@ -24,6 +25,9 @@ class JobCreate:
         method (Method):
         model (str): A base model id from GET /v1/models.
         training_file (str): Id of an uploaded JSONL file (purpose fine-tune).
+        integrations (list[Integration] | None | Unset): OpenAI's integrations: `[{type: wandb, wandb: {project, name,
+            entity, tags}}]` mirrors the config, every step's metrics and the adapter's location to Weights & Biases
+            (offline files on the worker when it has no WANDB_API_KEY).
         metadata (JobCreateMetadataType0 | None | Unset): Up to 16 pairs (OpenAI's limits: keys ≤ 64, values ≤ 512
             chars).
         preflight (bool | Unset): Probe the base model before training and report whether GRPO can learn on this task
@@ -39,6 +43,7 @@ class JobCreate:
     method: Method
     model: str
     training_file: str
+    integrations: list[Integration] | None | Unset = UNSET
     metadata: JobCreateMetadataType0 | None | Unset = UNSET
     preflight: bool | Unset = False
     resources: Resources | Unset = UNSET
@@ -54,6 +59,18 @@ class JobCreate:
         model = self.model
 
         training_file = self.training_file
+
+        integrations: list[dict[str, Any]] | None | Unset
+        if isinstance(self.integrations, Unset):
+            integrations = UNSET
+        elif isinstance(self.integrations, list):
+            integrations = []
+            for integrations_type_0_item_data in self.integrations:
+                integrations_type_0_item = integrations_type_0_item_data.to_dict()
+                integrations.append(integrations_type_0_item)
+
+        else:
+            integrations = self.integrations
 
         metadata: dict[str, Any] | None | Unset
         if isinstance(self.metadata, Unset):
@@ -96,6 +113,8 @@ class JobCreate:
                 "training_file": training_file,
             }
         )
+        if integrations is not UNSET:
+            field_dict["integrations"] = integrations
         if metadata is not UNSET:
             field_dict["metadata"] = metadata
         if preflight is not UNSET:
@@ -113,6 +132,7 @@ class JobCreate:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.integration import Integration  # noqa: PLC0415
         from ..models.job_create_metadata_type_0 import JobCreateMetadataType0  # noqa: PLC0415
         from ..models.method import Method  # noqa: PLC0415
         from ..models.resources import Resources  # noqa: PLC0415
@@ -123,6 +143,28 @@ class JobCreate:
         model = d.pop("model")
 
         training_file = d.pop("training_file")
+
+        def _parse_integrations(data: object) -> list[Integration] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                integrations_type_0 = []
+                _integrations_type_0 = data
+                for integrations_type_0_item_data in _integrations_type_0:
+                    integrations_type_0_item = Integration.from_dict(integrations_type_0_item_data)
+
+                    integrations_type_0.append(integrations_type_0_item)
+
+                return integrations_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[Integration] | None | Unset, data)
+
+        integrations = _parse_integrations(d.pop("integrations", UNSET))
 
         def _parse_metadata(data: object) -> JobCreateMetadataType0 | None | Unset:
             if data is None:
@@ -181,6 +223,7 @@ class JobCreate:
             method=method,
             model=model,
             training_file=training_file,
+            integrations=integrations,
             metadata=metadata,
             preflight=preflight,
             resources=resources,

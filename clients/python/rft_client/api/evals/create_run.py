@@ -1,0 +1,235 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_response import ErrorResponse
+from ...models.run import Run
+from ...models.run_create import RunCreate
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    eval_id: str,
+    *,
+    body: RunCreate,
+    authorization: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(authorization, Unset):
+        headers["authorization"] = authorization
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/evals/{eval_id}/runs".format(
+            eval_id=quote(str(eval_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorResponse | Run | None:
+    if response.status_code == 201:
+        response_201 = Run.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = ErrorResponse.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorResponse.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = ErrorResponse.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = ErrorResponse.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorResponse.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = ErrorResponse.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = ErrorResponse.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ErrorResponse | Run]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    eval_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RunCreate,
+    authorization: None | str | Unset = UNSET,
+) -> Response[ErrorResponse | Run]:
+    """Create Run
+
+     Sample a model (base, fine-tuned or a checkpoint) on the items and grade every sample; run by a
+    worker.
+
+    Args:
+        eval_id (str):
+        authorization (None | str | Unset):
+        body (RunCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorResponse | Run]
+    """
+
+    kwargs = _get_kwargs(
+        eval_id=eval_id,
+        body=body,
+        authorization=authorization,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    eval_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RunCreate,
+    authorization: None | str | Unset = UNSET,
+) -> ErrorResponse | Run | None:
+    """Create Run
+
+     Sample a model (base, fine-tuned or a checkpoint) on the items and grade every sample; run by a
+    worker.
+
+    Args:
+        eval_id (str):
+        authorization (None | str | Unset):
+        body (RunCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorResponse | Run
+    """
+
+    return sync_detailed(
+        eval_id=eval_id,
+        client=client,
+        body=body,
+        authorization=authorization,
+    ).parsed
+
+
+async def asyncio_detailed(
+    eval_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RunCreate,
+    authorization: None | str | Unset = UNSET,
+) -> Response[ErrorResponse | Run]:
+    """Create Run
+
+     Sample a model (base, fine-tuned or a checkpoint) on the items and grade every sample; run by a
+    worker.
+
+    Args:
+        eval_id (str):
+        authorization (None | str | Unset):
+        body (RunCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorResponse | Run]
+    """
+
+    kwargs = _get_kwargs(
+        eval_id=eval_id,
+        body=body,
+        authorization=authorization,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    eval_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RunCreate,
+    authorization: None | str | Unset = UNSET,
+) -> ErrorResponse | Run | None:
+    """Create Run
+
+     Sample a model (base, fine-tuned or a checkpoint) on the items and grade every sample; run by a
+    worker.
+
+    Args:
+        eval_id (str):
+        authorization (None | str | Unset):
+        body (RunCreate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorResponse | Run
+    """
+
+    return (
+        await asyncio_detailed(
+            eval_id=eval_id,
+            client=client,
+            body=body,
+            authorization=authorization,
+        )
+    ).parsed

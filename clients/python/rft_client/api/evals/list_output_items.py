@@ -1,0 +1,314 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_response import ErrorResponse
+from ...models.list_output_items_order import ListOutputItemsOrder
+from ...models.list_output_items_status_type_0 import ListOutputItemsStatusType0
+from ...models.list_response_output_item import ListResponseOutputItem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    eval_id: str,
+    run_id: str,
+    *,
+    limit: int | Unset = 20,
+    after: None | str | Unset = UNSET,
+    order: ListOutputItemsOrder | Unset = "asc",
+    status: ListOutputItemsStatusType0 | None | Unset = UNSET,
+    authorization: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(authorization, Unset):
+        headers["authorization"] = authorization
+
+    params: dict[str, Any] = {}
+
+    params["limit"] = limit
+
+    json_after: None | str | Unset
+    if isinstance(after, Unset):
+        json_after = UNSET
+    else:
+        json_after = after
+    params["after"] = json_after
+
+    json_order: str | Unset = UNSET
+    if not isinstance(order, Unset):
+        json_order = order
+
+    params["order"] = json_order
+
+    json_status: None | str | Unset
+    if isinstance(status, Unset):
+        json_status = UNSET
+    elif isinstance(status, str):
+        json_status = status
+    else:
+        json_status = status
+    params["status"] = json_status
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/evals/{eval_id}/runs/{run_id}/output_items".format(
+            eval_id=quote(str(eval_id), safe=""),
+            run_id=quote(str(run_id), safe=""),
+        ),
+        "params": params,
+    }
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorResponse | ListResponseOutputItem | None:
+    if response.status_code == 200:
+        response_200 = ListResponseOutputItem.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorResponse.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorResponse.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = ErrorResponse.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = ErrorResponse.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorResponse.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = ErrorResponse.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = ErrorResponse.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorResponse | ListResponseOutputItem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    eval_id: str,
+    run_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    after: None | str | Unset = UNSET,
+    order: ListOutputItemsOrder | Unset = "asc",
+    status: ListOutputItemsStatusType0 | None | Unset = UNSET,
+    authorization: None | str | Unset = UNSET,
+) -> Response[ErrorResponse | ListResponseOutputItem]:
+    """List Output Items
+
+     Each item of the run: its samples and each testing criterion's score (``status`` filters).
+
+    Args:
+        eval_id (str):
+        run_id (str):
+        limit (int | Unset):  Default: 20.
+        after (None | str | Unset):
+        order (ListOutputItemsOrder | Unset):  Default: 'asc'.
+        status (ListOutputItemsStatusType0 | None | Unset):
+        authorization (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorResponse | ListResponseOutputItem]
+    """
+
+    kwargs = _get_kwargs(
+        eval_id=eval_id,
+        run_id=run_id,
+        limit=limit,
+        after=after,
+        order=order,
+        status=status,
+        authorization=authorization,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    eval_id: str,
+    run_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    after: None | str | Unset = UNSET,
+    order: ListOutputItemsOrder | Unset = "asc",
+    status: ListOutputItemsStatusType0 | None | Unset = UNSET,
+    authorization: None | str | Unset = UNSET,
+) -> ErrorResponse | ListResponseOutputItem | None:
+    """List Output Items
+
+     Each item of the run: its samples and each testing criterion's score (``status`` filters).
+
+    Args:
+        eval_id (str):
+        run_id (str):
+        limit (int | Unset):  Default: 20.
+        after (None | str | Unset):
+        order (ListOutputItemsOrder | Unset):  Default: 'asc'.
+        status (ListOutputItemsStatusType0 | None | Unset):
+        authorization (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorResponse | ListResponseOutputItem
+    """
+
+    return sync_detailed(
+        eval_id=eval_id,
+        run_id=run_id,
+        client=client,
+        limit=limit,
+        after=after,
+        order=order,
+        status=status,
+        authorization=authorization,
+    ).parsed
+
+
+async def asyncio_detailed(
+    eval_id: str,
+    run_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    after: None | str | Unset = UNSET,
+    order: ListOutputItemsOrder | Unset = "asc",
+    status: ListOutputItemsStatusType0 | None | Unset = UNSET,
+    authorization: None | str | Unset = UNSET,
+) -> Response[ErrorResponse | ListResponseOutputItem]:
+    """List Output Items
+
+     Each item of the run: its samples and each testing criterion's score (``status`` filters).
+
+    Args:
+        eval_id (str):
+        run_id (str):
+        limit (int | Unset):  Default: 20.
+        after (None | str | Unset):
+        order (ListOutputItemsOrder | Unset):  Default: 'asc'.
+        status (ListOutputItemsStatusType0 | None | Unset):
+        authorization (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorResponse | ListResponseOutputItem]
+    """
+
+    kwargs = _get_kwargs(
+        eval_id=eval_id,
+        run_id=run_id,
+        limit=limit,
+        after=after,
+        order=order,
+        status=status,
+        authorization=authorization,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    eval_id: str,
+    run_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    limit: int | Unset = 20,
+    after: None | str | Unset = UNSET,
+    order: ListOutputItemsOrder | Unset = "asc",
+    status: ListOutputItemsStatusType0 | None | Unset = UNSET,
+    authorization: None | str | Unset = UNSET,
+) -> ErrorResponse | ListResponseOutputItem | None:
+    """List Output Items
+
+     Each item of the run: its samples and each testing criterion's score (``status`` filters).
+
+    Args:
+        eval_id (str):
+        run_id (str):
+        limit (int | Unset):  Default: 20.
+        after (None | str | Unset):
+        order (ListOutputItemsOrder | Unset):  Default: 'asc'.
+        status (ListOutputItemsStatusType0 | None | Unset):
+        authorization (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorResponse | ListResponseOutputItem
+    """
+
+    return (
+        await asyncio_detailed(
+            eval_id=eval_id,
+            run_id=run_id,
+            client=client,
+            limit=limit,
+            after=after,
+            order=order,
+            status=status,
+            authorization=authorization,
+        )
+    ).parsed

@@ -1,0 +1,174 @@
+"""An eval run on this worker: claim it, load the model (a registered or catalog base model, plus the adapter of
+a fine-tuned model or checkpoint), sample every item ``n`` times with the model's chat template, grade each
+sample with the eval's testing criteria (grpo_core.evals), post the items in batches and finish.
+
+A run is small (hundreds of items, a few minutes): it has no heartbeat, its claim holds for an hour
+(api.services.eval_runs), and a cancel is learnt at the next batch's post, which the API refuses.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tarfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from grpo_core.errors import UserError
+from runtime import eval_contract as evc
+from runtime.storage import make_store
+from worker.client import InternalClient, StaleLease
+from worker.failures import classify
+from worker.settings import WorkerSettings
+
+log = logging.getLogger(__name__)
+BATCH = 16  # items sampled and posted together
+
+
+class EvalRunner:
+    def __init__(self, run_id: str, settings: WorkerSettings) -> None:
+        self.run_id = run_id
+        self.settings = settings
+        self.client = InternalClient(settings.api_url, settings.internal_token)
+        self.store = make_store(settings)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.claim_id = uuid.uuid4().hex
+
+    def run(self) -> None:
+        try:
+            claim = self.client.eval_claim(self.run_id, self.worker_id, self.claim_id)
+        except StaleLease as exc:
+            log.info("eval run %s not claimed: %s", self.run_id, exc)
+            return
+        work = self.settings.scratch_dir / "evals" / self.run_id / self.claim_id[:8]
+        try:
+            self._run(claim, work)
+            self.client.eval_finish(self.run_id, evc.EvalFinishRequest(claim_id=self.claim_id, status="completed"))
+        except StaleLease as exc:  # canceled: nothing more to write
+            log.info("eval run %s stopped: %s", self.run_id, exc)
+        except Exception as exc:
+            failure = classify(exc, self.run_id, None)
+            log.exception("eval run %s failed", self.run_id)
+            self.client.eval_finish(
+                self.run_id,
+                evc.EvalFinishRequest(
+                    claim_id=self.claim_id, status="failed", error_code=failure.code, error_message=failure.message
+                ),
+            )
+        finally:
+            self.client.close()
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _model_dir(self, claim: evc.EvalClaim) -> Path:
+        if claim.model_source is not None:
+            from worker.model_cache import ModelCache
+
+            cache = ModelCache(self.settings.model_cache_path, int(self.settings.model_cache_max_gb * 1e9))
+            return cache.fetch(self.store, claim.model_source)
+        from grpo_core.models import resolve_model
+
+        try:
+            return resolve_model(self.settings.models_dir, claim.base_model)
+        except KeyError as exc:
+            raise UserError(f"this worker cannot run it: {exc.args[0]}") from None
+
+    def _run(self, claim: evc.EvalClaim, work: Path) -> None:
+        from grpo_core.evals import Criterion, run_items
+        from grpo_core.rewards.graders import build_grader
+        from grpo_core.rewards.schemas import GraderSpec
+
+        work.mkdir(parents=True, exist_ok=True)
+        items_path = work / "items.jsonl"
+        self.store.get_file(claim.file_key, items_path)
+        rows = list(enumerate(read_jsonl_lenient(items_path)))
+        spec: TypeAdapter[Any] = TypeAdapter(GraderSpec)
+        criteria = [
+            Criterion(
+                c.name, build_grader(spec.validate_python(c.grader), self.settings.grader_env()), c.pass_threshold
+            )
+            for c in claim.criteria
+        ]
+        generate = self._generator(claim, work)
+        try:
+            for lo in range(0, len(rows), BATCH):
+                results = run_items(rows[lo : lo + BATCH], claim.template, generate, criteria)
+                self.client.eval_items(self.run_id, evc.EvalItemsRequest(claim_id=self.claim_id, items=results))
+        finally:
+            for c in criteria:
+                c.grader.close()
+
+    def _generator(self, claim: evc.EvalClaim, work: Path) -> Any:
+        """The sampling function of grpo_core.evals.run_items: chat template, ``n`` samples, token counts."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from grpo_core.device import resolve_placement
+        from grpo_core.engines.base import Sampling
+        from grpo_core.engines.hf import sample
+
+        model_dir = self._model_dir(claim)
+        placement = resolve_placement("auto", "auto")
+        dtype = torch.bfloat16 if placement.precision == "bf16" else torch.float32
+        tokenizer: Any = AutoTokenizer.from_pretrained(model_dir)
+        model: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
+        model = model.to(placement.device).eval()
+        if claim.adapter_key is not None:
+            from peft import PeftModel
+
+            adapter = work / "adapter"
+            adapter.mkdir(exist_ok=True)
+            tar_path = work / "adapter.tar"
+            self.store.get_file(claim.adapter_key, tar_path)
+            with tarfile.open(tar_path) as tar:
+                tar.extractall(adapter, filter="data")
+            model = PeftModel.from_pretrained(model, str(adapter)).eval()
+        s = claim.sampling
+
+        def generate(messages: list[list[dict[str, str]]]) -> list[list[tuple[str, str, int, int]]]:
+            prompts = [
+                str(tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True))
+                if tokenizer.chat_template
+                else "\n".join(f"{t['role']}: {t['content']}" for t in m) + "\nassistant:"
+                for m in messages
+            ]
+            sampling = Sampling(s.n, s.max_completion_tokens, s.temperature, top_p=s.top_p, seed=s.seed)
+            with torch.no_grad():
+                ro = sample(model, tokenizer, prompts, sampling)
+            prompt_tokens = ro.prompt_mask.sum(dim=1).tolist()
+            completion_tokens = ro.completion_mask.sum(dim=1).tolist()
+            out = []
+            for i in range(len(prompts)):
+                group = range(i * s.n, (i + 1) * s.n)
+                out.append(
+                    [
+                        (
+                            ro.texts[j],
+                            "length" if bool(ro.truncated[j]) else "stop",
+                            int(prompt_tokens[j]),
+                            int(completion_tokens[j]),
+                        )
+                        for j in group
+                    ]
+                )
+            return out
+
+        return generate
+
+
+def read_jsonl_lenient(path: Path) -> list[dict[str, Any]]:
+    """An eval file's lines (``{"item": …}`` objects or plain rows): JSON objects, no training-row rules."""
+    import json
+
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.strip():
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise UserError(f"line {n} of the eval's items is not a JSON object")
+            out.append(obj)
+    return out

@@ -1,0 +1,163 @@
+"""Experiment tracking where users already look: Weights & Biases (the job's OpenAI-shaped ``integrations``) and
+MLflow (when the operator sets MLFLOW_TRACKING_URI): the config, every step's metrics, and the final adapter's
+location.
+
+W&B runs online when the worker has WANDB_API_KEY, else in offline mode into WANDB_DIR (``wandb sync`` uploads
+it later). Tracking never fails a job: a backend that raises is reported once as a warning event and switched off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from grpo_core.metrics_schema import Level, StepMetrics
+from runtime import internal as api
+from worker.settings import WorkerSettings
+
+log = logging.getLogger(__name__)
+Say = Callable[[str, Level], None]  # (message, level)
+
+
+def flat_metrics(m: StepMetrics) -> dict[str, float]:
+    """A step's numbers as ``a/b`` keys (what both backends chart); the logged rollouts are left out."""
+    out: dict[str, float] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, int | float):  # bool is an int
+            out[prefix] = float(value)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}/{k}" if prefix else str(k), v)
+        elif isinstance(value, list) and value and isinstance(value[0], dict) and "name" in value[0]:
+            for v in value:  # per-grader scores: by name
+                walk(f"{prefix}/{v['name']}", {k: x for k, x in v.items() if k != "name"})
+
+    walk("", m.model_dump(mode="json", exclude={"samples"}))
+    return out
+
+
+def _flat_config(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out |= _flat_config(v, f"{prefix}.{k}" if prefix else str(k))
+        return out
+    return {prefix: value}
+
+
+class Tracker:
+    def __init__(self, claim: api.ClaimResponse, settings: WorkerSettings, say: Say) -> None:
+        self.claim = claim
+        self.settings = settings
+        self.say = say
+        self.wandb: Any = None
+        self.mlflow: Any = None
+        self._wandb_spec = next((i.wandb for i in claim.integrations if i.type == "wandb"), None)
+
+    @property
+    def active(self) -> bool:
+        return self.wandb is not None or self.mlflow is not None
+
+    def _guard(self, backend: str, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except Exception as exc:  # a tracking outage never costs the job
+            log.exception("%s tracking failed", backend)
+            self.say(f"{backend} tracking stopped: {type(exc).__name__}: {exc}", "warn")
+            if backend == "W&B":
+                self.wandb = None
+            else:
+                self.mlflow = None
+
+    def start(self) -> None:
+        config = {
+            "job_id": self.claim.job_id,
+            "model": self.claim.model,
+            "seed": self.claim.seed,
+            "total_steps": self.claim.total_steps,
+            "hyperparameters": self.claim.hyperparameters,
+            "grader": self.claim.grader.get("name") or self.claim.grader.get("type"),
+        }
+        spec = self._wandb_spec
+        if spec is not None:
+            self._guard("W&B", lambda: self._start_wandb(spec, config))
+        if self.settings.mlflow_tracking_uri:
+            self._guard("MLflow", lambda: self._start_mlflow(config))
+
+    def _start_wandb(self, spec: api.WandbSpec, config: dict[str, Any]) -> None:
+        import wandb
+
+        online = bool(os.environ.get("WANDB_API_KEY"))
+        folder = self.settings.wandb_path
+        folder.mkdir(parents=True, exist_ok=True)
+        self.wandb = wandb.init(
+            project=spec.project,
+            name=spec.name or self.claim.job_id,
+            entity=spec.entity,
+            tags=spec.tags,
+            config=config,
+            dir=str(folder),
+            mode="online" if online else "offline",
+            id=f"{self.claim.job_id}-e{self.claim.epoch}",
+            settings=wandb.Settings(silent=True, console="off"),
+        )
+        where = f"project {spec.project}" if online else f"offline in {folder} (wandb sync uploads it)"
+        self.say(f"Logging to Weights & Biases: run {self.wandb.id}, {where}", "info")
+
+    def _start_mlflow(self, config: dict[str, Any]) -> None:
+        import mlflow
+
+        mlflow.set_tracking_uri(str(self.settings.mlflow_tracking_uri))
+        mlflow.set_experiment(self.settings.mlflow_experiment)
+        self.mlflow = mlflow.start_run(run_name=f"{self.claim.job_id}-e{self.claim.epoch}")
+        params = {k: str(v)[:500] for k, v in _flat_config(config).items()}
+        mlflow.log_params(params)
+        mlflow.set_tags({"rft.job_id": self.claim.job_id, "rft.model": self.claim.model})
+        experiment = self.settings.mlflow_experiment
+        self.say(f"Logging to MLflow: run {self.mlflow.info.run_id}, experiment {experiment}", "info")
+
+    def step(self, metrics: StepMetrics) -> None:
+        values = flat_metrics(metrics)
+        if self.wandb is not None:
+            run = self.wandb
+            self._guard("W&B", lambda: run.log(values, step=metrics.step))
+        if self.mlflow is not None:
+            import mlflow
+
+            safe = {k.replace("@", "_at_"): v for k, v in values.items()}
+            self._guard("MLflow", lambda: mlflow.log_metrics(safe, step=metrics.step))
+
+    def checkpoint(self, step: int, adapter_key: str, *, final: bool) -> None:
+        """Where the adapter is: the object key (and, for the final one, the model's name once it succeeds)."""
+        location = {"adapter_object_key": adapter_key, "adapter_step": step}
+        if self.wandb is not None:
+            run = self.wandb
+            self._guard("W&B", lambda: run.summary.update(location | {"final": final}))
+        if self.mlflow is not None:
+            import mlflow
+
+            tags = {"rft.adapter_object_key": adapter_key, "rft.adapter_step": str(step)}
+            self._guard("MLflow", lambda: mlflow.set_tags(tags))
+
+    def finish(self, status: str) -> None:
+        if self.wandb is not None:
+            run = self.wandb
+            code = 0 if status == "succeeded" else 1
+            self._guard("W&B", lambda: (run.summary.update({"status": status}), run.finish(exit_code=code)))
+            self.wandb = None
+        if self.mlflow is not None:
+            import mlflow
+
+            state = {"succeeded": "FINISHED", "failed": "FAILED"}.get(status, "KILLED")
+            self._guard("MLflow", lambda: mlflow.end_run(status=state))
+            self.mlflow = None
+
+
+def tracker_for(claim: api.ClaimResponse, settings: WorkerSettings, say: Say) -> Tracker | None:
+    """A tracker when the job asks for W&B or the operator configured MLflow; None otherwise."""
+    if not claim.integrations and not settings.mlflow_tracking_uri:
+        return None
+    return Tracker(claim, settings, say)
