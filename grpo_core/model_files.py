@@ -153,9 +153,25 @@ def model_files(path: Path) -> list[Path]:
     )
 
 
-def inspect_model_folder(path: Path, *, hash_files: bool = True) -> ModelInfo:
+def _weight_files(path: Path) -> list[Path]:
+    """The weights transformers loads: the shards a ``model.safetensors.index.json`` names when there is one (a
+    folder may also ship another copy, like Mistral's ``consolidated.safetensors``), else every safetensors file,
+    else the pickled ``pytorch_model*.bin`` files."""
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (ValueError, KeyError, AttributeError):
+            shards = []
+        listed = [path / name for name in shards if (path / name).is_file()]
+        if listed and len(listed) == len(shards):
+            return listed
+    return sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
+
+
+def inspect_model_folder(path: Path) -> ModelInfo:
     """The metadata of the HF folder ``path``; ModelFolderError naming everything missing when a worker could not
-    train it. ``hash_files=False`` skips the sha256 of each file (a quick check)."""
+    train it. Weights are never loaded: shapes come from the safetensors headers."""
     missing: list[str] = []
     if not path.is_dir():
         raise ModelFolderError(path, ["no such folder"])
@@ -178,7 +194,7 @@ def inspect_model_folder(path: Path, *, hash_files: bool = True) -> ModelInfo:
             "tokenizer.json (a fast tokenizer; for a sentencepiece-only folder, save one with "
             "transformers' AutoTokenizer.from_pretrained(p).save_pretrained(p))"
         )
-    weights = sorted(path.glob("*.safetensors")) or sorted(path.glob("pytorch_model*.bin"))
+    weights = _weight_files(path)
     if not weights:
         missing.append("weights (*.safetensors or pytorch_model*.bin)")
     if missing:
@@ -192,9 +208,11 @@ def inspect_model_folder(path: Path, *, hash_files: bool = True) -> ModelInfo:
     context = next(
         (int(v) for k in _CONTEXT_KEYS for v in (cfg.get(k), (text_cfg or {}).get(k)) if isinstance(v, int)), None
     )
+    unused = {p for p in path.glob("*.safetensors") if p not in weights}  # e.g. Mistral's consolidated.safetensors
     files = [
-        ModelFile(p.relative_to(path).as_posix(), p.stat().st_size, sha256_file(p) if hash_files else "")
+        ModelFile(p.relative_to(path).as_posix(), p.stat().st_size, sha256_file(p))
         for p in model_files(path)
+        if p not in unused
     ]
     return ModelInfo(
         architecture=next(a for a in archs if a.endswith("ForCausalLM")),

@@ -96,18 +96,21 @@ def run_probe(
     from grpo_core.trainer import _engine, _resolve_execution, load_policy
 
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
-    model, tokenizer = load_policy(model_dir, cfg, seed)
-    if adapter_dir is not None:
-        load_adapter_weights(model, adapter_dir)
-    cfg = _resolve_execution(cfg, model, placement)
-    engine = _engine(cfg, model, tokenizer, model_dir, seed, placement.autocast)
+    model: Any = None
+    engine: Any = None
     try:
+        model, tokenizer = load_policy(model_dir, cfg, seed)
+        if adapter_dir is not None:
+            load_adapter_weights(model, adapter_dir)
+        cfg = _resolve_execution(cfg, model, placement)
+        engine = _engine(cfg, model, tokenizer, model_dir, seed, placement.autocast)
         if adapter_dir is not None:
             engine.sync(model, 1)
         with torch.no_grad():
             return probe(cfg, tokenizer, engine, rows, indices, graders, samples=samples, seed=seed)
-    finally:
-        engine.close()
+    finally:  # freed whatever failed: training (or the next job) needs the memory
+        if engine is not None:
+            engine.close()
         del engine, model
         gc.collect()
         if placement.is_cuda:

@@ -1,8 +1,8 @@
 """The internal API of eval runs, both sides: the worker claims a run, posts its items, and finishes it.
 
-Served under ``/internal/evals`` (api.routes.internal_evals, worker token) and called by worker.evals. Every write
-after the claim carries the claim id, so a second delivery of the same run (or a worker presumed dead) cannot
-write into a run another worker holds: the API answers 409 ``stale_claim``.
+Served under ``/internal/evals`` (the ``internal`` router of api.routes.evals, worker token) and called by
+worker.evals. Every write after the claim carries the claim id, so a second delivery of the same run (or a
+worker presumed dead) cannot write into a run another worker holds: the API answers 409 ``stale_claim``.
 """
 
 from __future__ import annotations

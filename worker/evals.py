@@ -63,13 +63,17 @@ class EvalRunner:
         finally:
             self.client.close()
             shutil.rmtree(work, ignore_errors=True)
+            from worker.job import model_cache
+            from worker.runner import _release_device_memory
+
+            model_cache(self.settings).release_all()
+            _release_device_memory()  # this process trains the next job: hand the eval model's memory back
 
     def _model_dir(self, claim: evc.EvalClaim) -> Path:
         if claim.model_source is not None:
-            from worker.model_cache import ModelCache
+            from worker.job import model_cache
 
-            cache = ModelCache(self.settings.model_cache_path, int(self.settings.model_cache_max_gb * 1e9))
-            return cache.fetch(self.store, claim.model_source)
+            return model_cache(self.settings).fetch(self.store, claim.model_source)
         from grpo_core.models import resolve_model
 
         try:
@@ -80,18 +84,24 @@ class EvalRunner:
     def _run(self, claim: evc.EvalClaim, work: Path) -> None:
         from grpo_core.evals import Criterion, run_items
         from grpo_core.rewards.graders import build_grader
-        from grpo_core.rewards.schemas import GraderSpec
+        from grpo_core.rewards.schemas import GraderSpec, uses_python
 
         work.mkdir(parents=True, exist_ok=True)
         items_path = work / "items.jsonl"
         self.store.get_file(claim.file_key, items_path)
         rows = list(enumerate(read_jsonl_lenient(items_path)))
         spec: TypeAdapter[Any] = TypeAdapter(GraderSpec)
+        specs = [spec.validate_python(c.grader) for c in claim.criteria]
+        if any(uses_python(g) for g in specs):  # the same refusal as for a job's python grader
+            from worker.sandbox_check import python_graders_allowed
+
+            allowed, why = python_graders_allowed(self.settings.reward_sandbox)
+            if not allowed:
+                raise UserError(why)
+        env = self.settings.grader_env()
         criteria = [
-            Criterion(
-                c.name, build_grader(spec.validate_python(c.grader), self.settings.grader_env()), c.pass_threshold
-            )
-            for c in claim.criteria
+            Criterion(c.name, build_grader(g, env), c.pass_threshold)
+            for c, g in zip(claim.criteria, specs, strict=True)
         ]
         generate = self._generator(claim, work)
         try:

@@ -11,6 +11,7 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -24,6 +25,9 @@ from grpo_core.rewards.schemas import GraderSpec, uses_python
 from runtime import internal as api
 from runtime.storage import ObjectStore
 from worker.sandbox_check import python_graders_allowed
+
+if TYPE_CHECKING:
+    from worker.model_cache import ModelCache
 from worker.settings import WorkerSettings
 
 
@@ -60,16 +64,22 @@ def read_job(
     source = claim.model_source
     if source is not None:
         from runtime.storage import make_store
-        from worker.model_cache import ModelCache
 
-        cache = ModelCache(settings.model_cache_path, int(settings.model_cache_max_gb * 1e9))
-        model_dir = cache.fetch(store or make_store(settings), source, say)
+        model_dir = model_cache(settings).fetch(store or make_store(settings), source, say)
         return Job(cfg, grader, model_dir, source.hub_id or source.id)
     try:
         model_dir = resolve_model(settings.models_dir, claim.model)
     except KeyError as exc:
         raise UserError(f"this worker cannot train it: {exc.args[0]}") from None
     return Job(cfg, grader, model_dir)
+
+
+def model_cache(settings: WorkerSettings) -> ModelCache:
+    """This process's view of the node's model cache: what it fetched stays in use until ``release_all`` (the
+    end of the job or eval run) or the process's exit."""
+    from worker.model_cache import node_cache
+
+    return node_cache(settings.model_cache_path, int(settings.model_cache_max_gb * 1e9))
 
 
 def fetch_inputs(store: ObjectStore, claim: api.ClaimResponse, dest: Path) -> Inputs:

@@ -9,8 +9,10 @@ Every worker process on a node (a job's ranks, several worker slots) shares one 
   never a half model.
 - **LRU with a size cap.** A model's folder mtime is its last use. Before a download, the least recently used
   models go until the new one fits under ``max_bytes``; one in use is never evicted: a process that uses a model
-  holds a shared ``flock`` on ``.<digest>.use`` until it exits, and eviction needs that lock exclusively (and the
-  model's fetch lock, so nobody is between "found it" and "using it"). Locks die with their process.
+  holds a shared ``flock`` on ``.<digest>.use`` until it ``release``s it (the end of the job or eval run) or
+  exits, and eviction needs that lock exclusively (and the model's fetch lock, so nobody is between "found it"
+  and "using it"). Locks die with their process. ``node_cache`` gives each process one cache object, so a hold
+  outlives the function that fetched the model.
 """
 
 from __future__ import annotations
@@ -48,6 +50,17 @@ def _flock(path: Path, mode: int) -> Iterator[IO[str] | None]:
         fh.close()
 
 
+_CACHES: dict[tuple[Path, int], ModelCache] = {}
+
+
+def node_cache(root: Path, max_bytes: int) -> ModelCache:
+    """This process's cache object for ``root`` (its holds live as long as the process, or until released)."""
+    key = (root.resolve(), max_bytes)
+    if key not in _CACHES:
+        _CACHES[key] = ModelCache(root, max_bytes)
+    return _CACHES[key]
+
+
 def _folder_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -80,9 +93,14 @@ class ModelCache:
         return target
 
     def release(self, digest: str) -> None:
+        """This process no longer uses the model: it may be evicted."""
         fh = self._held.pop(digest, None)
         if fh is not None:
             fh.close()
+
+    def release_all(self) -> None:
+        for digest in list(self._held):
+            self.release(digest)
 
     def _hold(self, digest: str) -> None:
         if digest in self._held:
@@ -92,10 +110,10 @@ class ModelCache:
         self._held[digest] = fh
 
     def _download(self, store: ObjectStore, source: ModelSource, target: Path) -> None:
-        for stale in self.root.glob(f".part-{source.digest}-*"):
-            pid = stale.name.rsplit("-", 1)[-1]
-            if not (pid.isdigit() and Path(f"/proc/{pid}").exists()):
-                shutil.rmtree(stale, ignore_errors=True)
+        # under the model's exclusive fetch lock every partial download of it is a crashed one (a pid check would
+        # keep those whose pid was reused, common in containers); so is an eviction a crash interrupted
+        for stale in [*self.root.glob(f".part-{source.digest}-*"), *self.root.glob(".evict-*")]:
+            shutil.rmtree(stale, ignore_errors=True)
         tmp = self.root / f".part-{source.digest}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         try:

@@ -21,7 +21,7 @@ from runtime import internal as api
 from runtime.storage import make_store
 from worker.client import InternalClient, StaleLease
 from worker.failures import RankFailed, RanksLost
-from worker.job import check_sandbox, fetch_inputs, read_job
+from worker.job import check_sandbox, fetch_inputs, model_cache, read_job
 from worker.launch import RankSpec, Torchrun
 from worker.preflight import drop_rows
 from worker.settings import WorkerSettings
@@ -50,6 +50,7 @@ class JoinRun:
         finally:
             self.client.close()
             shutil.rmtree(folder, ignore_errors=True)
+            model_cache(self.settings).release_all()
 
     def _run(self, joined: api.JoinResponse, folder: Path) -> None:
         claim = joined.job

@@ -98,10 +98,11 @@ def before_training(
         say(f"Probing readiness: the base model, {pre.samples} samples on {min(pre.prompts, len(rows))} prompts")
         rep = probe_report(job, pre, rows, settings, claim.seed)
         dropped = sorted(zero_variance_rows(rep)) if pre.drop_zero_variance_prompts and not pre.only else []
-        if len(dropped) == len(rows):
+        if len(dropped) == len(rows):  # the report is kept (nothing dropped), then the job fails with the reason
+            post(api.ReadinessRequest(epoch=claim.epoch, phase="before", report=rep, dropped_rows=[]))
             raise UserError(
                 "every training prompt was probed and none gives GRPO a signal (all rewards equal within each "
-                "group): nothing to train on; see the readiness report's findings"
+                "group): nothing to train on; see the readiness report's findings (GET …/readiness)"
             )
         post(api.ReadinessRequest(epoch=claim.epoch, phase="before", report=rep, dropped_rows=dropped))
     return drop_rows(claim, inputs, dropped)

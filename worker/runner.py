@@ -24,7 +24,7 @@ from runtime.storage import make_store
 from worker import preflight
 from worker.client import InternalClient, StaleLease
 from worker.failures import classify
-from worker.job import Inputs, Job, check_sandbox, fetch_inputs, make_graders, read_job
+from worker.job import Inputs, Job, check_sandbox, fetch_inputs, make_graders, model_cache, read_job
 from worker.launch import RankSpec, Torchrun, free_port
 from worker.reporting import Reporter
 from worker.settings import WorkerSettings
@@ -165,13 +165,18 @@ class JobRun:
             beat.join(timeout=5)
             self.client.close()
             shutil.rmtree(work, ignore_errors=True)
+            model_cache(self.settings).release_all()  # the base model may be evicted now
 
     def _train(self, claim: api.ClaimResponse, work: Path) -> api.FinishRequest:
         """Run training; map every failure to a finish a user can act on."""
         reporter = Reporter(self, claim)
-        outcome = self._outcome(claim, work, reporter)
-        reporter.finish_tracking(outcome.status)
-        return outcome
+        status = "failed"
+        try:
+            outcome = self._outcome(claim, work, reporter)
+            status = outcome.status
+            return outcome
+        finally:  # also on a stale lease: an open W&B/MLflow run must never carry over to the next job
+            reporter.finish_tracking(status)
 
     def _outcome(self, claim: api.ClaimResponse, work: Path, reporter: Reporter) -> api.FinishRequest:
         try:
@@ -227,9 +232,25 @@ class JobRun:
             if result.final_checkpoint is None:
                 reporter.on_message("The readiness probe after training runs for single-process jobs only (for now)")
             else:
-                preflight.after_training(
-                    claim, job, inputs, self.settings, result.final_checkpoint, self.post_readiness, reporter.on_message
-                )
+                try:
+                    preflight.after_training(
+                        claim,
+                        job,
+                        inputs,
+                        self.settings,
+                        result.final_checkpoint,
+                        self.post_readiness,
+                        reporter.on_message,
+                    )
+                except StaleLease:
+                    raise
+                except Exception as exc:  # the model is trained and registered: the comparison is a bonus
+                    log.exception("job %s: readiness probe after training failed", self.job_id)
+                    reporter.on_message(
+                        f"The readiness probe after training failed ({type(exc).__name__}: {exc}); the trained "
+                        "model is not affected",
+                        "warn",
+                    )
         return result
 
     def post_readiness(self, body: api.ReadinessRequest) -> None:

@@ -103,6 +103,7 @@ class Tracker:
             mode="online" if online else "offline",
             id=f"{self.claim.job_id}-e{self.claim.epoch}",
             settings=wandb.Settings(silent=True, console="off"),
+            reinit="create_new",  # never hand back a run a previous job in this process left open
         )
         where = f"project {spec.project}" if online else f"offline in {folder} (wandb sync uploads it)"
         self.say(f"Logging to Weights & Biases: run {self.wandb.id}, {where}", "info")

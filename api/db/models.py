@@ -303,7 +303,9 @@ class EvalRun(Base):
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
     claim_id: Mapped[str | None] = mapped_column(String(64))  # the worker run that holds it (fences its writes)
-    lease_expires_at: Mapped[int | None] = mapped_column(BigInteger)
+    lease_expires_at: Mapped[int | None] = mapped_column(BigInteger)  # renewed by every post of items
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # claims so far (the reaper gives up after 3)
+    enqueued_at: Mapped[int | None] = mapped_column(BigInteger)  # when the doorbell was last rung
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     started_at: Mapped[int | None] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)

@@ -101,8 +101,8 @@ def update_eval(eval_id: str, body: EvalUpdate, session: SessionDep, project: Cu
 
 
 @router.delete("/{eval_id}")
-def delete_eval(eval_id: str, session: SessionDep, project: CurrentProject) -> EvalDeleted:
-    svc.delete_eval(session, project, eval_id)
+def delete_eval(eval_id: str, session: SessionDep, store: StoreDep, project: CurrentProject) -> EvalDeleted:
+    svc.delete_eval(session, store, project, eval_id)
     return EvalDeleted(eval_id=eval_id)
 
 
@@ -151,8 +151,8 @@ def cancel_run(eval_id: str, run_id: str, request: Request, session: SessionDep,
 
 
 @router.delete("/{eval_id}/runs/{run_id}")
-def delete_run(eval_id: str, run_id: str, session: SessionDep, project: CurrentProject) -> RunDeleted:
-    svc.delete_run(session, project, eval_id, run_id)
+def delete_run(eval_id: str, run_id: str, session: SessionDep, store: StoreDep, project: CurrentProject) -> RunDeleted:
+    svc.delete_run(session, store, project, eval_id, run_id)
     return RunDeleted(run_id=run_id)
 
 

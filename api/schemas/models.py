@@ -59,6 +59,7 @@ class ModelDetail(Model):
     """An admin's view of a registered model: every file with its hash, and the license text if shipped."""
 
     license: str | None = None
+    object_prefix: str | None = Field(None, description="Where its files are in the object store.")
     files: list[ModelFileInfo] = Field(default_factory=list)
 
     @classmethod
@@ -66,6 +67,7 @@ class ModelDetail(Model):
         return cls(
             **Model.registered(row).model_dump(),
             license=row.license,
+            object_prefix=row.object_prefix,
             files=[ModelFileInfo(**f) for f in row.files],
         )
 

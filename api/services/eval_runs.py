@@ -21,7 +21,8 @@ from api.errors import Conflict, NotFound
 from api.services.model_registry import source_of
 from runtime.eval_contract import Criterion, EvalClaim, EvalFinishRequest, EvalItemsRequest, SamplingParams
 
-LEASE_SECONDS = 3600  # a run is small; a worker that died holding one frees it after this
+LEASE_SECONDS = 600  # renewed by each post of items (every 16 items); the reaper re-queues a run past it
+MAX_ATTEMPTS = 3
 
 
 def claim(session: Session, run_id: str, worker_claim: str) -> EvalClaim:
@@ -37,7 +38,13 @@ def claim(session: Session, run_id: str, worker_claim: str) -> EvalClaim:
                 (EvalRun.status == "in_progress") & (EvalRun.claim_id == worker_claim),  # a retried claim
             ),
         )
-        .values(status="in_progress", claim_id=worker_claim, lease_expires_at=t + LEASE_SECONDS, started_at=t),
+        .values(
+            status="in_progress",
+            claim_id=worker_claim,
+            lease_expires_at=t + LEASE_SECONDS,
+            started_at=t,
+            attempts=EvalRun.attempts + 1,
+        ),
     )
     session.commit()
     if not changed:
@@ -77,8 +84,10 @@ def _held(session: Session, run_id: str, claim_id: str) -> EvalRun:
 
 
 def record_items(session: Session, run_id: str, body: EvalItemsRequest) -> int:
-    """Add the items (a retried post of the same lines adds nothing); returns how many were new."""
-    _held(session, run_id, body.claim_id)
+    """Add the items (a retried post of the same lines adds nothing) and renew the lease; returns how many were
+    new."""
+    run = _held(session, run_id, body.claim_id)
+    run.lease_expires_at = now() + LEASE_SECONDS
     added = 0
     for item in body.items:
         try:
@@ -142,3 +151,26 @@ def _usage(results: list[dict[str, Any]]) -> dict[str, int]:
             for k in ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"):
                 out[k] += int(s["usage"].get(k, 0))
     return out
+
+
+def reap(session: Session, stale_before: int) -> list[str]:
+    """The reaper's rule for eval runs (api.services.reaper): a run whose worker stopped renewing its lease is
+    queued again (failed after MAX_ATTEMPTS claims), and a queued run not claimed since ``stale_before`` is rung
+    again. Returns the runs to ring, after the caller commits."""
+    t = now()
+    ring: list[str] = []
+    lost = select(EvalRun).where(EvalRun.status == "in_progress", EvalRun.lease_expires_at < t)
+    for run in session.scalars(lost).all():
+        if run.attempts >= MAX_ATTEMPTS:
+            run.status, run.finished_at, run.claim_id = "failed", t, None
+            run.error = {"code": "attempts_exhausted", "message": f"the worker was lost {run.attempts} times"}
+        else:
+            run.status, run.claim_id, run.enqueued_at = "queued", None, t
+            ring.append(run.id)
+    waiting = select(EvalRun).where(
+        EvalRun.status == "queued", or_(EvalRun.enqueued_at.is_(None), EvalRun.enqueued_at < stale_before)
+    )
+    for run in session.scalars(waiting).all():
+        run.enqueued_at = t
+        ring.append(run.id)
+    return ring

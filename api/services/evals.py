@@ -9,6 +9,7 @@ project or inline ``file_content`` (stored as a file of the run).
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from api.settings import ApiSettings
 from grpo_core.rewards.schemas import GraderSpec
 from runtime.storage import ObjectStore
 
+log = logging.getLogger(__name__)
 ACTIVE = ("queued", "in_progress")
 _GRADER: TypeAdapter[Any] = TypeAdapter(GraderSpec)
 MAX_INLINE_ITEMS = 10_000
@@ -107,18 +109,20 @@ def update_eval(session: Session, project_id: str, eval_id: str, body: EvalUpdat
     return row
 
 
-def delete_eval(session: Session, project_id: str, eval_id: str) -> None:
+def delete_eval(session: Session, store: ObjectStore, project_id: str, eval_id: str) -> None:
     """Delete the eval, its runs and their items; refused while a run is queued or in progress (cancel it)."""
     get_eval(session, project_id, eval_id)
     if session.scalar(
         select(func.count()).select_from(EvalRun).where(EvalRun.eval_id == eval_id, EvalRun.status.in_(ACTIVE))
     ):
         raise Conflict("a run of this eval is still queued or in progress: cancel it first", param="eval_id")
+    gone = list(session.scalars(select(EvalRun).where(EvalRun.eval_id == eval_id)))
     runs = select(EvalRun.id).where(EvalRun.eval_id == eval_id)
     session.execute(delete(EvalOutputItem).where(EvalOutputItem.run_id.in_(runs)))
     session.execute(delete(EvalRun).where(EvalRun.eval_id == eval_id))
     session.execute(delete(Eval).where(Eval.id == eval_id))
     session.commit()
+    _delete_inline_items(store, gone)
 
 
 def _items_key(session: Session, store: ObjectStore, project_id: str, run_id: str, source: dict[str, Any]) -> str:
@@ -194,9 +198,10 @@ def create_run(
     session.commit()
     try:
         queue.ring_eval(row.id)
-    except Exception as exc:  # broker down: the run is kept; say so on it
-        row.error = {"code": "queue_unavailable", "message": f"could not reach the queue ({type(exc).__name__})"}
+        row.enqueued_at = now()
         session.commit()
+    except Exception:  # broker down: the run stays queued and the reaper rings again
+        log.exception("enqueue failed for eval run %s", row.id)
     return row
 
 
@@ -228,13 +233,24 @@ def cancel_run(session: Session, project_id: str, eval_id: str, run_id: str) -> 
     return row
 
 
-def delete_run(session: Session, project_id: str, eval_id: str, run_id: str) -> None:
+def _delete_inline_items(store: ObjectStore, runs: list[EvalRun]) -> None:
+    """The items a run was created with inline (``file_content``) are the run's own: they go with it."""
+    for run in runs:
+        if run.file_key.endswith(f"/evals/{run.id}/items.jsonl"):
+            try:
+                store.delete(run.file_key)
+            except Exception:  # unreachable bytes at worst; the rows are gone
+                log.exception("could not delete %s", run.file_key)
+
+
+def delete_run(session: Session, store: ObjectStore, project_id: str, eval_id: str, run_id: str) -> None:
     row = get_run(session, project_id, eval_id, run_id)
     if row.status in ACTIVE:
         raise Conflict("the run is still queued or in progress: cancel it first", param="run_id")
     session.execute(delete(EvalOutputItem).where(EvalOutputItem.run_id == run_id))
     session.delete(row)
     session.commit()
+    _delete_inline_items(store, [row])
 
 
 def list_items(

@@ -1,7 +1,7 @@
 """The model registry: base models live in the object store with one row of metadata each (no FastAPI).
 
 ``register`` takes a source, inspects it without loading weights (grpo_core.model_files: config, tokenizer and
-safetensors headers; no torch in the API), uploads every file under ``models/<id>/<digest[:16]>/`` and only then
+safetensors headers; no torch in the API), uploads every file under ``models/<id>/<digest[:16]>-<random>/`` and then
 adds the row, so a half-uploaded model is never visible; a failed upload removes what it wrote. Sources:
 
 - a folder on this machine (``/path/to/hf-folder``, or ``file://…``);
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -25,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api.db.models import Job, RegisteredModel
+from api.db.models import EvalRun, Job, JobStatus, RegisteredModel
 from api.errors import Conflict, InvalidRequest, NotFound
 from grpo_core.model_files import TOKENIZER_FILES, ModelFolderError, inspect_model_folder
 from grpo_core.models import _ID_RE, list_models
@@ -141,7 +143,8 @@ def register(
     if source.startswith("hf://") and hub_id is None:
         hub_id = source[5:].partition("@")[0]
     with _local_folder(source, store) as folder:
-        model_id = model_id or (hub_id.split("/")[-1] if hub_id else folder.resolve().name)
+        named = source.rstrip("/").rsplit("/", 1)[-1] if source.startswith("s3://") else folder.resolve().name
+        model_id = model_id or (hub_id.split("/")[-1] if hub_id else named)
         if not _ID_RE.match(model_id):
             raise InvalidRequest(f"model id {model_id!r} must be 1-128 letters, digits, '.', '_' or '-'", param="id")
         if session.get(RegisteredModel, model_id) is not None:
@@ -150,7 +153,9 @@ def register(
             info = inspect_model_folder(folder)
         except ModelFolderError as exc:
             raise InvalidRequest(str(exc), param="source", code="not_a_causal_lm") from None
-        prefix = f"{PREFIX}{model_id}/{info.digest[:16]}/"
+        # one prefix per registration: a concurrent registration of the same id (one of them is refused) or a
+        # removal of an earlier one never deletes this one's files
+        prefix = f"{PREFIX}{model_id}/{info.digest[:16]}-{secrets.token_hex(4)}/"
         written: list[str] = []
         try:
             for f in info.files:
@@ -174,13 +179,21 @@ def register(
             )
             session.add(row)
             session.commit()
+        except IntegrityError:
+            session.rollback()
+            _delete_all(store, written)
+            raise Conflict(f"model {model_id!r} is already registered", param="id", code="model_exists") from None
         except BaseException:
             session.rollback()
-            for key in written:
-                with contextlib.suppress(Exception):
-                    store.delete(key)
+            _delete_all(store, written)
             raise
     return row
+
+
+def _delete_all(store: ObjectStore, keys: list[str]) -> None:
+    for key in keys:
+        with contextlib.suppress(Exception):
+            store.delete(key)
 
 
 def get(session: Session, model_id: str) -> RegisteredModel:
@@ -191,13 +204,18 @@ def get(session: Session, model_id: str) -> RegisteredModel:
 
 
 def remove(session: Session, store: ObjectStore, model_id: str) -> RegisteredModel:
-    """Delete the row, then the files; refused while an unfinished job trains on the model."""
+    """Delete the row, then the files; refused while an unfinished job (paused ones too: they resume) or a queued
+    or running eval run uses the model."""
     from api.services.jobs import UNFINISHED
 
     row = get(session, model_id)
-    busy = session.scalar(select(Job.id).where(Job.model == model_id, Job.status.in_(list(UNFINISHED))).limit(1))
+    users = [*UNFINISHED, JobStatus.paused]
+    busy = session.scalar(select(Job.id).where(Job.model == model_id, Job.status.in_(users)).limit(1))
+    if busy is None:
+        runs = session.scalars(select(EvalRun).where(EvalRun.status.in_(["queued", "in_progress"])))
+        busy = next((r.id for r in runs if r.target.get("base") == model_id), None)
     if busy is not None:
-        raise Conflict(f"job {busy} still trains on {model_id!r}: cancel it or wait", param="id", code="model_in_use")
+        raise Conflict(f"{busy} still uses {model_id!r}: cancel it or wait", param="id", code="model_in_use")
     session.delete(row)
     session.commit()
     for f in row.files:

@@ -8,6 +8,8 @@ without a fast tokenizer (a catalog folder with no ``tokenizer.json``) is left t
 
 from __future__ import annotations
 
+import logging
+
 from api.db.models import File
 from api.errors import Unprocessable
 from api.services.files import iter_rows
@@ -15,7 +17,10 @@ from api.services.model_registry import BaseModelEntry, tokenizer_folder
 from api.settings import ApiSettings
 from grpo_core.config import GRPOConfig
 from grpo_core.prompt_tokens import PromptCounter, first_over
+from runtime.errors import StoreError
 from runtime.storage import ObjectStore
+
+log = logging.getLogger(__name__)
 
 HP = "method.reinforcement.hyperparameters"
 
@@ -24,15 +29,23 @@ def check_prompt_lengths(
     store: ObjectStore, settings: ApiSettings, model: BaseModelEntry, files: dict[str, File], cfg: GRPOConfig
 ) -> None:
     """Unprocessable naming the first row of ``files`` (param name → file) whose prompt is too long for ``cfg``."""
-    folder = tokenizer_folder(model, store, settings.state_dir / "tokenizers")
-    if folder is None:
+    try:
+        folder = tokenizer_folder(model, store, settings.state_dir / "tokenizers")
+        counter = PromptCounter(folder, cfg.chat_template_kwargs) if folder is not None else None
+    except StoreError:
+        raise
+    except Exception:  # an unreadable tokenizer here: the worker's own check still refuses a long prompt
+        log.exception("prompt lengths of a %s job not checked: its tokenizer could not be loaded", model.id)
         return
-    counter = PromptCounter(folder, cfg.chat_template_kwargs)
+    if counter is None:
+        return
+    import jinja2
+
     for param, file in files.items():
         rows = iter_rows(store, file.object_key)
         try:
             hit = first_over(counter, rows, cfg.max_prompt_tokens)
-        except Exception as exc:  # the chat template refused a row (raise_exception), or a kwarg broke it
+        except (jinja2.TemplateError, TypeError, KeyError, ValueError) as exc:  # the template refused a row
             raise Unprocessable(
                 f"{param}: {model.id}'s chat template cannot render a row: {type(exc).__name__}: {exc}",
                 param=f"{HP}.chat_template_kwargs" if cfg.chat_template_kwargs else param,

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.db.models import Job, JobStatus, now
 from api.db.session import rows_changed
 from api.queue import Doorbell
+from api.services.eval_runs import reap as reap_eval_runs
 from api.services.events import add_event
 from api.settings import ApiSettings
 
@@ -92,12 +93,19 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
             add_event(session, job_id, "Not claimed yet; ringing the queue again (its message may have been lost)")
             ring.append(job_id)
             counts["requeued_queued"] += 1
+    eval_runs = reap_eval_runs(session, stale)
+    counts["eval_runs_rung"] = len(eval_runs)
     session.commit()  # the doorbells ring after the commit: a worker never sees a job state older than its message
     for job_id in ring:
         try:
             queue.ring(job_id)
         except Exception:  # the broker is down: enqueued_at is set, so the next pass after requeue_after retries
             log.exception("reaper could not enqueue %s", job_id)
+    for run_id in eval_runs:
+        try:
+            queue.ring_eval(run_id)
+        except Exception:
+            log.exception("reaper could not enqueue eval run %s", run_id)
     return counts
 
 

@@ -51,6 +51,8 @@ def upgrade() -> None:
         sa.Column("metadata", sa.JSON(), nullable=True),
         sa.Column("claim_id", sa.String(length=64), nullable=True),
         sa.Column("lease_expires_at", sa.BigInteger(), nullable=True),
+        sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("enqueued_at", sa.BigInteger(), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.Column("started_at", sa.BigInteger(), nullable=True),
         sa.Column("finished_at", sa.BigInteger(), nullable=True),

@@ -173,3 +173,60 @@ def test_a_run_is_claimed_filled_and_counted_and_a_cancel_stops_its_writes(clien
     deleted = client.delete(f"/v1/evals/{ev['id']}")
     assert deleted.json() == {"object": "eval.deleted", "deleted": True, "eval_id": ev["id"]}
     assert client.get(f"/v1/evals/{ev['id']}/runs/{run['id']}").status_code == 404
+
+
+def test_the_reaper_requeues_a_run_whose_worker_died_and_gives_up_after_three_claims(
+    client: TestClient, settings: Any
+) -> None:
+    import time
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.orm import Session
+
+    from api.services.reaper import reap
+
+    class Rung:
+        def __init__(self) -> None:
+            self.evals: list[str] = []
+
+        def ring(self, job_id: str) -> None:
+            raise AssertionError("no job here")
+
+        def join(self, job_id: str, epoch: int) -> None:
+            raise AssertionError("no job here")
+
+        def ring_eval(self, run_id: str) -> None:
+            self.evals.append(run_id)
+
+    ev = make_eval(client).json()
+    run = client.post(f"/v1/evals/{ev['id']}/runs", json=run_body()).json()
+    url = f"/internal/evals/runs/{run['id']}"
+    engine = create_engine(settings.db_url)
+
+    def sql(statement: str) -> None:
+        with engine.begin() as conn:
+            conn.execute(text(statement), {"id": run["id"]})
+
+    for attempt in range(1, 4):
+        claimed = client.post(
+            f"{url}/claim", json={"worker_id": "w", "claim_id": f"claim-{attempt:04d}"}, headers=WORKER
+        )
+        assert claimed.status_code == 200, claimed.text
+        sql(f"update eval_runs set lease_expires_at = {int(time.time()) - 1} where id = :id")  # its worker died
+        with Session(engine) as session:
+            bell = Rung()
+            reap(session, bell, settings)
+        got = client.get(f"/v1/evals/{ev['id']}/runs/{run['id']}").json()
+        if attempt < 3:
+            assert got["status"] == "queued" and bell.evals == [run["id"]], (attempt, got)
+        else:
+            assert got["status"] == "failed" and got["error"]["code"] == "attempts_exhausted" and bell.evals == []
+    # a queued run whose doorbell was never answered is rung again after requeue_after_seconds
+    second = client.post(f"/v1/evals/{ev['id']}/runs", json=run_body()).json()
+    with engine.begin() as conn:
+        conn.execute(text("update eval_runs set enqueued_at = 0 where id = :id"), {"id": second["id"]})
+    with Session(engine) as session:
+        bell = Rung()
+        reap(session, bell, settings)
+    assert bell.evals == [second["id"]]
+    engine.dispose()

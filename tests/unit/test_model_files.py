@@ -105,3 +105,20 @@ def test_without_a_chat_template_the_prompt_is_the_raw_text(tiny_model_dir: Path
     assert list(counter.counts([{"prompt": "2+3="}, {"prompt": "12+13="}])) == [4, 6]  # one token per character
     assert first_over(counter, [{"prompt": "1"}, {"prompt": "123456789"}, {"prompt": "1234567890"}], 8) == (2, 9)
     assert first_over(counter, [{"prompt": "1"}], 8) is None
+
+
+def test_a_second_copy_of_the_weights_beside_an_index_is_neither_counted_nor_stored(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    folder = copy_model(tiny_model_dir, tmp_path / "mistral-like")
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        names = list(f.keys())
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": dict.fromkeys(names, "model.safetensors")})
+    )
+    shutil.copy(folder / "model.safetensors", folder / "consolidated.safetensors")  # Mistral ships both
+    info = inspect_model_folder(folder)
+    assert info.parameter_count == inspect_model_folder(tiny_model_dir).parameter_count
+    assert "consolidated.safetensors" not in {f.name for f in info.files}

@@ -60,7 +60,8 @@ def test_a_registered_model_is_stored_listed_with_its_metadata_and_claimed_with_
     detail = r.json()
     assert detail["architecture"] == "LlamaForCausalLM" and detail["context_length"] == 256
     assert detail["hub_id"] == "org/tiny" and detail["source"] == str(tiny_model_dir)
-    stored = settings.objects_dir / "models" / "tiny-reg" / detail["sha256"][:16]
+    assert detail["object_prefix"].startswith(f"models/tiny-reg/{detail['sha256'][:16]}-")
+    stored = settings.objects_dir / detail["object_prefix"]
     assert sorted(p.name for p in stored.iterdir()) == sorted(f["name"] for f in detail["files"])
 
     models = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
@@ -77,7 +78,7 @@ def test_a_registered_model_is_stored_listed_with_its_metadata_and_claimed_with_
     ).json()
     source = claim["model_source"]
     assert source["digest"] == detail["sha256"] and source["hub_id"] == "org/tiny"
-    assert source["object_prefix"] == f"models/tiny-reg/{detail['sha256'][:16]}/"
+    assert source["object_prefix"] == detail["object_prefix"]
     assert {f["name"] for f in source["files"]} == {f["name"] for f in detail["files"]}
 
     # a model in use is not removed; once its job is over it is, files and all

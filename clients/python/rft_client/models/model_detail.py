@@ -31,6 +31,7 @@ class ModelDetail:
         hub_id (None | str | Unset): The model's hub id, what a trained adapter names as its base.
         license_ (None | str | Unset):
         object_ (Literal['model'] | Unset):  Default: 'model'.
+        object_prefix (None | str | Unset): Where its files are in the object store.
         owned_by (str | Unset): 'system' for a base model, the project's id for a fine-tuned one. Default: 'system'.
         parameter_count (int | None | Unset): Parameters, from the safetensors headers.
         parent (None | str | Unset): A fine-tuned model's base model.
@@ -50,6 +51,7 @@ class ModelDetail:
     hub_id: None | str | Unset = UNSET
     license_: None | str | Unset = UNSET
     object_: Literal["model"] | Unset = "model"
+    object_prefix: None | str | Unset = UNSET
     owned_by: str | Unset = "system"
     parameter_count: int | None | Unset = UNSET
     parent: None | str | Unset = UNSET
@@ -108,6 +110,12 @@ class ModelDetail:
 
         object_ = self.object_
 
+        object_prefix: None | str | Unset
+        if isinstance(self.object_prefix, Unset):
+            object_prefix = UNSET
+        else:
+            object_prefix = self.object_prefix
+
         owned_by = self.owned_by
 
         parameter_count: int | None | Unset
@@ -165,6 +173,8 @@ class ModelDetail:
             field_dict["license"] = license_
         if object_ is not UNSET:
             field_dict["object"] = object_
+        if object_prefix is not UNSET:
+            field_dict["object_prefix"] = object_prefix
         if owned_by is not UNSET:
             field_dict["owned_by"] = owned_by
         if parameter_count is not UNSET:
@@ -256,6 +266,15 @@ class ModelDetail:
         if object_ != "model" and not isinstance(object_, Unset):
             raise ValueError(f"object must match const 'model', got '{object_}'")
 
+        def _parse_object_prefix(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        object_prefix = _parse_object_prefix(d.pop("object_prefix", UNSET))
+
         owned_by = d.pop("owned_by", UNSET)
 
         def _parse_parameter_count(data: object) -> int | None | Unset:
@@ -314,6 +333,7 @@ class ModelDetail:
             hub_id=hub_id,
             license_=license_,
             object_=object_,
+            object_prefix=object_prefix,
             owned_by=owned_by,
             parameter_count=parameter_count,
             parent=parent,
