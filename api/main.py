@@ -86,6 +86,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         graders.router,
         models.router,
         models.admin,
+        models.internal,
         evals.router,
         evals.internal,
         inference.router,

@@ -192,8 +192,8 @@ def main() -> None:
     env = {
         **os.environ,
         "STATE_DIR": str(STATE),
-        # no catalog folder: the API and the worker know the model from the registry alone (the worker fetches it
-        # from the object store into its node cache); the inference server below serves the converted folder
+        # no catalog folder: the API, the worker and the inference server know the model from the registry alone
+        # (each fetches it from the object store into the node's model cache)
         "MODEL_CATALOG_DIR": str(STATE / "no-catalog"),
         "PYTHONPATH": str(ROOT),
         "API_URL": f"http://127.0.0.1:{args.port}",
@@ -257,7 +257,7 @@ def main() -> None:
         tuned = json.loads(rft(base_url, "jobs", "get", job["id"], "--json", capture=True))["fine_tuned_model"]
         counts = eval_before_after(base_url, model_id, tuned, val_path)
         worker.stop()  # two cores: the inference server should not share them with an idle worker's pool
-        ask_held_out(base_url, args.inference_port, env | {"MODEL_CATALOG_DIR": str(MODELS)}, logs, job["id"], val_path)
+        ask_held_out(base_url, args.inference_port, env, logs, job["id"], val_path)  # serves the registered model
     finally:
         worker.stop()
         api_proc.stop()

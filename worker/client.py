@@ -124,5 +124,17 @@ class InternalClient:
         # The one write that must not be lost: keep trying for about five minutes.
         return self._post(api.url(api.FINISH, job_id), body, api.FinishResponse, retries=15)
 
+    def model_source(self, model_id: str) -> api.ModelSource | None:
+        """A registered model's files, or None when the registry has no such model (one try: a launcher asks)."""
+        try:
+            resp = self.http.get(f"/internal/models/{model_id}")
+        except httpx.TransportError as exc:
+            raise ApiUnreachable(f"/internal/models/{model_id}: {type(exc).__name__}: {exc}") from exc
+        if resp.status_code == 404:
+            return None
+        if resp.status_code >= 400:
+            raise InternalApiError(f"/internal/models/{model_id} -> {resp.status_code}: {resp.text[:300]}")
+        return api.ModelSource.model_validate(resp.json())
+
     def close(self) -> None:
         self.http.close()

@@ -1,10 +1,11 @@
-"""The inference component: vLLM's OpenAI-compatible server for one catalog model, with LoRA adapters loaded at
-run time, which the API's ``/v1/chat/completions`` forwards to (``INFERENCE_BASE_URL``).
+"""The inference component: vLLM's OpenAI-compatible server for one base model (a catalog folder, or a registered
+model fetched into the node's model cache), with LoRA adapters loaded at run time, which the API's
+``/v1/chat/completions`` forwards to (``INFERENCE_BASE_URL``).
 
     python -m worker.inference_server SmolLM2-135M-Instruct --port 8100 [-- any other `vllm serve` flag]
 
-This is ``vllm serve <catalog folder>`` with the flags the service relies on, not a server of our own:
-``--served-model-name`` = the catalog id (what jobs and ``/v1/models`` call it), ``--enable-lora`` with room for
+This is ``vllm serve <model folder>`` with the flags the service relies on, not a server of our own:
+``--served-model-name`` = the model id (what jobs and ``/v1/models`` call it), ``--enable-lora`` with room for
 the service's adapters, and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING`` so the API may load and unload adapters
 (``/v1/load_lora_adapter``). vLLM warns that run-time loading is for development: here only the API reaches the
 server (compose keeps it unpublished, Kubernetes behind a NetworkPolicy; with ``INFERENCE_API_KEY`` set on both
@@ -23,7 +24,6 @@ import sys
 from pathlib import Path
 
 from grpo_core.models import SMOLLM2_ID, prepare_smollm2, resolve_model
-from runtime.settings import CommonSettings
 
 # Ranks vLLM accepts for --max-lora-rank (an adapter of a lower rank fits a higher slot).
 LORA_RANKS = (8, 16, 32, 64, 128, 256)
@@ -32,10 +32,13 @@ LORA_RANKS = (8, 16, 32, 64, 128, 256)
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(
         prog="python -m worker.inference_server",
-        description="Serve a catalog model with vLLM's OpenAI-compatible server and run-time LoRA loading.",
+        description="Serve a base model with vLLM's OpenAI-compatible server and run-time LoRA loading.",
         epilog="Arguments after `--` go to `vllm serve` unchanged.",
     )
-    parser.add_argument("model", help="A model id of the catalog (MODEL_CATALOG_DIR), e.g. SmolLM2-135M-Instruct.")
+    parser.add_argument(
+        "model",
+        help="A base model id: a catalog folder (MODEL_CATALOG_DIR) or a registered model, e.g. SmolLM2-135M-Instruct.",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="Listen address (0.0.0.0 in a container).")
     parser.add_argument("--port", type=int, default=8100)
     parser.add_argument("--max-loras", type=int, default=4, help="Adapters in one batch (vLLM's LoRA slots).")
@@ -107,15 +110,45 @@ def environment(*, cpu: bool) -> dict[str, str]:
     return env
 
 
+def model_folder(name: str) -> Path:
+    """The catalog's folder of ``name``; else the registered model, fetched into this node's model cache (the
+    launcher asks the API's internal route, so it needs API_URL and WORKER_TOKEN like a worker) and held there
+    while the server runs. Exits with the reason when neither has it."""
+    from worker.settings import WorkerSettings
+
+    settings = WorkerSettings()
+    catalog = settings.models_dir
+    try:
+        return resolve_model(catalog, name)
+    except KeyError as exc:
+        not_in_catalog = str(exc.args[0])
+    from runtime.errors import InfrastructureError
+    from runtime.storage import make_store
+    from worker.client import InternalClient
+    from worker.job import model_cache
+
+    client = InternalClient(settings.api_url, settings.internal_token, retries=1)
+    try:
+        source = client.model_source(name)
+    except (InfrastructureError, ValueError) as exc:
+        if name == SMOLLM2_ID:
+            return prepare_smollm2(catalog)
+        sys.exit(f"{not_in_catalog}; the model registry could not be asked either ({exc})")
+    finally:
+        client.close()
+    if source is None:
+        if name == SMOLLM2_ID:  # the demo model, converted from its PyPI package once, when nobody registered it
+            return prepare_smollm2(catalog)
+        sys.exit(f"{not_in_catalog}, and the model registry has no {name!r} (python -m api.admin models list)")
+    cache = model_cache(settings)
+    folder = cache.fetch(make_store(settings), source, print)
+    cache.hold_across_exec()  # vLLM reads the folder for as long as it serves: never evicted under it
+    return folder
+
+
 def main(argv: list[str] | None = None) -> None:
     args, passthrough = parse(sys.argv[1:] if argv is None else argv)
-    catalog = CommonSettings().models_dir
-    if args.model == SMOLLM2_ID:
-        prepare_smollm2(catalog)  # the demo model: converted from its PyPI package once
-    try:
-        model_dir = resolve_model(catalog, args.model)
-    except KeyError as exc:
-        sys.exit(str(exc.args[0]))
+    model_dir = model_folder(args.model)
     import importlib.util
 
     if importlib.util.find_spec("vllm") is None:

@@ -98,6 +98,12 @@ class ModelCache:
         if fh is not None:
             fh.close()
 
+    def hold_across_exec(self) -> None:
+        """Keep this process's holds through ``os.execve`` (the inference launcher becomes vLLM): the lock belongs
+        to the open file, which an inheritable descriptor carries into the new program."""
+        for fh in self._held.values():
+            os.set_inheritable(fh.fileno(), True)
+
     def release_all(self) -> None:
         for digest in list(self._held):
             self.release(digest)

@@ -7,16 +7,23 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import CurrentProject, SessionDep, SettingsDep, StoreDep, require_admin
+from api.deps import CurrentProject, SessionDep, SettingsDep, StoreDep, require_admin, require_worker
 from api.errors import ERROR_RESPONSES, ErrorResponse
 from api.schemas.models import Model, ModelDetail, ModelList, ModelRegister
 from api.services import model_registry
 from api.services.served_models import fine_tuned_models
+from runtime.internal import ModelSource
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
 _ADMIN_RESPONSES = {**ERROR_RESPONSES, 403: {"model": ErrorResponse, "description": "ADMIN_TOKEN is not configured"}}
 admin = APIRouter(
     prefix="/v1/admin/models", tags=["admin"], dependencies=[Depends(require_admin)], responses=_ADMIN_RESPONSES
+)
+
+
+# What a worker-side process (the inference server's launcher) asks: where a registered model's files are.
+internal = APIRouter(
+    prefix="/internal/models", tags=["internal"], dependencies=[Depends(require_worker)], include_in_schema=False
 )
 
 
@@ -54,3 +61,9 @@ def get_model(model_id: str, session: SessionDep) -> ModelDetail:
 def remove_model(model_id: str, session: SessionDep, store: StoreDep) -> ModelDetail:
     """Remove a registered model (409 while an unfinished job trains on it); workers' caches evict it by LRU."""
     return ModelDetail.detail(model_registry.remove(session, store, model_id))
+
+
+@internal.get("/{model_id}")
+def model_source(model_id: str, session: SessionDep) -> ModelSource:
+    """A registered model's files (404 ``model_not_found`` when it is not registered)."""
+    return model_registry.source_of(model_registry.get(session, model_id))

@@ -173,3 +173,37 @@ def test_the_admin_cli_adds_lists_and_removes_models(settings: ApiSettings, tiny
     ]
     assert admin("remove", "tiny").returncode == 0
     assert admin("list").stdout.count("\n") == 1
+
+
+def test_the_inference_launcher_serves_a_registered_model_from_the_node_cache(
+    client: TestClient, settings: ApiSettings, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """worker.inference_server: not in the catalog, so it asks the registry (the internal route, worker token) and
+    fetches the files into the node's cache, held across the exec into vLLM."""
+    from runtime.internal import ModelSource
+    from worker import inference_server
+    from worker.client import InternalClient
+
+    worker = {"Authorization": "Bearer t0k"}
+    assert client.get("/internal/models/tiny-srv", headers=worker).status_code == 404
+    assert client.get("/internal/models/tiny-srv").status_code == 401
+    detail = register(client, tiny_model_dir, id="tiny-srv").json()
+    source = client.get("/internal/models/tiny-srv", headers=worker).json()
+    assert source["digest"] == detail["sha256"] and source["object_prefix"] == detail["object_prefix"]
+
+    def via_test_client(self: InternalClient, model_id: str) -> ModelSource | None:
+        r = client.get(f"/internal/models/{model_id}", headers=worker)
+        return ModelSource.model_validate(r.json()) if r.status_code == 200 else None
+
+    monkeypatch.setattr(InternalClient, "model_source", via_test_client)
+    for key, value in {
+        "STATE_DIR": str(settings.state_dir),
+        "MODEL_CATALOG_DIR": str(settings.state_dir / "empty-catalog"),
+        "WORKER_TOKEN": "t0k",
+    }.items():
+        monkeypatch.setenv(key, value)
+    folder = inference_server.model_folder("tiny-srv")
+    assert folder == settings.state_dir / "model-cache" / detail["sha256"]
+    assert (folder / "config.json").read_bytes() == (tiny_model_dir / "config.json").read_bytes()
+    with pytest.raises(SystemExit, match="the model registry has no 'nope'"):
+        inference_server.model_folder("nope")

@@ -178,7 +178,8 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
     for method, path, route in api_routes(client):
         if path.startswith("/internal/"):  # a project key is not the worker token, whoever's it is
             for hdr in (a_hdr, b_hdr):
-                assert call(client, method, path, a_ids | {"job_id": a["fine_tuning_job_id"]}, hdr).status_code == 401
+                internal_ids = a_ids | {"job_id": a["fine_tuning_job_id"], "model_id": TINY_ID}
+                assert call(client, method, path, internal_ids, hdr).status_code == 401
             continue
         if path == DOWNLOADS:  # no key at all: the signed token is the credential (checked below)
             continue
