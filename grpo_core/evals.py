@@ -8,6 +8,7 @@ sample (the grader raised, or returned no number), which OpenAI counts apart fro
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,15 +45,9 @@ def render(template: Sequence[dict[str, str]], item: dict[str, Any]) -> list[dic
 
     def sub(m: re.Match[str]) -> str:
         value = _lookup(item, m.group(1))
-        return value if isinstance(value, str) else _json(value)
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
     return [{"role": msg["role"], "content": _VAR.sub(sub, msg["content"])} for msg in template]
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ class PromptCounter:
         if isinstance(template, list):  # named templates: the default one
             template = next((t["template"] for t in template if t.get("name") == "default"), None)
         self.template: str | None = template if isinstance(template, str) else None
-        self.kwargs = chat_template_kwargs or {}
+        # the template's variables besides the messages: the special tokens, then the job's chat_template_kwargs
+        self.context = {**self._special_tokens(), **(chat_template_kwargs or {})}
 
     @cached_property
     def _compiled(self) -> Any:
@@ -94,9 +95,10 @@ class PromptCounter:
             return str(row["prompt"])
         else:
             messages = [{"role": "user", "content": row["prompt"]}]
-        context = {**self._special_tokens(), **self.kwargs}
         return str(
-            self._compiled.render(messages=messages, tools=None, documents=None, add_generation_prompt=True, **context)
+            self._compiled.render(
+                messages=messages, tools=None, documents=None, add_generation_prompt=True, **self.context
+            )
         )
 
     def counts(self, rows: Iterable[dict[str, Any]], batch: int = 256) -> Iterator[int]:

@@ -117,6 +117,7 @@ class EvalRunner:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from grpo_core.data import prompt_text
         from grpo_core.device import resolve_placement
         from grpo_core.engines.base import Sampling
         from grpo_core.engines.hf import sample
@@ -140,12 +141,7 @@ class EvalRunner:
         s = claim.sampling
 
         def generate(messages: list[list[dict[str, str]]]) -> list[list[tuple[str, str, int, int]]]:
-            prompts = [
-                str(tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True))
-                if tokenizer.chat_template
-                else "\n".join(f"{t['role']}: {t['content']}" for t in m) + "\nassistant:"
-                for m in messages
-            ]
+            prompts = [prompt_text({"messages": m}, tokenizer) for m in messages]  # as training renders them
             sampling = Sampling(s.n, s.max_completion_tokens, s.temperature, top_p=s.top_p, seed=s.seed)
             with torch.no_grad():
                 ro = sample(model, tokenizer, prompts, sampling)

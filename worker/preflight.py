@@ -10,13 +10,13 @@ claim without probing again.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from grpo_core.config import PreflightConfig
+from grpo_core.data import read_jsonl
 from grpo_core.readiness import ReadinessReport, report, zero_variance_rows
 from runtime import internal as api
 from worker.job import Inputs, Job, make_graders
@@ -94,7 +94,7 @@ def before_training(
     assert pre is not None
     dropped = claim.readiness_dropped_rows
     if dropped is None:
-        rows = [json.loads(ln) for ln in inputs.train.read_text().splitlines() if ln.strip()]
+        rows = read_jsonl(inputs.train)
         say(f"Probing readiness: the base model, {pre.samples} samples on {min(pre.prompts, len(rows))} prompts")
         rep = probe_report(job, pre, rows, settings, claim.seed)
         dropped = sorted(zero_variance_rows(rep)) if pre.drop_zero_variance_prompts and not pre.only else []
@@ -122,7 +122,7 @@ def after_training(
     assert pre is not None
     original = _original(inputs)
     path = original if original.is_file() else inputs.train
-    rows = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+    rows = read_jsonl(path)
     say("Probing readiness again: the trained adapter, on the same prompts")
     rep = probe_report(job, pre, rows, settings, claim.seed, adapter_dir=adapter_dir)
     post(api.ReadinessRequest(epoch=claim.epoch, phase="after", report=rep))

@@ -88,7 +88,7 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
     valid_rows = read_jsonl(spec.inputs.validation) if spec.inputs.validation else None
     graders = make_graders(job, settings)
     link = RankLink(spec, settings) if world.is_main else None
-    reporter = Reporter(link, spec.job) if link is not None else None
+    reporter = Reporter(link, spec.job, settings) if link is not None else None
     status = "failed"
     try:
         result: TrainResult = train(

@@ -18,6 +18,7 @@ from runtime import internal as api
 from runtime.keys import checkpoint_keys
 from runtime.storage import ObjectStore
 from worker.client import InternalClient
+from worker.settings import WorkerSettings
 from worker.tracking import Tracker, tracker_for
 
 
@@ -57,15 +58,16 @@ def pack_checkpoint(ckpt_dir: Path, dest: Path) -> Path:
 class Reporter:
     """grpo_core.trainer.Callbacks for one run: everything it is told goes to the API, the bytes to the store."""
 
-    def __init__(self, run: ReportTarget, claim: api.ClaimResponse | None = None) -> None:
-        """``claim``: the job's, when its metrics are mirrored to W&B or MLflow (worker.tracking)."""
+    def __init__(
+        self, run: ReportTarget, claim: api.ClaimResponse | None = None, settings: WorkerSettings | None = None
+    ) -> None:
+        """``claim`` and ``settings``: the job's and the worker's, to mirror the metrics to W&B or MLflow when the
+        job or the operator asks (worker.tracking)."""
         self.run = run
         self.tokens = 0
         self.tracker: Tracker | None = None
-        if claim is not None:
-            from worker.settings import get_settings
-
-            self.tracker = tracker_for(claim, get_settings(), self.on_message)
+        if claim is not None and settings is not None:
+            self.tracker = tracker_for(claim, settings, self.on_message)
 
     def on_message(self, message: str, level: Level = "info") -> None:
         self.run.post_events([api.MessageEvent(message=message, level=level)])

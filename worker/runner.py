@@ -15,9 +15,11 @@ import socket
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grpo_core.config import GRPOConfig
 from grpo_core.metrics_schema import Execution
 from runtime import internal as api
 from runtime.storage import make_store
@@ -169,7 +171,7 @@ class JobRun:
 
     def _train(self, claim: api.ClaimResponse, work: Path) -> api.FinishRequest:
         """Run training; map every failure to a finish a user can act on."""
-        reporter = Reporter(self, claim)
+        reporter = Reporter(self, claim, self.settings)
         status = "failed"
         try:
             outcome = self._outcome(claim, work, reporter)
@@ -226,7 +228,7 @@ class JobRun:
             )
             if pre.only:
                 return TrainResult(0, 0, False, None)
-            job = read_job(claim, self.settings, self.store)  # max_steps pinned when rows were dropped
+            job = replace(job, cfg=GRPOConfig.model_validate(claim.hyperparameters))  # max_steps pinned if dropped
         result = self._train_job(claim, job, inputs, work, reporter)
         if pre is not None and pre.compare_after and not result.stopped:
             if result.final_checkpoint is None:

@@ -15,9 +15,8 @@ from sqlalchemy.orm import Session
 from api.deps import CurrentProject, SessionDep, SettingsDep
 from api.errors import ERROR_RESPONSES, Unavailable
 from api.schemas.inference import ChatCompletionRequest, CompletionRequest
-from api.services import served_models
+from api.services import model_registry, served_models
 from api.services.inference import InferenceClient
-from api.services.model_registry import available as available_models
 from api.settings import ApiSettings
 
 router = APIRouter(prefix="/v1", tags=["inference"], responses=ERROR_RESPONSES)
@@ -61,7 +60,8 @@ async def _forward(
 
 def _resolve(session: Session, settings: ApiSettings, project: str, model: str) -> served_models.Target:
     """The request's target (a database read: run off the event loop)."""
-    return served_models.resolve(session, project, model, list(available_models(session, settings)))
+    base = [model] if model_registry.find(session, settings, model) is not None else []
+    return served_models.resolve(session, project, model, base)
 
 
 def cache_salt(settings: ApiSettings, project: str) -> str:

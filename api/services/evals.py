@@ -22,9 +22,8 @@ from api.db.models import Eval, EvalOutputItem, EvalRun, new_id, now
 from api.errors import Conflict, InvalidRequest, NotFound
 from api.queue import Doorbell
 from api.schemas.evals import CompletionsDataSource, CustomDataSourceConfig, EvalCreate, EvalUpdate, RunCreate
-from api.services import served_models
+from api.services import model_registry, served_models
 from api.services.files import get_file
-from api.services.model_registry import available as available_models
 from api.services.pagination import Page, anchor, keyset_page
 from api.settings import ApiSettings
 from grpo_core.rewards.schemas import GraderSpec
@@ -179,7 +178,8 @@ def create_run(
         raise InvalidRequest(
             f"{err['msg']} (at data_source.{'.'.join(map(str, err['loc']))})", param="data_source"
         ) from None
-    target = served_models.resolve(session, project_id, ds.model, list(available_models(session, settings)))
+    base = [ds.model] if model_registry.find(session, settings, ds.model) is not None else []
+    target = served_models.resolve(session, project_id, ds.model, base)
     run_id = new_id("evalrun")
     key = _items_key(session, store, project_id, run_id, ds.source)
     row = EvalRun(

@@ -21,11 +21,11 @@ from api.db.session import rows_changed
 from api.errors import Conflict, InvalidRequest, TooManyRequests, Unprocessable
 from api.queue import Doorbell
 from api.schemas.jobs import JobCreate
+from api.services import model_registry
 from api.services.access import get_job
 from api.services.events import add_event
 from api.services.files import get_file, head_rows
 from api.services.graders import dry_run
-from api.services.model_registry import available as available_models
 from api.services.openai_compat import ignored_field_warnings, metadata_filters
 from api.services.pagination import Page, anchor, keyset_page
 from api.services.prompt_limits import check_prompt_lengths
@@ -54,9 +54,9 @@ def create_job(
 ) -> Job:
     """Validate everything a worker would trip over (the model, the files, the hyperparameters under this service's
     caps, the grader on the first training rows), store the job ``queued``, then ring the queue (after commit)."""
-    models = available_models(session, settings)
-    if body.model not in models:
-        known = ", ".join(models) or "none installed"
+    model = model_registry.find(session, settings, body.model)
+    if model is None:
+        known = ", ".join(model_registry.available(session, settings)) or "none installed"
         raise InvalidRequest(
             f"unknown model {body.model!r} (available: {known})", param="model", code="model_not_found"
         )
@@ -109,7 +109,7 @@ def create_job(
             f"batch_size={cfg.batch_size} is larger than the training file ({train.row_count} rows)",
             param=f"{HP}.batch_size",
         )
-    check_prompt_lengths(store, settings, models[body.model], files, cfg)
+    check_prompt_lengths(store, settings, model, files, cfg)
     job = Job(
         id=new_id("ftjob"),
         project_id=project_id,

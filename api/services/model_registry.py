@@ -58,6 +58,17 @@ def available(session: Session, settings: CommonSettings) -> dict[str, BaseModel
     return dict(sorted(out.items()))
 
 
+def find(session: Session, settings: CommonSettings, model_id: str) -> BaseModelEntry | None:
+    """One base model by id (a row, else a catalog folder), without listing them all: what a request for one model
+    needs (every inference request asks)."""
+    row = session.get(RegisteredModel, model_id)
+    if row is not None:
+        return BaseModelEntry(model_id, row, None)
+    if _ID_RE.match(model_id) and (settings.models_dir / model_id / "config.json").is_file():
+        return BaseModelEntry(model_id, None, settings.models_dir / model_id)
+    return None
+
+
 def source_of(row: RegisteredModel) -> ModelSource:
     """What a worker's claim carries to fetch the model (runtime.internal.ModelSource)."""
     return ModelSource(
