@@ -108,6 +108,14 @@ class AlgorithmConfig(BaseModel):
     kl_estimator: KLEstimator = Field(
         "k3", description="Per-token KL estimate against the reference (Schulman, 2020); k3 as in GRPO."
     )
+    kl_importance_weighted: bool = Field(
+        False,
+        description="TRL's use_bias_correction_kl (on by default in TRL 1.16): multiply each token's KL estimate by "
+        "the importance ratio π_θ/π_old (unclipped, with its gradient; GSPO's sequence ratio at "
+        "importance_sampling_level 'sequence'), so the KL gradient is the unbiased reverse-KL gradient "
+        "(DeepSeek-V3.2, 2025). It changes the gradient even on-policy, where the ratio is 1 in value. "
+        "Set it true to reproduce a TRL run with beta > 0.",
+    )
     loss_aggregation: LossAggregation = Field(
         "seq_mean_token_mean",
         description="GRPO's per-sequence mean; DAPO's token mean over the step; Dr. GRPO's sum / (B·max tokens); "

@@ -10,7 +10,11 @@ Per completion token t of sequence i (mask m_it = 1 on real completion tokens, 0
            min(π_old,trainer / π_engine, C) (TIS, Yao et al., 2025; TRL's token_truncate) for their kernel mismatch
     H_it = entropy of π_θ at the position (the entropy bonus α is aggregated like the loss, so it keeps the
            accumulation invariance; TRL always token-averages it)
-    KL_it: k1 = logp − ref;  k2 = ½ (logp − ref)²;  k3 = e^{ref−logp} − (ref − logp) − 1  (Schulman, 2020)
+    KL_it: k1 = logp − ref;  k2 = ½ (logp − ref)²;  k3 = e^{ref−logp} − (ref − logp) − 1  (Schulman, 2020),
+           or with ``kl_importance_weighted`` ρ · KL_it: the unclipped ratio with its gradient (the sequence ratio
+           for GSPO), and never the TIS weight u_it, so the KL gradient is the unbiased reverse-KL gradient
+           (DeepSeek-V3.2, 2025). This is TRL's ``use_bias_correction_kl``, on by default in TRL 1.16 and off here;
+           on-policy it changes the gradient (by β·KL·∇logp) but not the value.
 
 Aggregation of ℓ over the whole optimizer step, with B sequences and N completion tokens in the step:
     seq_mean_token_mean      Σ_i (Σ_t m ℓ / max(1, |o_i|)) / B          GRPO (Shao et al., 2024, eq. 3)
@@ -102,6 +106,7 @@ def policy_loss(
     level: ImportanceSamplingLevel = "token",
     delta: float | None = None,
     kl_estimator: KLEstimator = "k3",
+    kl_importance_weighted: bool = False,
     entropy_coef: float = 0.0,
     top_entropy_quantile: float = 1.0,
 ) -> LossOutputs:
@@ -130,6 +135,8 @@ def policy_loss(
         if inp.ref_logp is None:
             raise ValueError("beta > 0 needs ref_logp")
         kl = kl_estimate(inp.logp, inp.ref_logp, kl_estimator)
+        if kl_importance_weighted:
+            kl = kl * ratio  # (B, T) · (B, T) or (B, 1): ρ before the δ cap, as TRL
         per_token = per_token + beta * kl
     masked = per_token * mask
     if aggregation == "seq_mean_token_mean":

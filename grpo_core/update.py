@@ -200,6 +200,7 @@ def policy_update(
             level=cfg.importance_sampling_level,
             delta=cfg.delta,
             kl_estimator=cfg.kl_estimator,
+            kl_importance_weighted=cfg.kl_importance_weighted,
             entropy_coef=cfg.entropy_coef,
             top_entropy_quantile=cfg.top_entropy_quantile,
         )

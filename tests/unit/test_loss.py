@@ -168,6 +168,48 @@ def test_kl_estimators_by_hand() -> None:
     assert kl_estimate(logp, ref, "k3").item() == pytest.approx(0.5 + math.log(2) - 1, rel=1e-6)
 
 
+def test_importance_weighted_kl_by_hand() -> None:
+    # A = 0, so only β·KL is left (β = 1). Token 1: ρ = e^{0 − (−ln2)} = 2, k3 = e^{−ln2} + ln2 − 1 = ln2 − ½;
+    # token 2: ρ = ½, k3 = e^{ln2} − ln2 − 1 = 1 − ln2.  Weighted: (2(ln2 − ½) + ½(1 − ln2)) / 2 = ¾ln2 − ¼;
+    # unweighted: ((ln2 − ½) + (1 − ln2)) / 2 = ¼.  d(ρ·k3)/dlogp = ρ·k3 + ρ(1 − e^{ref−logp}): 2ln2 and −½ln2,
+    # each halved by the token mean.  The δ cap (1.5) and the TIS weight (0.1) touch the policy term only.
+    ln2 = math.log(2)
+    old = torch.tensor([[-ln2, ln2]], dtype=torch.float64)
+    ref = torch.tensor([[-ln2, ln2]], dtype=torch.float64)
+    common = {"epsilon": 0.2, "epsilon_high": 0.2, "beta": 1.0, "n_sequences": 1}
+
+    def run(weighted: bool, level: str) -> tuple[float, list[float], float]:
+        logp = torch.zeros(1, 2, dtype=torch.float64, requires_grad=True)
+        out = policy_loss(
+            LossInputs(
+                logp=logp,
+                old_logp=old,
+                advantages=torch.zeros(1, dtype=torch.float64),
+                mask=torch.ones(1, 2, dtype=torch.float64),
+                ref_logp=ref,
+                is_weight=torch.full((1, 2), 0.1, dtype=torch.float64),
+            ),
+            delta=1.5,
+            level=level,  # type: ignore[arg-type]
+            kl_importance_weighted=weighted,
+            **common,  # type: ignore[arg-type]
+        )
+        out.loss.backward()
+        assert logp.grad is not None
+        return out.loss.item(), logp.grad[0].tolist(), out.metrics["kl_sum"]
+
+    loss, grad, kl_sum = run(True, "token")
+    assert loss == pytest.approx(0.75 * ln2 - 0.25, abs=1e-12)
+    assert grad == pytest.approx([ln2, -0.25 * ln2], abs=1e-12)
+    assert kl_sum == pytest.approx(1.5 * ln2 - 0.5, abs=1e-12)  # the metric is the KL term of the loss, as TRL
+    assert run(False, "token")[0] == pytest.approx(0.25, abs=1e-12)
+    # GSPO: one ratio per sequence, exp(mean log ρ) = exp((ln2 − ln2) / 2) = 1, so the value is unweighted, but
+    # ∂ρ/∂logp_t = ρ/2 adds ½·Σk3 = ¼ to each token: ½(¼ + 1 − ½) = ⅜ and ½(¼ + 1 − 2) = −⅜.
+    loss, grad, _ = run(True, "sequence")
+    assert loss == pytest.approx(0.25, abs=1e-12)
+    assert grad == pytest.approx([0.375, -0.375], abs=1e-12)
+
+
 @pytest.mark.parametrize("aggregation", ["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_every_invariant_aggregation_accumulates_exactly(aggregation: str, level: str) -> None:

@@ -2,8 +2,9 @@
 
 TRL's method is called unbound on a stand-in ``self`` that holds only the attributes it reads, and a log-prob
 function that returns our tensor, so both sides see the same inputs: ragged masks (one row empty), ratios far
-outside the clip range, both advantage signs, ε_high ≠ ε_low and β > 0. Loss and gradient w.r.t. the log-probs
-must agree to 1e-9.
+outside the clip range, both advantage signs, ε_high ≠ ε_low and β > 0, with TRL's ``use_bias_correction_kl``
+off and on (its default in 1.16; ours is ``kl_importance_weighted``). Loss and gradient w.r.t. the log-probs must
+agree to 1e-9.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ OURS = {
 }
 
 
-def trl_loss(logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, beta, delta, max_len, is_w=None):  # type: ignore[no-untyped-def]
-    args = types.SimpleNamespace(delta=delta, use_bias_correction_kl=False, steps_per_generation=1)
+def trl_loss(
+    logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, beta, delta, max_len, is_w=None, kl_w=False
+):  # type: ignore[no-untyped-def]
+    args = types.SimpleNamespace(delta=delta, use_bias_correction_kl=kl_w, steps_per_generation=1)
     fake = types.SimpleNamespace(
         args=args,
         loss_type=loss_type,
@@ -57,10 +60,11 @@ def trl_loss(logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, bet
         "completion_ids": torch.zeros(b, t, dtype=torch.long),
         "completion_mask": mask,
         "advantages": adv,
-        "old_per_token_logps": old,
         "ref_per_token_logps": ref,
         "num_items_in_batch": mask.sum(),
     }
+    if old is not None:  # absent: TRL's on-policy path, old = logp.detach()
+        inputs["old_per_token_logps"] = old
     if is_w is not None:
         inputs["importance_sampling_ratio"] = is_w
     return trl_grpo.GRPOTrainer._compute_loss(fake, None, inputs)
@@ -71,7 +75,10 @@ def trl_loss(logp, old, ref, adv, mask, *, loss_type, level, eps_lo, eps_hi, bet
 @pytest.mark.parametrize("delta", [None, 1.5])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("tis", [False, True])
-def test_loss_and_gradient_match_trl(loss_type: str, level: str, delta: float | None, seed: int, tis: bool) -> None:
+@pytest.mark.parametrize("kl_w", [False, True])
+def test_loss_and_gradient_match_trl(
+    loss_type: str, level: str, delta: float | None, seed: int, tis: bool, kl_w: bool
+) -> None:
     g = torch.Generator().manual_seed(seed)
     b, t = 6, 7
     base = torch.randn(b, t, generator=g, dtype=torch.float64) - 2.0
@@ -80,7 +87,7 @@ def test_loss_and_gradient_match_trl(loss_type: str, level: str, delta: float | 
     adv = torch.randn(b, generator=g, dtype=torch.float64)
     lengths = torch.tensor([7, 3, 0, 5, 1, 6])
     mask = (torch.arange(t) < lengths.unsqueeze(1)).to(torch.float64)
-    kw = {"eps_lo": 0.2, "eps_hi": 0.28, "beta": 0.04, "delta": delta}
+    kw = {"eps_lo": 0.2, "eps_hi": 0.28, "beta": 0.04, "delta": delta, "kl_w": kl_w}
     # vLLM's truncated importance weights (token_truncate at 2): both sides get the same (B, T) tensor
     is_w = torch.exp(0.5 * torch.randn(b, t, generator=g, dtype=torch.float64)).clamp(max=2.0) if tis else None
 
@@ -97,6 +104,7 @@ def test_loss_and_gradient_match_trl(loss_type: str, level: str, delta: float | 
         delta=delta,
         level=level,  # type: ignore[arg-type]
         aggregation=OURS[loss_type],  # type: ignore[arg-type]
+        kl_importance_weighted=kl_w,
         step=StepSize(n_sequences=b, n_tokens=float(mask.sum()), max_completion_tokens=t),
     ).loss
     ours.backward()
@@ -104,3 +112,37 @@ def test_loss_and_gradient_match_trl(loss_type: str, level: str, delta: float | 
     assert abs(ours.item() - theirs.item()) < 1e-9
     assert torch.allclose(ours_lp.grad, theirs_lp.grad, atol=1e-9, rtol=0)
     assert ours_lp.grad.abs().sum() > 0
+
+
+# On-policy (μ = 1, no vLLM) TRL takes old = logp.detach(): the weighted KL's ratio is 1 in value but adds
+# β·KL·∇logp to the gradient, which a user moving from TRL with β > 0 gets by default.
+@pytest.mark.parametrize(("loss_type", "level"), [*((k, "token") for k in sorted(OURS)), ("grpo", "sequence")])
+@pytest.mark.parametrize("kl_w", [False, True])
+def test_on_policy_loss_and_gradient_match_trl(loss_type: str, level: str, kl_w: bool) -> None:
+    g = torch.Generator().manual_seed(2)
+    b, t = 6, 7
+    base = torch.randn(b, t, generator=g, dtype=torch.float64) - 2.0
+    ref = base + 0.5 * torch.randn(b, t, generator=g, dtype=torch.float64)
+    adv = torch.randn(b, generator=g, dtype=torch.float64)
+    mask = (torch.arange(t) < torch.tensor([7, 3, 0, 5, 1, 6]).unsqueeze(1)).to(torch.float64)
+    kw = {"eps_lo": 0.2, "eps_hi": 0.28, "beta": 0.3, "delta": None, "kl_w": kl_w}
+
+    theirs_lp = base.clone().requires_grad_(True)
+    theirs = trl_loss(theirs_lp, None, ref, adv, mask, loss_type=loss_type, level=level, max_len=t, **kw)
+    theirs.backward()
+
+    ours_lp = base.clone().requires_grad_(True)
+    ours = policy_loss(
+        LossInputs(logp=ours_lp, old_logp=ours_lp.detach(), advantages=adv, mask=mask, ref_logp=ref),
+        epsilon=0.2,
+        epsilon_high=0.28,
+        beta=0.3,
+        level=level,  # type: ignore[arg-type]
+        aggregation=OURS[loss_type],  # type: ignore[arg-type]
+        kl_importance_weighted=kl_w,
+        step=StepSize(n_sequences=b, n_tokens=float(mask.sum()), max_completion_tokens=t),
+    ).loss
+    ours.backward()
+
+    assert abs(ours.item() - theirs.item()) < 1e-9
+    assert torch.allclose(ours_lp.grad, theirs_lp.grad, atol=1e-9, rtol=0)

@@ -83,6 +83,11 @@ class GRPOConfig:
                 sequence ratio (Zheng et al., 2025). Default: 'token'.
             kl_estimator (GRPOConfigKlEstimator | Unset): Per-token KL estimate against the reference (Schulman, 2020); k3
                 as in GRPO. Default: 'k3'.
+            kl_importance_weighted (bool | Unset): TRL's use_bias_correction_kl (on by default in TRL 1.16): multiply each
+                token's KL estimate by the importance ratio π_θ/π_old (unclipped, with its gradient; GSPO's sequence ratio at
+                importance_sampling_level 'sequence'), so the KL gradient is the unbiased reverse-KL gradient (DeepSeek-V3.2,
+                2025). It changes the gradient even on-policy, where the ratio is 1 in value. Set it true to reproduce a TRL run
+                with beta > 0. Default: False.
             learning_rate (float | Unset): AdamW learning rate for the LoRA weights. Default: 1e-05.
             learning_rate_multiplier (float | Unset): OpenAI's knob: the optimizer runs at learning_rate ×
                 learning_rate_multiplier ('auto' = 1). Default: 1.0.
@@ -178,6 +183,7 @@ class GRPOConfig:
     health: HealthConfig | Unset = UNSET
     importance_sampling_level: GRPOConfigImportanceSamplingLevel | Unset = "token"
     kl_estimator: GRPOConfigKlEstimator | Unset = "k3"
+    kl_importance_weighted: bool | Unset = False
     learning_rate: float | Unset = 1e-05
     learning_rate_multiplier: float | Unset = 1.0
     lora: LoraConfig | Unset = UNSET
@@ -289,6 +295,8 @@ class GRPOConfig:
         kl_estimator: str | Unset = UNSET
         if not isinstance(self.kl_estimator, Unset):
             kl_estimator = self.kl_estimator
+
+        kl_importance_weighted = self.kl_importance_weighted
 
         learning_rate = self.learning_rate
 
@@ -468,6 +476,8 @@ class GRPOConfig:
             field_dict["importance_sampling_level"] = importance_sampling_level
         if kl_estimator is not UNSET:
             field_dict["kl_estimator"] = kl_estimator
+        if kl_importance_weighted is not UNSET:
+            field_dict["kl_importance_weighted"] = kl_importance_weighted
         if learning_rate is not UNSET:
             field_dict["learning_rate"] = learning_rate
         if learning_rate_multiplier is not UNSET:
@@ -650,6 +660,8 @@ class GRPOConfig:
             kl_estimator = UNSET
         else:
             kl_estimator = check_grpo_config_kl_estimator(_kl_estimator)
+
+        kl_importance_weighted = d.pop("kl_importance_weighted", UNSET)
 
         learning_rate = d.pop("learning_rate", UNSET)
 
@@ -879,6 +891,7 @@ class GRPOConfig:
             health=health,
             importance_sampling_level=importance_sampling_level,
             kl_estimator=kl_estimator,
+            kl_importance_weighted=kl_importance_weighted,
             learning_rate=learning_rate,
             learning_rate_multiplier=learning_rate_multiplier,
             lora=lora,
