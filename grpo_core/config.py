@@ -50,6 +50,11 @@ _AUTO_FIELDS = {
 }
 
 
+# A LoRA learning rate: about 10x full fine-tuning's (Schulman et al., 2025, "LoRA Without Regret"; grpo_core.presets
+# scales the recipes' the same way), chosen with bench/learning.py (README: "Learning per second").
+DEFAULT_LEARNING_RATE = 1e-5
+
+
 class LoraConfig(BaseModel):
     """Low-rank adapter shape (Hu et al., 2021, arXiv:2106.09685). The adapter is what users download."""
 
@@ -81,7 +86,13 @@ class AlgorithmConfig(BaseModel):
     )
     group_size: int = Field(8, ge=2, le=256, description="G: completions sampled per prompt.")
     batch_size: int = Field(4, ge=1, le=256, description="Prompts per optimizer step (the step uses batch_size×G).")
-    learning_rate: float = Field(1e-5, gt=0, le=1e-2, description="AdamW learning rate for the LoRA weights.")
+    learning_rate: float = Field(
+        DEFAULT_LEARNING_RATE,
+        gt=0,
+        le=1e-2,
+        description="AdamW learning rate for the LoRA weights. The default and the recipes' values are LoRA "
+        "learning rates: about 10x what full fine-tuning would use (a recipe's is its paper's x 10).",
+    )
     # OpenAI's reinforcement hyperparameters, so an OpenAI RFT job body runs unchanged (api/services/openai_compat).
     learning_rate_multiplier: float = Field(
         1.0,

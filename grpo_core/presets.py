@@ -2,22 +2,43 @@
 
 Pure data (no torch), so the API expands a recipe exactly as the worker will run it and shows the result in the
 job object. Values are the papers' where they apply to a LoRA run; anything can be overridden field by field.
+
+Learning rates are the exception: the papers fine-tuned every weight, and every run here trains a LoRA adapter,
+whose best learning rate is about 10x full fine-tuning's whatever the rank (Schulman et al., 2025, "LoRA Without
+Regret"). Copying 1e-6 into a LoRA run gives a job that barely moves, so a recipe's learning rate is its paper's
+times ``LORA_LR_SCALE``, and the job's events say so (``learning_rate_note``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+LORA_LR_SCALE = 10.0
+# The full fine-tuning learning rates the papers used; the recipes below run at these × LORA_LR_SCALE.
+PAPER_LEARNING_RATES = {"deepseekmath": 1e-6, "r1_zero": 3e-6, "dapo": 1e-6}
+
+
+def _lora(recipe: str) -> float:
+    return PAPER_LEARNING_RATES[recipe] * LORA_LR_SCALE
+
+
 PRESETS: dict[str, dict[str, Any]] = {
-    # Shao et al., 2024 (DeepSeekMath, §4.2): G=64, lr 1e-6, β=0.04, 1024 prompts/step (here 16 per step).
-    "deepseekmath": {"group_size": 64, "learning_rate": 1e-6, "beta": 0.04, "epsilon": 0.2, "batch_size": 16},
-    # DeepSeek-R1-Zero style, as reproduced by Open-R1/TRL: G=16, lr 3e-6, β=0.001.
-    "r1_zero": {"group_size": 16, "learning_rate": 3e-6, "beta": 0.001, "epsilon": 0.2, "batch_size": 32},
-    # Yu et al., 2025 (DAPO): clip-higher 0.2/0.28, token-level loss, no KL, overlong filtering and soft overlong
-    # punishment with a buffer of 1/5 of the length cap (4096 of 20480 in the paper), dynamic sampling.
+    # Shao et al., 2024 (DeepSeekMath, §4.2): G=64, lr 1e-6 (full FT), β=0.04, 1024 prompts/step (here 16).
+    "deepseekmath": {
+        "group_size": 64,
+        "learning_rate": _lora("deepseekmath"),
+        "beta": 0.04,
+        "epsilon": 0.2,
+        "batch_size": 16,
+    },
+    # DeepSeek-R1-Zero style, as reproduced by Open-R1/TRL: G=16, lr 3e-6 (full FT), β=0.001.
+    "r1_zero": {"group_size": 16, "learning_rate": _lora("r1_zero"), "beta": 0.001, "epsilon": 0.2, "batch_size": 32},
+    # Yu et al., 2025 (DAPO): lr 1e-6 (full FT), clip-higher 0.2/0.28, token-level loss, no KL, overlong filtering
+    # and soft overlong punishment with a buffer of 1/5 of the length cap (4096 of 20480 in the paper), dynamic
+    # sampling.
     "dapo": {
         "group_size": 16,
-        "learning_rate": 1e-6,
+        "learning_rate": _lora("dapo"),
         "beta": 0.0,
         "epsilon": 0.2,
         "epsilon_high": 0.28,
@@ -45,3 +66,18 @@ def expand(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(name, str) or name not in PRESETS:
         return data  # a missing, unknown or non-string name is reported by the config's Literal check
     return {**PRESETS[name], **data}
+
+
+def learning_rate_note(recipe: str | None, learning_rate: float, given: bool, default: float) -> str | None:
+    """What a job's events say about where its learning rate came from, so a LoRA-scaled value never surprises
+    anyone moving from a full fine-tuning recipe; None when the user set it themselves (``given``: the field was in
+    the request; a value equal to the recipe's is reported as the recipe's)."""
+    why = "LoRA's best learning rate is about 10x full fine-tuning's (Schulman et al., 2025)"
+    if recipe in PAPER_LEARNING_RATES and learning_rate == PRESETS[recipe]["learning_rate"]:
+        return (
+            f"learning_rate {learning_rate:g}: recipe {recipe}'s {PAPER_LEARNING_RATES[recipe]:g} (its paper's, full "
+            f"fine-tuning) x {LORA_LR_SCALE:g} for a LoRA adapter: {why}; set learning_rate to override"
+        )
+    if not given and learning_rate == default:
+        return f"learning_rate {learning_rate:g}: the default for a LoRA adapter ({why}); set learning_rate to override"
+    return None

@@ -31,7 +31,8 @@ from api.services.pagination import Page, anchor, keyset_page
 from api.services.prompt_limits import check_prompt_lengths
 from api.services.webhooks import record_job_event
 from api.settings import ApiSettings
-from grpo_core.config import PreflightConfig, apply_caps
+from grpo_core.config import DEFAULT_LEARNING_RATE, PreflightConfig, apply_caps
+from grpo_core.presets import learning_rate_note
 from grpo_core.rewards.schemas import reward_columns
 from runtime.internal import Resources
 from runtime.storage import ObjectStore
@@ -132,6 +133,10 @@ def create_job(
     add_event(session, job.id, f"Validated training file: {train.row_count} rows; {job.total_steps} steps planned")
     for message in capped + ignored_field_warnings(cfg):
         add_event(session, job.id, message, level="warn")
+    given = "learning_rate" in body.method.reinforcement.hyperparameters.model_fields_set
+    lr_note = learning_rate_note(cfg.recipe, cfg.learning_rate, given, DEFAULT_LEARNING_RATE)
+    if lr_note is not None:
+        add_event(session, job.id, lr_note)
     session.commit()
     # Queue after commit: a worker can never receive an id whose row it cannot see yet. If the broker is
     # down the job stays queued (and says so); the reaper rings again (api.services.reaper).

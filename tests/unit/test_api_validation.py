@@ -223,6 +223,27 @@ def test_a_recipe_is_expanded_in_the_job_object(client: TestClient) -> None:
     assert (hp["epsilon_high"], hp["loss_aggregation"], hp["beta"]) == (0.28, "token_mean", 0.0)
     assert hp["mask_truncated_completions"] is True and hp["overlong_buffer_fraction"] == 0.2
     assert hp["dynamic_sampling"] is True
+    # the paper's full fine-tuning learning rate, scaled for LoRA, and the events say where it came from
+    body["method"]["reinforcement"]["hyperparameters"].pop("learning_rate")  # the helper's own value
+    job = client.post("/v1/fine_tuning/jobs", json=body).json()
+    assert job["hyperparameters"]["learning_rate"] == pytest.approx(1e-5)
+    events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events").json()["data"]
+    note = [e["message"] for e in events if e["message"].startswith("learning_rate")]
+    assert note and "recipe dapo's 1e-06" in note[0] and "x 10 for a LoRA adapter" in note[0]
+
+
+def test_the_learning_rate_event_is_left_out_when_the_user_sets_it(client: TestClient) -> None:
+    fid = upload(client, jsonl(ARITH_ROWS))["id"]
+    body = job_body(TINY_ID, fid)
+    body["method"]["reinforcement"]["hyperparameters"].pop("learning_rate")
+    default = client.post("/v1/fine_tuning/jobs", json=body).json()
+    given = client.post("/v1/fine_tuning/jobs", json=job_body(TINY_ID, fid, learning_rate=3e-4)).json()
+    notes = {}
+    for job in (default, given):
+        events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events").json()["data"]
+        notes[job["id"]] = [e["message"] for e in events if e["message"].startswith("learning_rate")]
+    assert "the default for a LoRA adapter" in notes[default["id"]][0]
+    assert notes[given["id"]] == [] and given["hyperparameters"]["learning_rate"] == 3e-4
 
 
 @pytest.mark.parametrize("recipe", [["dapo"], {"name": "dapo"}, 3, "nope"])

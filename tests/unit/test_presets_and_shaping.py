@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from grpo_core.config import GRPOConfig
-from grpo_core.presets import PRESETS
+from grpo_core.presets import LORA_LR_SCALE, PAPER_LEARNING_RATES, PRESETS, learning_rate_note
 from grpo_core.shaping import soft_overlong_penalty
 
 
@@ -17,6 +17,15 @@ def test_every_recipe_expands_to_a_valid_config(name: str) -> None:
     cfg = GRPOConfig.model_validate({"recipe": name})
     for key, value in PRESETS[name].items():
         assert getattr(cfg, key) == value
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_LEARNING_RATES))
+def test_a_recipe_learning_rate_is_its_papers_scaled_for_lora(name: str) -> None:
+    cfg = GRPOConfig.model_validate({"recipe": name})
+    assert cfg.learning_rate == pytest.approx(PAPER_LEARNING_RATES[name] * LORA_LR_SCALE)
+    note = learning_rate_note(name, cfg.learning_rate, True, 1e-5)
+    assert note is not None and f"{PAPER_LEARNING_RATES[name]:g} (its paper's, full fine-tuning) x 10" in note
+    assert learning_rate_note(name, 2e-4, True, 1e-5) is None  # the user's own value: nothing to explain
 
 
 def test_user_values_win_over_the_recipe() -> None:

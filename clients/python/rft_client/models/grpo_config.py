@@ -88,7 +88,8 @@ class GRPOConfig:
                 importance_sampling_level 'sequence'), so the KL gradient is the unbiased reverse-KL gradient (DeepSeek-V3.2,
                 2025). It changes the gradient even on-policy, where the ratio is 1 in value. Set it true to reproduce a TRL run
                 with beta > 0. Default: False.
-            learning_rate (float | Unset): AdamW learning rate for the LoRA weights. Default: 1e-05.
+            learning_rate (float | Unset): AdamW learning rate for the LoRA weights. The default and the recipes' values are
+                LoRA learning rates: about 10x what full fine-tuning would use (a recipe's is its paper's x 10). Default: 1e-05.
             learning_rate_multiplier (float | Unset): OpenAI's knob: the optimizer runs at learning_rate ×
                 learning_rate_multiplier ('auto' = 1). Default: 1.0.
             lora (LoraConfig | Unset): Low-rank adapter shape (Hu et al., 2021, arXiv:2106.09685). The adapter is what users
