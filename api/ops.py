@@ -8,7 +8,9 @@
   does not. With an inference server configured, ``checks.inference`` says whether it answers (reported as
   ``degraded``, not a 503: only the inference routes need it). ``/healthz`` stays a liveness probe.
 - Rate limit: a token bucket per API key (or per client address when the service is open) on ``/v1/``;
-  429 with ``Retry-After``. Buckets live in this process: with several API processes each enforces its share.
+  429 with ``Retry-After``. The buckets live in Redis when one is configured (``RATE_LIMIT_REDIS_URL``, by default
+  a Redis ``BROKER_URL``), so every API process draws on one budget per key; otherwise in this process
+  (api.ratelimit).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import contextvars
 import hashlib
 import json
 import logging
-import threading
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,6 +34,7 @@ from sqlalchemy import func, select, text
 from starlette.types import Message, Receive, Scope, Send
 
 from api.db.models import Job
+from api.ratelimit import Limiter, make_limiter
 from api.settings import ApiSettings
 from runtime.queue import GPU_QUEUE
 
@@ -108,28 +111,6 @@ def queue_depth(settings: ApiSettings) -> int | None:
     return None
 
 
-class RateLimiter:
-    """Token buckets: ``per_minute`` requests per key, bursts up to the same number."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = float(per_minute)
-        self.buckets: dict[str, tuple[float, float]] = {}
-        self.lock = threading.Lock()
-
-    def take(self, key: str) -> float:
-        """0 when allowed; otherwise the seconds until a token is available."""
-        now = time.monotonic()
-        with self.lock:
-            tokens, last = self.buckets.get(key, (self.capacity, now))
-            tokens = min(self.capacity, tokens + (now - last) * self.rate)
-            if tokens >= 1.0:
-                self.buckets[key] = (tokens - 1.0, now)
-                return 0.0
-            self.buckets[key] = (tokens, now)
-            return (1.0 - tokens) / self.rate
-
-
 class ObserveMiddleware:
     """Request id, per-key rate limit and the latency histogram, as a plain ASGI middleware.
 
@@ -137,10 +118,13 @@ class ObserveMiddleware:
     memory streams, a sizeable share of the CPU a status poll costs (bench/api_load.py).
     """
 
-    def __init__(self, app: Any, *, limiter: RateLimiter | None, latency: Histogram, limit: int) -> None:
+    def __init__(self, app: Any, *, limiter: Limiter | None, latency: Histogram, limit: int) -> None:
         self.app, self.limiter, self.latency, self.limit = app, limiter, latency, limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" and self.limiter is not None:
+            await self.app(scope, receive, self._closing_limiter(send))
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -162,9 +146,9 @@ class ObserveMiddleware:
             if self.limiter is not None and scope["path"].startswith("/v1/"):
                 client = scope.get("client")
                 who = headers.get(b"authorization") or (client[0] if client else "?").encode()
-                wait = self.limiter.take(hashlib.sha256(who).hexdigest())
+                wait = await self.limiter.acquire(hashlib.sha256(who).hexdigest())
             if wait > 0:
-                retry = max(1, round(wait))
+                retry = max(1, math.ceil(wait))  # whole seconds, never early: a retry at Retry-After gets through
                 body = {
                     "error": {
                         "type": "rate_limit_error",
@@ -183,6 +167,19 @@ class ObserveMiddleware:
             path = getattr(scope.get("route"), "path", "unmatched")
             self.latency.labels(scope["method"], path, str(status)).observe(time.perf_counter() - start)
 
+    def _closing_limiter(self, send: Send) -> Send:
+        """The lifespan's ``send``, closing the limiter's connections when the app has shut down (the app's
+        lifespan does not know the limiter: it belongs to this middleware)."""
+        limiter = self.limiter
+        assert limiter is not None
+
+        async def send_closing(message: Message) -> None:
+            if message["type"] == "lifespan.shutdown.complete":
+                await limiter.aclose()
+            await send(message)
+
+        return send_closing
+
 
 def install(app: FastAPI, settings: ApiSettings) -> None:
     """Middleware, /metrics and /readyz on ``app``."""
@@ -192,7 +189,7 @@ def install(app: FastAPI, settings: ApiSettings) -> None:
     )
     latency = Histogram("rft_http_request_seconds", "Request latency", ["method", "route", "status"], registry=registry)
     registry.register(_StateCollector(app))
-    limiter = RateLimiter(settings.rate_limit_per_minute) if settings.rate_limit_per_minute else None
+    limiter = make_limiter(settings.rate_limit_per_minute, settings.rate_limit_redis)
 
     app.add_middleware(ObserveMiddleware, limiter=limiter, latency=latency, limit=settings.rate_limit_per_minute)
 

@@ -42,6 +42,12 @@ class ApiSettings(CommonSettings):
     reaper: bool = Field(True, description="Run the reaper thread in this API process.")
     log_format: str = Field("json", description="json: one JSON object per log line, with request ids; text: plain.")
     rate_limit_per_minute: int = Field(600, ge=0, description="Requests per minute per API key on /v1/; 0 = off.")
+    rate_limit_redis_url: str | None = Field(
+        None,
+        description="Redis holding the rate limit's buckets, one budget per key shared by every API process; "
+        "default BROKER_URL when that is redis:// or rediss://; 'off': each API process keeps its own buckets "
+        "(the default without a Redis broker). While Redis does not answer, each process limits on its own.",
+    )
     max_active_jobs_per_project: int = Field(
         20, ge=1, description="Queued + running jobs a project may have at once (429 quota_exceeded beyond)."
     )
@@ -101,6 +107,15 @@ class ApiSettings(CommonSettings):
     @property
     def single_machine(self) -> bool:
         return not (self.database_url or self.broker_url)
+
+    @property
+    def rate_limit_redis(self) -> str | None:
+        """Where the rate limit's buckets live (api.ratelimit): RATE_LIMIT_REDIS_URL, else a Redis broker; None:
+        in this process."""
+        url = self.rate_limit_redis_url
+        if url is None and self.broker_url and self.broker_url.startswith(("redis://", "rediss://")):
+            url = self.broker_url
+        return None if not url or url == "off" else url
 
     @property
     def caps(self) -> dict[str, int | None]:

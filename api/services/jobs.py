@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from api.db.locks import hold_project_lock
 from api.db.models import Job, JobStatus, new_id, now
 from api.db.session import rows_changed
 from api.errors import Conflict, InvalidRequest, TooManyRequests, Unprocessable
@@ -62,21 +63,7 @@ def create_job(
             f"unknown model {body.model!r} (available: {known})", param="model", code="model_not_found"
         )
     check_resources(body.resources, settings)
-    active = (
-        session.scalar(
-            select(func.count()).select_from(Job).where(Job.project_id == project_id, Job.status.in_(list(UNFINISHED)))
-        )
-        or 0
-    )
-    max_active_jobs = settings.max_active_jobs_per_project
-    if active >= max_active_jobs:
-        raise TooManyRequests(
-            f"this project already has {active} unfinished jobs; the quota is {max_active_jobs} "
-            "(max_active_jobs_per_project): wait for one to finish or cancel one",
-            param="quota",
-            code="quota_exceeded",
-            headers={"Retry-After": "60"},
-        )
+    check_quota(session, settings, project_id)  # early, unlocked: a project at its quota is refused before the work
     # FOR SHARE (PostgreSQL): a concurrent DELETE /v1/files/{id} waits for this job, then sees it and refuses.
     train = get_file(session, project_id, body.training_file, param="training_file", for_share=True)
     files = {"training_file": train}
@@ -111,6 +98,10 @@ def create_job(
             param=f"{HP}.batch_size",
         )
     check_prompt_lengths(store, settings, model, files, cfg)
+    # Again, under the project's lock (held until the commit below): another API process or thread creating a job
+    # for this project now waits here, then counts this one. Taken last so the validation above runs unlocked.
+    hold_project_lock(session, "job-quota", project_id)
+    check_quota(session, settings, project_id)
     job = Job(
         id=new_id("ftjob"),
         project_id=project_id,
@@ -154,6 +145,27 @@ def create_job(
         )
     session.commit()
     return job
+
+
+def check_quota(session: Session, settings: ApiSettings, project_id: str) -> None:
+    """429 ``quota_exceeded`` when the project already has ``max_active_jobs_per_project`` unfinished jobs. Exact
+    only under ``hold_project_lock(session, "job-quota", project_id)`` (api.db.locks): without it two creations
+    may both count one below the quota."""
+    active = (
+        session.scalar(
+            select(func.count()).select_from(Job).where(Job.project_id == project_id, Job.status.in_(list(UNFINISHED)))
+        )
+        or 0
+    )
+    max_active_jobs = settings.max_active_jobs_per_project
+    if active >= max_active_jobs:
+        raise TooManyRequests(
+            f"this project already has {active} unfinished jobs; the quota is {max_active_jobs} "
+            "(max_active_jobs_per_project): wait for one to finish or cancel one",
+            param="quota",
+            code="quota_exceeded",
+            headers={"Retry-After": "60"},
+        )
 
 
 def check_resources(resources: Resources, settings: ApiSettings) -> None:
