@@ -31,6 +31,7 @@ API_MAY_USE = {
     "grpo_core.data",
     "grpo_core.models",
     "grpo_core.model_files",
+    "grpo_core.presets",  # pure data: the recipes and where a learning rate came from
     "grpo_core.prompt_tokens",
     "grpo_core.readiness",
     "grpo_core.metrics_schema",

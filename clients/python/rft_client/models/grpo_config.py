@@ -89,7 +89,8 @@ class GRPOConfig:
                 2025). It changes the gradient even on-policy, where the ratio is 1 in value. Set it true to reproduce a TRL run
                 with beta > 0. Default: False.
             learning_rate (float | Unset): AdamW learning rate for the LoRA weights. The default and the recipes' values are
-                LoRA learning rates: about 10x what full fine-tuning would use (a recipe's is its paper's x 10). Default: 1e-05.
+                LoRA learning rates: about 10x what full fine-tuning would use (a recipe's is its paper's x 10). Default:
+                0.0001.
             learning_rate_multiplier (float | Unset): OpenAI's knob: the optimizer runs at learning_rate ×
                 learning_rate_multiplier ('auto' = 1). Default: 1.0.
             lora (LoraConfig | Unset): Low-rank adapter shape (Hu et al., 2021, arXiv:2106.09685). The adapter is what users
@@ -185,7 +186,7 @@ class GRPOConfig:
     importance_sampling_level: GRPOConfigImportanceSamplingLevel | Unset = "token"
     kl_estimator: GRPOConfigKlEstimator | Unset = "k3"
     kl_importance_weighted: bool | Unset = False
-    learning_rate: float | Unset = 1e-05
+    learning_rate: float | Unset = 0.0001
     learning_rate_multiplier: float | Unset = 1.0
     lora: LoraConfig | Unset = UNSET
     loss_aggregation: GRPOConfigLossAggregation | Unset = "seq_mean_token_mean"
