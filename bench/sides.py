@@ -220,8 +220,8 @@ def side_target(side: str) -> Any:
         return worker_trl
     if side == "trl_gc":
         return functools.partial(worker_trl, gradient_checkpointing=True)
-    if side == "trl_bf16":
-        return functools.partial(worker_trl, bf16=True)
+    if side in ("trl_fp32", "trl_bf16"):
+        return functools.partial(worker_trl, precision=side[4:])
     if side == "trl_vllm":
         return functools.partial(worker_trl, vllm=True)
     raise ValueError(side)

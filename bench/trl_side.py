@@ -1,7 +1,9 @@
 """TRL's side of bench/grpo_vs_trl.py: trl.GRPOTrainer in its own process, gated per step like ours (bench/sides.py).
 
-Variants (bench.sides.side_target): ``trl`` (fp32 on a CPU, its CPU default; bf16 model and ``bf16=True`` on a GPU
-that has bf16), ``trl_bf16`` (bf16 on a CPU too), ``trl_gc`` (TRL's default gradient checkpointing on) and
+Variants (bench.sides.side_target): ``trl`` (the main comparison: in ours' precision, i.e. a bf16 model and
+``bf16=True`` where ours trains in bf16, on a GPU that has it or a CPU with fast bf16 matmuls, fp32 otherwise),
+``trl_fp32`` / ``trl_bf16`` (the other precision, the second row), ``trl_gc`` (TRL's default gradient
+checkpointing on) and
 ``trl_vllm`` (CUDA only: ``use_vllm=True, vllm_mode="colocate"``, vLLM inside this process on the same GPU, with
 ``--vllm-gpu-memory-utilization`` of it, as our vLLM side).
 """
@@ -23,7 +25,11 @@ class _Stop(Exception):
 
 
 def worker_trl(
-    conn: Any, a: argparse.Namespace, gradient_checkpointing: bool = False, bf16: bool = False, vllm: bool = False
+    conn: Any,
+    a: argparse.Namespace,
+    gradient_checkpointing: bool = False,
+    precision: str | None = None,
+    vllm: bool = False,
 ) -> None:
     """trl.GRPOTrainer.train, gated per step through a TrainerCallback; generate and rewards wrapped with timers."""
     model_dir = _setup(a)
@@ -39,8 +45,10 @@ def worker_trl(
     from grpo_core.data import prompt_text
 
     cuda = a.device == "cuda"
-    # On a GPU the fair comparison is TRL in bf16 (what anyone would run there); ours runs precision auto = bf16.
-    bf16 = bf16 or (cuda and torch.cuda.is_bf16_supported())
+    # The fair comparison is TRL in the precision ours runs (the parent resolved it into a.precision): bf16 on a GPU
+    # that has it and on a CPU whose bf16 matmul is fast, fp32 on a CPU without bf16 hardware, where bf16 is
+    # emulated and slower. ``precision`` forces the other one (the second row).
+    bf16 = (precision or a.precision) == "bf16" and (not cuda or torch.cuda.is_bf16_supported())
     tok = AutoTokenizer.from_pretrained(model_dir)
     # The exact prompt strings our trainer feeds (chat template applied), so both sides see the same tokens.
     ds = Dataset.from_list([{"prompt": prompt_text(r, tok), "answer": r["answer"]} for r in _rows(a.seed)])
