@@ -1,11 +1,14 @@
 """Load benchmark of the public API: open-loop status polls and event pages against one uvicorn on PostgreSQL.
 
-    .venv/bin/python -m bench.api_load [--rate 200] [--seconds 20] [--quick] [--no-first-step] [--keep-db]
+    .venv/bin/python -m bench.api_load [--rate 200] [--seconds 20] [--repeat N] [--find-rate [--max-p99 50]]
+        [--profile out.svg|out.json] [--api-root DIR] [--quick] [--no-first-step] [--keep-db]
 
-What runs: one uvicorn process (``--workers 1``, log level warning: the load generator needs the other core) on a
-fresh PostgreSQL database built by ``alembic upgrade head`` (dropped at the end so every run starts from the same
-near-empty tables and nothing piles up on the shared server; ``--keep-db`` keeps it to inspect), an empty Redis db
-as the broker (flushed at the end) and a temporary STATE_DIR holding the object store and the tiny test model.
+What runs: one uvicorn process (``--workers 1``, log level warning, no access log) on a fresh PostgreSQL database
+built by ``alembic upgrade head`` (dropped at the end so every run starts from the same near-empty tables and
+nothing piles up on the shared server; ``--keep-db`` keeps it to inspect), an empty Redis db as the broker
+(flushed at the end) and a temporary STATE_DIR holding the object store and the tiny test model. ``--api-root``
+runs the API from another checkout (a ``git worktree`` of an older commit): a before/after comparison with the
+same generator, database and machine.
 
 Seed: one job, created with no worker running, then claimed through the internal worker API with WORKER_TOKEN
 (the real path: events need a live lease) and given 200 per-step metrics events shaped like the worker's, so it
@@ -13,10 +16,19 @@ looks like a job mid-run (steps_done 200/1000) — the state in which users poll
 
 Load: requests are *scheduled* every 1/rate s whatever the answers do (open loop). ``latency`` runs from the
 scheduled time to the end of the response, so a stalled server or a full connection pool counts against it
-(no coordinated omission); ``service`` runs from the moment the request headers hit the wire (httpx trace) to
-the response. 50% GET /v1/fine_tuning/jobs/{id}, 50% GET …/events?limit=20&after=<random event id>; 1 s of
-warm-up at the same rate is discarded. CPU: seconds used by the API process, by all postgres processes and by
-this generator, per wall second of the measured window (psutil).
+(no coordinated omission); ``service`` runs from the moment the request is written to its connection to the
+response. 50% GET /v1/fine_tuning/jobs/{id}, 50% GET …/events?limit=20&after=<random event id>; 1 s of warm-up at
+the same rate is discarded. The client is a small HTTP/1.1 one over asyncio streams on uvloop (``Client``), at
+most 32 connections: on a 2-core machine the generator shares the cores with what it measures, and httpx's
+AsyncClient cost it 2.7–3.5 ms of CPU a request against 0.5 ms for this one (back to back at 100 req/s).
+
+Each window reports the CPU each side used per wall second and per request (psutil, user + system): the API
+process, the Postgres backends serving the bench's database (not the shared server's other databases), and this
+generator; and how many Postgres sessions were opened during the window (a pool that closes and reopens
+connections shows here). ``--repeat N`` measures N windows in a row; ``--find-rate`` then searches the highest
+rate whose window has p99 < ``--max-p99`` ms (up by 25 % until a window fails, then three halvings of the gap;
+one window a rate, so the answer is as noisy as one p99); ``--profile`` records the API with py-spy during the
+first window (``pip install py-spy``; .svg: a flame graph, .json: speedscope).
 
 First step (default; ``--no-first-step`` skips it): a Celery worker is started as ``make test`` starts it
 (scripts.local_stack.worker_command) and awaited until it logs ``ready``; then a 2-step job on the tiny model
@@ -25,6 +37,8 @@ and running→steps_done ≥ 1 (model and data load plus one GRPO step) — what
 
 Pitfalls: RATE_LIMIT_PER_MINUTE is set to 0 here (the default 600/min per key would answer 429 past 10 req/s);
 the service runs in open mode (no API_KEY, no project key); WORKER_TOKEN is required once DATABASE_URL is set.
+The machine may be shared: each window prints the load average before it, and only figures measured in the same
+conditions (the same run, or runs back to back) compare.
 """
 
 from __future__ import annotations
@@ -43,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +74,7 @@ RESULTS = ROOT / "bench" / "results"
 MODEL = "tiny-llama"
 GRADER = {"type": "string_check", "name": "exact", "reference": "{{item.answer}}", "operation": "eq"}
 SEED_STEPS, SEED_TOTAL = 200, 1000
+POOL = 32  # connections at most, as a client library's pool
 
 
 @dataclass
@@ -119,42 +135,110 @@ def seed(api: httpx.Client, token: str) -> tuple[str, int, list[str]]:
         after = ids[-1]
 
 
-async def run_load(url: str, job_id: str, event_ids: list[str], rate: float, seconds: float) -> list[Sample]:
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
+    """Read one response (Content-Length or chunked body); (status, whether the connection stays open)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split(b" ", 2)[1])
+    fields = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        fields[name.strip().lower()] = value.strip().lower()
+    if b"content-length" in fields:
+        await reader.readexactly(int(fields[b"content-length"]))
+    elif fields.get(b"transfer-encoding") == b"chunked":
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            await reader.readexactly(size + 2)
+        await reader.readexactly(2)
+    return status, fields.get(b"connection") != b"close"
+
+
+class Client:
+    """A lean HTTP/1.1 GET client: at most ``size`` requests at once, each on an idle keep-alive connection when
+    there is one (the most recently used first), else on a new one.
+
+    Not httpx: its AsyncClient cost this generator 2.7–3.5 ms of CPU a request on this 2-core machine, CPU taken
+    from the server it measures; this costs 0.5 ms (back to back at 100 req/s, 2026-11-25). A connection the
+    server closed while idle (uvicorn's keep-alive timeout) is replaced once.
+    """
+
+    def __init__(self, host: str, port: int, size: int) -> None:
+        self.host, self.port = host, port
+        self.slots = asyncio.Semaphore(size)
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def get(self, target: str) -> tuple[int, float]:
+        """(status, when the request went on the wire), once the whole body has been read."""
+        request = f"GET {target} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\n\r\n".encode()
+        async with self.slots:
+            conn = self.idle.pop() if self.idle else None
+            for attempt in (1, 2):
+                if conn is None:
+                    conn = await asyncio.open_connection(self.host, self.port)
+                reader, writer = conn
+                sent = time.perf_counter()
+                try:
+                    writer.write(request)
+                    status, keep = await _read_response(reader)
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    writer.close()
+                    conn = None
+                    if attempt == 2:
+                        raise
+                    continue
+                if keep:
+                    self.idle.append(conn)
+                else:
+                    writer.close()
+                return status, sent
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        for _, writer in self.idle:
+            writer.close()
+        self.idle.clear()
+
+
+def run_load(url: str, job_id: str, event_ids: list[str], rate: float, seconds: float) -> list[Sample]:
     """Fire rate*seconds requests at fixed scheduled times (open loop) and record each one's timestamps."""
+    try:
+        import uvloop
+
+        loop_factory = uvloop.new_event_loop
+    except ImportError:
+        loop_factory = None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(_load(url, job_id, event_ids, rate, seconds))
+
+
+async def _load(url: str, job_id: str, event_ids: list[str], rate: float, seconds: float) -> list[Sample]:
     out: list[Sample] = []
     rng = random.Random(0)
-    limits = httpx.Limits(max_connections=32, max_keepalive_connections=32)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30.0) as client:
+    split = urllib.parse.urlsplit(url)
+    client = Client(split.hostname or "127.0.0.1", split.port or 80, POOL)
 
-        async def one(endpoint: str, path: str, params: dict[str, Any] | None, scheduled: float) -> None:
-            sent: list[float] = []
+    async def one(endpoint: str, target: str, scheduled: float) -> None:
+        called = time.perf_counter()
+        try:
+            status, sent = await asyncio.wait_for(client.get(target), 30.0)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
+            status, sent = 0, called
+        out.append(Sample(endpoint, scheduled, called, sent, time.perf_counter(), status))
 
-            async def trace(name: str, _info: dict[str, Any]) -> None:
-                if name == "http11.send_request_headers.started":
-                    sent.append(time.perf_counter())
-
-            called = time.perf_counter()
-            try:
-                status = (await client.get(path, params=params, extensions={"trace": trace})).status_code
-            except httpx.HTTPError:
-                status = 0
-            done = time.perf_counter()
-            out.append(Sample(endpoint, scheduled, called, sent[0] if sent else called, done, status))
-
-        tasks = []
-        t0 = time.perf_counter() + 0.05
-        for i in range(int(rate * seconds)):
-            scheduled = t0 + i / rate
-            delay = scheduled - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if rng.random() < 0.5:
-                args = ("job", f"/v1/fine_tuning/jobs/{job_id}", None)
-            else:
-                params = {"limit": 20, "after": rng.choice(event_ids)}
-                args = ("events", f"/v1/fine_tuning/jobs/{job_id}/events", params)
-            tasks.append(asyncio.create_task(one(*args, scheduled)))
-        await asyncio.gather(*tasks)
+    tasks = []
+    t0 = time.perf_counter() + 0.05
+    for i in range(int(rate * seconds)):
+        scheduled = t0 + i / rate
+        delay = scheduled - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if rng.random() < 0.5:
+            args = ("job", f"/v1/fine_tuning/jobs/{job_id}")
+        else:
+            args = ("events", f"/v1/fine_tuning/jobs/{job_id}/events?limit=20&after={rng.choice(event_ids)}")
+        tasks.append(asyncio.create_task(one(*args, scheduled)))
+    await asyncio.gather(*tasks)
+    client.close()
     return out
 
 
@@ -189,24 +273,125 @@ def summarize(samples: list[Sample]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def cpu_times(api_pid: int) -> dict[str, float] | None:
-    """CPU seconds (user + system) of the API process, of every postgres process, and of this process."""
+def cpu_snapshot(api_pid: int, db: str) -> dict[str, Any] | None:
+    """CPU seconds (user + system) so far of the API process (and its children), of each Postgres backend serving
+    the bench's database (not the other databases of a shared server) and of this process, the load generator;
+    and how many sessions that database has had."""
     try:
         import psutil
     except ImportError:
         return None
-    pg = 0.0
-    for p in psutil.process_iter(["name", "cpu_times"]):
-        if p.info["name"] == "postgres" and p.info["cpu_times"]:
-            pg += p.info["cpu_times"].user + p.info["cpu_times"].system
-    root = psutil.Process(api_pid)
-    api = 0.0
-    for proc in [root, *root.children(recursive=True)]:  # uvicorn --workers N: the worker processes
+    import psycopg
+
+    def used(proc: Any) -> float:
         with contextlib.suppress(psutil.Error):
             t = proc.cpu_times()
-            api += t.user + t.system
-    me = psutil.Process().cpu_times()
-    return {"api": api, "postgres": pg, "generator": me.user + me.system}
+            return float(t.user + t.system)
+        return 0.0
+
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as admin:
+        pids = [pid for (pid,) in admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (db,))]
+        row = admin.execute("SELECT sessions FROM pg_stat_database WHERE datname = %s", (db,)).fetchone()
+    root = psutil.Process(api_pid)
+    return {
+        "api": sum(used(p) for p in [root, *root.children(recursive=True)]),
+        "postgres": {pid: used(psutil.Process(pid)) for pid in pids if psutil.pid_exists(pid)},
+        "generator": used(psutil.Process()),
+        "sessions": row[0] if row else 0,
+    }
+
+
+def cpu_used(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
+    """CPU seconds each side used between two snapshots. A backend that ended in between (a connection the pool
+    closed) takes its share with it: ``pg_sessions_opened`` says how often that can have happened."""
+    pg = sum(t - before["postgres"].get(pid, 0.0) for pid, t in after["postgres"].items())
+    return {"api": after["api"] - before["api"], "postgres": pg, "generator": after["generator"] - before["generator"]}
+
+
+@dataclass
+class Target:
+    """What a measurement window needs: the API's address and process, the seeded job, the bench's database."""
+
+    url: str
+    api_pid: int
+    job_id: str
+    event_ids: list[str]
+    db: str
+
+
+def measure(t: Target, rate: float, seconds: float, profile: Path | None = None) -> dict[str, Any]:
+    """One window of open-loop load at ``rate``: latency percentiles per endpoint and the CPU split per wall second
+    (with py-spy recording the API process meanwhile when ``profile`` names an output file)."""
+    load = os.getloadavg()  # the machine may be shared: a busy one shows here
+    spy = None
+    if profile is not None:
+        spy = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "py-spy"),
+                "record",
+                "--nonblocking",
+                "--rate",
+                "200",
+                "--pid",
+                str(t.api_pid),
+                "--duration",
+                str(int(seconds)),
+                "--output",
+                str(profile),
+                "--format",
+                "speedscope" if profile.suffix == ".json" else "flamegraph",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+    before, start = cpu_snapshot(t.api_pid, t.db), time.perf_counter()
+    samples = run_load(t.url, t.job_id, t.event_ids, rate, seconds)
+    after, wall = cpu_snapshot(t.api_pid, t.db), time.perf_counter() - start
+    if spy is not None:
+        spy.wait()
+    out: dict[str, Any] = {"rate": rate, "seconds": seconds, "loadavg_before": load, "endpoints": summarize(samples)}
+    if before and after:
+        used = cpu_used(before, after)
+        out["cpu_per_wall_s"] = {k: round(v / wall, 3) for k, v in used.items()}
+        out["cpu_ms_per_request"] = {k: round(1000 * v / len(samples), 3) for k, v in used.items()}
+        out["pg_sessions_opened"] = after["sessions"] - before["sessions"]
+    return out
+
+
+def find_rate(t: Target, start: float, seconds: float, p99_ms: float) -> dict[str, Any]:
+    """The highest rate whose window has p99 < ``p99_ms`` and no errors: up by 25 % from ``start`` until a
+    window fails, then halve the gap three times (each rate measured once: the verdict is as noisy as one p99)."""
+
+    def ok(r: dict[str, Any]) -> bool:
+        a = r["endpoints"]["all"]
+        return a["errors"] == 0 and a["latency_ms"]["p99"] < p99_ms
+
+    tried: list[dict[str, Any]] = []
+
+    def window(rate: float) -> bool:
+        r = measure(t, round(rate), seconds)
+        tried.append(r)
+        a = r["endpoints"]["all"]
+        print(f"  {r['rate']:6.0f} req/s: p99 {a['latency_ms']['p99']:7.1f} ms, {a['errors']} errors", flush=True)
+        return ok(r)
+
+    good, bad = 0.0, None
+    rate = start
+    while bad is None:
+        if window(rate):
+            good, rate = rate, rate * 1.25
+        else:
+            bad = rate
+        if rate > 5000:
+            break
+    for _ in range(3):
+        if bad is None or bad - good < 5:
+            break
+        mid = (good + bad) / 2
+        if window(mid):
+            good = mid
+        else:
+            bad = mid
+    return {"p99_bound_ms": p99_ms, "highest_rate": round(good), "windows": tried}
 
 
 def first_step(api: httpx.Client, worker: Proc, timeout: float = 600) -> dict[str, float]:
@@ -246,30 +431,42 @@ def empty_redis_db() -> tuple[str, Any]:
     raise RuntimeError("no empty Redis db in 1..15")
 
 
-def print_report(result: dict[str, Any]) -> None:
+def print_window(w: dict[str, Any]) -> None:
     print(f"\n{'endpoint':8} {'count':>6} {'err':>4} {'req/s':>6}  latency ms p50/p90/p99/max   service ms p50/p99")
-    for name, s in result["endpoints"].items():
-        lat, svc = s["latency_ms"], s["service_ms"]
+    for name, e in w["endpoints"].items():
+        lat, svc = e["latency_ms"], e["service_ms"]
         print(
-            f"{name:8} {s['count']:6d} {s['errors']:4d} {s['achieved_rps']:6.1f}  "
+            f"{name:8} {e['count']:6d} {e['errors']:4d} {e['achieved_rps']:6.1f}  "
             f"{lat['p50']:7.1f} {lat['p90']:7.1f} {lat['p99']:7.1f} {lat['max']:7.1f}   "
             f"{svc['p50']:7.1f} {svc['p99']:7.1f}"
         )
-    if cpu := result.get("cpu_per_wall_s"):
-        print("CPU (cores busy): " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()))
-    if fs := result.get("first_step"):
+    if cpu := w.get("cpu_per_wall_s"):
+        per = w["cpu_ms_per_request"]
         print(
-            f"first step: POST→running {fs['post_to_running_s']:.2f} s + running→step 1 "
-            f"{fs['running_to_first_step_s']:.2f} s = {fs['post_to_first_step_s']:.2f} s "
-            f"(the POST itself {fs['post_s']:.3f} s)"
+            "CPU, cores busy (ms a request): "
+            + ", ".join(f"{k} {v:.2f} ({per[k]:.2f})" for k, v in cpu.items())
+            + f"; Postgres sessions opened {w['pg_sessions_opened']}; load average {w['loadavg_before'][0]:.2f}"
         )
+
+
+def print_first_step(fs: dict[str, float]) -> None:
+    print(
+        f"first step: POST→running {fs['post_to_running_s']:.2f} s + running→step 1 "
+        f"{fs['running_to_first_step_s']:.2f} s = {fs['post_to_first_step_s']:.2f} s "
+        f"(the POST itself {fs['post_s']:.3f} s)"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rate", type=float, default=200.0, help="scheduled requests per second")
-    ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--quick", action="store_true", help="5 s of load")
+    ap.add_argument("--seconds", type=float, default=20.0, help="length of each measured window")
+    ap.add_argument("--quick", action="store_true", help="5 s windows")
+    ap.add_argument("--repeat", type=int, default=1, help="measured windows at --rate, one after the other")
+    ap.add_argument("--find-rate", action="store_true", help="then search the highest rate with p99 < --max-p99")
+    ap.add_argument("--max-p99", type=float, default=50.0, help="the p99 bound of --find-rate, in ms")
+    ap.add_argument("--profile", type=Path, help="py-spy record the API during the first window (.svg or .json)")
+    ap.add_argument("--api-root", type=Path, help="run the API from this checkout (a before/after comparison)")
     ap.add_argument("--first-step", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--keep-db", action="store_true", help="do not drop the database at the end")
     ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
@@ -311,30 +508,39 @@ def main() -> None:
         )
         env.pop("API_KEY", None)
         api_cmd = [*api_command(port), "--workers", str(args.workers), "--log-level", "warning", "--no-access-log"]
+        api_root = (args.api_root or ROOT).resolve()
+        if args.api_root:
+            api_cmd += ["--app-dir", str(api_root)]
+            env["PYTHONPATH"] = str(api_root)
         procs.append(Proc("api", api_cmd, env, state / "logs"))
         wait_http(f"{url}/healthz", proc=procs[0].popen)
         with httpx.Client(base_url=url, timeout=60) as api:
             job_id, epoch, event_ids = seed(api, token)
+            target = Target(url, procs[0].popen.pid, job_id, event_ids, db)
             print(f"seeded {job_id} with {len(event_ids)} events; {args.rate:g} req/s for {seconds:g} s (+1 s warm-up)")
-            asyncio.run(run_load(url, job_id, event_ids, args.rate, 1.0))
-            load = os.getloadavg()  # the machine may be shared: a busy one shows here
-            before, t = cpu_times(procs[0].popen.pid), time.perf_counter()
-            samples = asyncio.run(run_load(url, job_id, event_ids, args.rate, seconds))
-            after, wall = cpu_times(procs[0].popen.pid), time.perf_counter() - t
-            rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-            config = {
-                "rate": args.rate,
-                "seconds": seconds,
-                "pool": 32,
-                "uvicorn_workers": args.workers,
-                "db": "postgresql",
-            }
+            run_load(url, job_id, event_ids, args.rate, 1.0)
+            windows = []
+            for i in range(args.repeat):
+                windows.append(measure(target, args.rate, seconds, args.profile if i == 0 else None))
+                print_window(windows[-1])
+            rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=api_root, capture_output=True, text=True)
             result: dict[str, Any] = {
-                "config": config | {"events_seeded": len(event_ids), "git_rev": rev, "loadavg_before": load},
-                "endpoints": summarize(samples),
+                "config": {
+                    "rate": args.rate,
+                    "seconds": seconds,
+                    "pool": POOL,
+                    "uvicorn_workers": args.workers,
+                    "db": "postgresql",
+                    "events_seeded": len(event_ids),
+                    "api_root": str(api_root),
+                    "git_rev": rev.stdout.strip(),
+                },
+                "windows": windows,
             }
-            if before and after:
-                result["cpu_per_wall_s"] = {k: round((after[k] - before[k]) / wall, 3) for k in before}
+            if args.find_rate:
+                print(f"\nthe highest rate with p99 < {args.max_p99:g} ms, {seconds:g} s windows:")
+                result["find_rate"] = found = find_rate(target, args.rate, seconds, args.max_p99)
+                print(f"highest rate with p99 < {args.max_p99:g} ms: {found['highest_rate']} req/s")
             if args.first_step:
                 # Finish the seed job as its worker would, so the new worker drops its doorbell quietly.
                 api.post(
@@ -344,10 +550,10 @@ def main() -> None:
                 ).raise_for_status()
                 procs.append(Proc("worker", worker_command(f"bench{port}@%h"), env, state / "logs"))
                 result["first_step"] = first_step(api, procs[1])
+                print_first_step(result["first_step"])
         RESULTS.mkdir(parents=True, exist_ok=True)
         path = RESULTS / f"api_load-{time.strftime('%Y%m%d-%H%M%S')}.json"
         path.write_text(json.dumps(result, indent=2) + "\n")
-        print_report(result)
         print(f"\nwrote {path.relative_to(ROOT)}")
         ok = True
     finally:
