@@ -1,5 +1,8 @@
 """``/v1/fine_tuning/jobs``: OpenAI's job routes (create, list, retrieve, cancel, pause, resume, events,
-checkpoints) and the checkpoint's adapter download. Each parses, calls one service, and shapes the answer."""
+checkpoints) and the checkpoint's adapter download. Each parses, calls one service, and shapes the answer.
+
+The reads a running job is polled with (retrieve, events, lists) run their body in one threadpool hop
+(``in_one_hop``: api.deps), the cheapest path FastAPI offers a synchronous query."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse, StreamingResponse
 
-from api.deps import CurrentProject, QueueDep, SessionDep, SettingsDep, StoreDep
+from api.deps import CurrentProject, QueueDep, SessionDep, SettingsDep, StoreDep, in_one_hop
 from api.errors import ERROR_RESPONSES
 from api.idempotency import idempotent
 from api.schemas.common import ListResponse
@@ -58,6 +61,7 @@ def create_preflight(
 
 
 @router.get("", openapi_extra={"parameters": [METADATA_FILTER_PARAM]})
+@in_one_hop
 def list_jobs(
     request: Request, session: SessionDep, project: CurrentProject, limit: Limit = 20, after: str | None = None
 ) -> ListResponse[Job]:
@@ -67,6 +71,7 @@ def list_jobs(
 
 
 @router.get("/{fine_tuning_job_id}")
+@in_one_hop
 def retrieve_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> Job:
     return Job.from_row(access.get_job(session, project, fine_tuning_job_id))
 
@@ -91,6 +96,7 @@ def resume_job(fine_tuning_job_id: str, session: SessionDep, queue: QueueDep, pr
 
 
 @router.get("/{fine_tuning_job_id}/readiness")
+@in_one_hop
 def get_readiness(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> JobReadiness:
     """The readiness probe's reports: the base model before training, the trained adapter after it, and the
     per-prompt comparison (each null until the worker has posted it; all null when no probe was asked for)."""
@@ -98,6 +104,7 @@ def get_readiness(fine_tuning_job_id: str, session: SessionDep, project: Current
 
 
 @router.get("/{fine_tuning_job_id}/events")
+@in_one_hop
 def list_events(
     fine_tuning_job_id: str,
     session: SessionDep,
@@ -111,6 +118,7 @@ def list_events(
 
 
 @router.get("/{fine_tuning_job_id}/checkpoints")
+@in_one_hop
 def list_checkpoints(
     fine_tuning_job_id: str,
     session: SessionDep,
