@@ -44,6 +44,13 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
             session.close()
 
 
+async def get_read_session(request: Request) -> AsyncIterator[Session]:
+    """A read-only route's session, in autocommit (api.db.session.make_read_sessionmaker): it never holds a
+    transaction, so closing it returns its connection to the pool without a round trip, on the event loop."""
+    with request.app.state.read_sessionmaker() as session:
+        yield session
+
+
 async def get_store(request: Request) -> ObjectStore:
     return request.app.state.store
 
@@ -67,6 +74,7 @@ def in_one_hop(endpoint: Callable[P, R]) -> Callable[P, Awaitable[R]]:
 
 SettingsDep = Annotated[ApiSettings, Depends(get_settings_dep)]
 SessionDep = Annotated[Session, Depends(get_session)]
+ReadSessionDep = Annotated[Session, Depends(get_read_session)]
 StoreDep = Annotated[ObjectStore, Depends(get_store)]
 QueueDep = Annotated[JobQueue, Depends(get_queue)]
 
@@ -81,23 +89,27 @@ def _bearer(authorization: str | None) -> str | None:
 
 
 def current_project(
-    settings: SettingsDep, session: SessionDep, authorization: Annotated[str | None, Header()] = None
+    request: Request, settings: SettingsDep, authorization: Annotated[str | None, Header()] = None
 ) -> str:
     """The caller's project, from ``Authorization: Bearer <key>`` (api.services.tenants).
 
     A project key opens its project; the legacy ``API_KEY`` setting opens the default project. With neither
     configured (no key ever created, ``API_KEY`` unset) the service is open and everything is the default
     project's: local use and ``make demo``. Anything else is 401 in the usual error shape.
+
+    The lookup reads on a session of its own, in autocommit, whose connection is back in the pool when this
+    returns: none of the route's transaction, no BEGIN/ROLLBACK for it.
     """
     token = _bearer(authorization)
-    if token:
-        if settings.api_key is not None and hmac.compare_digest(token.encode(), settings.api_key.encode()):
-            return DEFAULT_PROJECT
-        project = tenants.project_for_key(session, token)
-        if project is not None:
-            return project
-    if settings.api_key is None and not tenants.any_key_exists(session):
-        return DEFAULT_PROJECT  # open mode ignores any key sent (SDKs always send one), as before tenants
+    if token and settings.api_key is not None and hmac.compare_digest(token.encode(), settings.api_key.encode()):
+        return DEFAULT_PROJECT
+    with request.app.state.read_sessionmaker() as session:
+        if token:
+            project = tenants.project_for_key(session, token)
+            if project is not None:
+                return project
+        if settings.api_key is None and not tenants.any_key_exists(session):
+            return DEFAULT_PROJECT  # open mode ignores any key sent (SDKs always send one), as before tenants
     if token:
         raise Unauthorized("invalid or revoked API key", code="invalid_api_key", headers=_CHALLENGE)
     raise Unauthorized("missing API key (Authorization: Bearer <key>)", code="missing_api_key", headers=_CHALLENGE)

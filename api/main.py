@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from api.db.session import make_engine, make_sessionmaker
+from api.db.session import make_engine, make_read_sessionmaker, make_sessionmaker
 from api.errors import install_handlers
 from api.ops import configure_logging
 from api.ops import install as install_ops
@@ -35,6 +35,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         engine = make_engine(settings.db_url)
         app.state.settings = settings
         app.state.sessionmaker = make_sessionmaker(engine)
+        app.state.read_sessionmaker = make_read_sessionmaker(engine)
         app.state.store = settings.store()
         app.state.queue = JobQueue(settings)
         app.state.inference = None

@@ -66,7 +66,6 @@ def _sse(event: JobEvent, seq: int) -> str:
 def stream_events(
     fine_tuning_job_id: str,
     request: Request,
-    session: SessionDep,
     project: CurrentProject,
     last_event_id: Annotated[str | None, Header(description="Resume after this event's stream id.")] = None,
     samples: Annotated[
@@ -78,9 +77,12 @@ def stream_events(
     ] = True,
 ) -> StreamingResponse:
     """The job's events as server-sent events, oldest first; resumes after ``Last-Event-ID``."""
-    access.get_job(session, project, fine_tuning_job_id)
+    # Short sessions only: a request's session lives until its response is sent, a stream's for hours, and one
+    # held per open dashboard tab (idle in a transaction, as it was) would empty the pool for every other request.
+    sessions = request.app.state.read_sessionmaker  # each poll reads twice, no transaction needed
+    with sessions() as session:
+        access.get_job(session, project, fine_tuning_job_id)
     start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
-    sessions = request.app.state.sessionmaker
 
     async def gen() -> AsyncIterator[str]:
         # async, so an open stream (a dashboard tab) holds no thread between polls: only each poll takes one

@@ -1,0 +1,79 @@
+"""The API's sessions on PostgreSQL (api.db.session): read sessions in autocommit that hand their connection back
+ready for a transaction, pooled connections the server ended replaced without an error (the readable-socket check
+that stands in for ``pool_pre_ping``), and an open event stream that holds no connection."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import psycopg
+import pytest
+from psycopg.pq import TransactionStatus
+from sqlalchemy import Engine, text
+
+from api.db.session import make_engine, make_read_sessionmaker, make_sessionmaker
+from tests.integration.flow import submit
+from tests.services import PG
+
+pytestmark = pytest.mark.integration
+
+
+def backend_pid(engine: Engine) -> int:
+    with engine.connect() as c:
+        return int(c.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+
+
+def test_a_read_session_runs_without_a_transaction_and_a_write_session_still_gets_one(pg_url: str) -> None:
+    engine = make_engine(pg_url)
+    try:
+        with make_read_sessionmaker(engine)() as s:
+            s.execute(text("SELECT 1"))
+            conn = s.connection().connection.driver_connection
+            assert conn is not None and conn.autocommit
+            assert conn.pgconn.transaction_status == TransactionStatus.IDLE  # no BEGIN was sent
+        with make_sessionmaker(engine)() as s:  # the same pooled connection, back in transactional mode
+            s.execute(text("SELECT 1"))
+            again = s.connection().connection.driver_connection
+            assert again is conn and not again.autocommit
+            assert again.pgconn.transaction_status == TransactionStatus.INTRANS
+    finally:
+        engine.dispose()
+
+
+def test_a_pooled_connection_the_server_ended_is_replaced_without_an_error(pg_url: str) -> None:
+    engine = make_engine(pg_url)
+    try:
+        pid = backend_pid(engine)  # now idle in the pool
+        with psycopg.connect(f"{PG}/postgres", autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            deadline = time.monotonic() + 10
+            while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                assert time.monotonic() < deadline, "the backend did not end"
+                time.sleep(0.05)
+        with make_read_sessionmaker(engine)() as s:  # would raise "server closed the connection" without the check
+            assert s.execute(text("SELECT pg_backend_pid()")).scalar_one() != pid
+    finally:
+        engine.dispose()
+
+
+def test_an_open_event_stream_holds_no_connection(api: httpx.Client, pg_url: str) -> None:
+    """A request's session lives until its response is sent, a stream's for as long as a dashboard stays open:
+    the stream reads on short sessions, so no connection of the pool sits idle in a transaction meanwhile."""
+    job = submit(api, max_steps=1000)  # no worker takes it here: the stream stays open
+    db = pg_url.rsplit("/", 1)[1]
+    opened = threading.Event()
+
+    def follow() -> None:
+        with api.stream("GET", f"/v1/fine_tuning/jobs/{job['id']}/events/stream") as r:
+            for _ in r.iter_lines():
+                opened.set()
+
+    threading.Thread(target=follow, daemon=True).start()
+    assert opened.wait(30)
+    time.sleep(1.5)  # a poll or two of the stream
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as admin:
+        states = [s for (s,) in admin.execute("SELECT state FROM pg_stat_activity WHERE datname = %s", (db,))]
+    assert "idle in transaction" not in states, states
+    api.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel").raise_for_status()  # the stream ends with the job
