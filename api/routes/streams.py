@@ -81,7 +81,7 @@ def stream_events(
     # held per open dashboard tab (idle in a transaction, as it was) would empty the pool for every other request.
     sessions = request.app.state.read_sessionmaker  # each poll reads twice, no transaction needed
     with sessions() as session:
-        access.get_job(session, project, fine_tuning_job_id)
+        access.require_job(session, project, fine_tuning_job_id)
     start = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
 
     async def gen() -> AsyncIterator[str]:

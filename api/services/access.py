@@ -8,6 +8,13 @@ from sqlalchemy.orm import Session
 
 from api.db.models import Checkpoint, Job
 from api.errors import NotFound
+from api.services.pagination import Anchor
+
+
+def owned_job(project_id: str, job_id: str) -> Anchor:
+    """The project's job ``job_id`` as what a page of its events or metrics belongs to (pagination.keyset_page)."""
+    where = (Job.id == job_id, Job.project_id == project_id)
+    return Anchor(where, f"no fine-tuning job with id {job_id!r}", param="fine_tuning_job_id")
 
 
 def get_job(session: Session, project_id: str, job_id: str) -> Job:
@@ -17,8 +24,16 @@ def get_job(session: Session, project_id: str, job_id: str) -> Job:
     return job
 
 
+def require_job(session: Session, project_id: str, job_id: str) -> None:
+    """``get_job``'s 404 for a route that needs the job to exist, not its row: reads its id only (a job row carries
+    its config, reports and errors as JSON, decoded on every read)."""
+    job = owned_job(project_id, job_id)
+    if session.scalar(select(Job.id).where(*job.where)) is None:
+        raise NotFound(job.missing, param=job.param)
+
+
 def get_checkpoint(session: Session, project_id: str, job_id: str, ckpt_id: str) -> Checkpoint:
-    get_job(session, project_id, job_id)
+    require_job(session, project_id, job_id)
     ckpt = session.scalar(select(Checkpoint).where(Checkpoint.id == ckpt_id, Checkpoint.job_id == job_id))
     if ckpt is None:
         raise NotFound(f"no checkpoint {ckpt_id!r} in job {job_id}", param="checkpoint_id")

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.db.models import Job, JobEvent, new_id
 from api.errors import NotFound
-from api.services.access import get_job
+from api.services.access import owned_job, require_job
 from api.services.pagination import Page, anchor, keyset_page
 
 STREAM_BATCH = 200  # events per poll of the stream
@@ -34,12 +34,12 @@ def add_event(
 
 def list_events(session: Session, project_id: str, job_id: str, *, limit: int, after: str | None) -> Page[JobEvent]:
     """Newest first, as OpenAI's list_events; ``after`` is the id of the last event of the previous page."""
-    get_job(session, project_id, job_id)
     start = anchor(
         after, JobEvent.id == after, JobEvent.job_id == job_id, missing=f"no event {after!r} in job {job_id}"
     )
     query = select(JobEvent).where(JobEvent.job_id == job_id)
-    return keyset_page(session, query, [JobEvent.seq], limit=limit, descending=True, after=start)
+    job = owned_job(project_id, job_id)
+    return keyset_page(session, query, [JobEvent.seq], limit=limit, descending=True, after=start, within=job)
 
 
 def _metrics_events(job_id: str) -> Select[JobEvent]:
@@ -48,16 +48,16 @@ def _metrics_events(job_id: str) -> Select[JobEvent]:
 
 def list_metrics(session: Session, project_id: str, job_id: str, *, limit: int, after: int | None) -> Page[JobEvent]:
     """The metrics events, oldest first, after step ``after`` (one per step: the unique index guarantees it)."""
-    get_job(session, project_id, job_id)
     query = _metrics_events(job_id)
     if after is not None:  # the cursor is the step number itself
         query = query.where(JobEvent.step > after)
-    return keyset_page(session, query, [JobEvent.step], limit=limit, descending=False)
+    job = owned_job(project_id, job_id)
+    return keyset_page(session, query, [JobEvent.step], limit=limit, descending=False, within=job)
 
 
 def step_event(session: Session, project_id: str, job_id: str, step: int | None) -> JobEvent:
     """The metrics event of ``step`` (the latest when None); 404 ``step`` when there is none."""
-    get_job(session, project_id, job_id)
+    require_job(session, project_id, job_id)
     q = _metrics_events(job_id)
     q = q.where(JobEvent.step == step) if step is not None else q.order_by(JobEvent.step.desc())
     row = session.scalars(q.limit(1)).first()

@@ -3,6 +3,10 @@
 ``after`` names the last item of the previous page; its sort key (``cursor``) bounds the next page with a row
 comparison, so a page is an index range scan however deep it is, and rows inserted meanwhile never shift it.
 One row more than the limit is read to learn ``has_more``.
+
+One round trip a page: the anchor's key is read by a subquery of the page's query, and so is the existence of
+the item the list belongs to (``within``: the caller's job, for its events). Only an empty page asks which of
+the two is missing, for the 404 — as if each had been looked up first.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, Select, and_, or_, select
+from sqlalchemy import ColumnElement, Select, and_, exists, or_, select
 from sqlalchemy.orm import QueryableAttribute, Session
 
 from api.errors import NotFound
@@ -28,11 +32,12 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True)
 class Anchor:
-    """The item a page starts after: the conditions that select it (its id, within the caller's scope) and the
-    message of the 404 when there is none."""
+    """An item a page needs: the one it starts after, or the one its rows belong to. The conditions that select
+    it (its id, within the caller's scope), and the message and parameter of the 404 when there is none."""
 
     where: tuple[ColumnElement[bool], ...]
     missing: str
+    param: str = "after"
 
 
 def anchor(after: str | None, *where: ColumnElement[bool], missing: str) -> Anchor | None:
@@ -57,13 +62,20 @@ def keyset_page(
     limit: int,
     descending: bool,
     after: Anchor | None = None,
+    within: Anchor | None = None,
 ) -> Page[T]:
-    """``limit`` rows of ``query`` ordered by ``keys`` (the last one unique), starting after the ``after`` item."""
+    """``limit`` rows of ``query`` ordered by ``keys`` (the last one unique), starting after the ``after`` item;
+    404 when ``within`` (then ``after``) does not exist."""
+    if within is not None:
+        query = query.where(exists().where(*within.where))
     if after is not None:
-        row = session.execute(select(*keys).where(*after.where)).first()
-        if row is None:
-            raise NotFound(after.missing, param="after")
-        query = query.where(_beyond(keys, tuple(row), descending))
+        # an anchor that does not exist makes each subquery NULL, every comparison unknown: an empty page
+        cursor = [select(k).where(*after.where).scalar_subquery() for k in keys]
+        query = query.where(_beyond(keys, cursor, descending))
     order = [k.desc() if descending else k.asc() for k in keys]
     rows = list(session.scalars(query.order_by(*order).limit(limit + 1)))
+    if not rows:
+        for needed in (within, after):
+            if needed is not None and not session.scalar(select(exists().where(*needed.where))):
+                raise NotFound(needed.missing, param=needed.param)
     return Page(rows[:limit], len(rows) > limit)

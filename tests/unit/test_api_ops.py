@@ -42,6 +42,34 @@ def test_metric_series_is_paginated_by_step_and_leaves_rollouts_out(client: Test
     assert rest["data"][0]["metrics"]["samples"] == []
 
 
+def test_event_pages_walk_every_event_once_and_a_404_names_what_is_missing(client: TestClient) -> None:
+    """An event page is one query (the anchor and the job are subqueries of it); only an empty page looks for
+    which of the two is missing, the job first, as when each was read before the page."""
+    job = make_job(client, steps=3)
+    url = f"/v1/fine_tuning/jobs/{job}/events"
+    every = [e["id"] for e in client.get(url, params={"limit": 100}).json()["data"]]
+    seen: list[str] = []
+    params: dict[str, Any] = {"limit": 2}
+    while True:
+        page = client.get(url, params=params).json()
+        seen += [e["id"] for e in page["data"]]
+        if not page["has_more"]:
+            break
+        params["after"] = page["last_id"]
+    assert seen == every and len(every) > 4
+    last = client.get(url, params={"after": every[-1]}).json()
+    assert last["data"] == [] and not last["has_more"]
+    for path, after, param in (
+        (url, "ftevent-nope", "after"),
+        ("/v1/fine_tuning/jobs/ftjob-nope/events", "ftevent-nope", "fine_tuning_job_id"),
+        ("/v1/fine_tuning/jobs/ftjob-nope/events", every[0], "fine_tuning_job_id"),
+    ):
+        r = client.get(path, params={"after": after})
+        assert r.status_code == 404 and r.json()["error"]["param"] == param, r.text
+    r = client.get("/v1/fine_tuning/jobs/ftjob-nope/metrics")
+    assert r.status_code == 404 and r.json()["error"]["param"] == "fine_tuning_job_id"
+
+
 def test_samples_of_a_step(client: TestClient) -> None:
     job = make_job(client, steps=3)
     latest = client.get(f"/v1/fine_tuning/jobs/{job}/samples").json()
