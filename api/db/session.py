@@ -27,7 +27,11 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    engine = create_engine(url, pool_size=10, max_overflow=20)
+    # 30 connections at most, as before (10 kept + 20 overflow), now all kept once opened: a burst above 10
+    # concurrent queries (the threadpool runs 40) opened overflow connections and closed them on return, and
+    # reopened them for the next request, a new PostgreSQL backend each time — 500 in 15 s when the API fell
+    # behind (bench/api_load.py), which made it fall further behind.
+    engine = create_engine(url, pool_size=30, max_overflow=0)
     event.listen(engine, "checkout", _drop_if_closed_by_server)
     return engine
 
