@@ -1,9 +1,10 @@
 """Load benchmark of the public API: open-loop status polls and event pages against one uvicorn on PostgreSQL.
 
     .venv/bin/python -m bench.api_load [--rate 200] [--seconds 20] [--repeat N] [--find-rate [--max-p99 50]]
-        [--profile out.svg|out.json] [--api-root DIR] [--quick] [--no-first-step] [--keep-db]
+        [--profile out.svg|out.json] [--api-root DIR] [--access-log] [--quick] [--no-first-step] [--keep-db]
 
-What runs: one uvicorn process (``--workers 1``, log level warning, no access log) on a fresh PostgreSQL database
+What runs: one uvicorn process (``--workers 1``, log level warning, no access log unless ``--access-log``, which
+logs a JSON line per request as the deployed API does, to a file here) on a fresh PostgreSQL database
 built by ``alembic upgrade head`` (dropped at the end so every run starts from the same near-empty tables and
 nothing piles up on the shared server; ``--keep-db`` keeps it to inspect), an empty Redis db as the broker
 (flushed at the end) and a temporary STATE_DIR holding the object store and the tiny test model. ``--api-root``
@@ -470,6 +471,9 @@ def main() -> None:
     ap.add_argument("--first-step", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--keep-db", action="store_true", help="do not drop the database at the end")
     ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    ap.add_argument(
+        "--access-log", action="store_true", help="uvicorn's access log on, at level info, as deployed (JSON lines)"
+    )
     args = ap.parse_args()
     seconds = 5.0 if args.quick else args.seconds
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind through the finally below
@@ -507,7 +511,8 @@ def main() -> None:
             }
         )
         env.pop("API_KEY", None)
-        api_cmd = [*api_command(port), "--workers", str(args.workers), "--log-level", "warning", "--no-access-log"]
+        api_cmd = [*api_command(port), "--workers", str(args.workers)]
+        api_cmd += ["--log-level", "info"] if args.access_log else ["--log-level", "warning", "--no-access-log"]
         api_root = (args.api_root or ROOT).resolve()
         if args.api_root:
             api_cmd += ["--app-dir", str(api_root)]
@@ -530,6 +535,7 @@ def main() -> None:
                     "seconds": seconds,
                     "pool": POOL,
                     "uvicorn_workers": args.workers,
+                    "access_log": args.access_log,
                     "db": "postgresql",
                     "events_seeded": len(event_ids),
                     "api_root": str(api_root),
