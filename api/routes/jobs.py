@@ -1,9 +1,9 @@
 """``/v1/fine_tuning/jobs``: OpenAI's job routes (create, list, retrieve, cancel, pause, resume, events,
 checkpoints) and the checkpoint's adapter download. Each parses, calls one service, and shapes the answer.
 
-The reads a running job is polled with (retrieve, events, lists) take an autocommit session and run their body
-in one threadpool hop (``ReadSessionDep``, ``in_one_hop``: api.deps), the cheapest path FastAPI offers a
-synchronous query."""
+The reads a running job is polled with (retrieve, events, lists) take an autocommit session, shared with the key
+lookup, and run their body in one threadpool hop (``ReadSessionDep``, ``ReadingProject``, ``in_one_hop``:
+api.deps), the cheapest path FastAPI offers a synchronous query."""
 
 from __future__ import annotations
 
@@ -12,7 +12,16 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse, StreamingResponse
 
-from api.deps import CurrentProject, QueueDep, ReadSessionDep, SessionDep, SettingsDep, StoreDep, in_one_hop
+from api.deps import (
+    CurrentProject,
+    QueueDep,
+    ReadingProject,
+    ReadSessionDep,
+    SessionDep,
+    SettingsDep,
+    StoreDep,
+    in_one_hop,
+)
 from api.errors import ERROR_RESPONSES
 from api.idempotency import idempotent
 from api.schemas.common import ListResponse
@@ -64,7 +73,7 @@ def create_preflight(
 @router.get("", openapi_extra={"parameters": [METADATA_FILTER_PARAM]})
 @in_one_hop
 def list_jobs(
-    request: Request, session: ReadSessionDep, project: CurrentProject, limit: Limit = 20, after: str | None = None
+    request: Request, session: ReadSessionDep, project: ReadingProject, limit: Limit = 20, after: str | None = None
 ) -> ListResponse[Job]:
     """Newest first. OpenAI's metadata filter: ``metadata[k]=v`` (all pairs must match) or ``metadata=null``."""
     page = svc.list_jobs(session, project, limit=limit, after=after, query=request.query_params.multi_items())
@@ -73,7 +82,7 @@ def list_jobs(
 
 @router.get("/{fine_tuning_job_id}")
 @in_one_hop
-def retrieve_job(fine_tuning_job_id: str, session: ReadSessionDep, project: CurrentProject) -> Job:
+def retrieve_job(fine_tuning_job_id: str, session: ReadSessionDep, project: ReadingProject) -> Job:
     return Job.from_row(access.get_job(session, project, fine_tuning_job_id))
 
 
@@ -98,7 +107,7 @@ def resume_job(fine_tuning_job_id: str, session: SessionDep, queue: QueueDep, pr
 
 @router.get("/{fine_tuning_job_id}/readiness")
 @in_one_hop
-def get_readiness(fine_tuning_job_id: str, session: ReadSessionDep, project: CurrentProject) -> JobReadiness:
+def get_readiness(fine_tuning_job_id: str, session: ReadSessionDep, project: ReadingProject) -> JobReadiness:
     """The readiness probe's reports: the base model before training, the trained adapter after it, and the
     per-prompt comparison (each null until the worker has posted it; all null when no probe was asked for)."""
     return JobReadiness.from_row(access.get_job(session, project, fine_tuning_job_id))
@@ -109,7 +118,7 @@ def get_readiness(fine_tuning_job_id: str, session: ReadSessionDep, project: Cur
 def list_events(
     fine_tuning_job_id: str,
     session: ReadSessionDep,
-    project: CurrentProject,
+    project: ReadingProject,
     limit: Limit = 20,
     after: str | None = None,
 ) -> ListResponse[JobEvent]:
@@ -123,7 +132,7 @@ def list_events(
 def list_checkpoints(
     fine_tuning_job_id: str,
     session: ReadSessionDep,
-    project: CurrentProject,
+    project: ReadingProject,
     limit: Limit = 10,
     after: str | None = None,
 ) -> ListResponse[Checkpoint]:
