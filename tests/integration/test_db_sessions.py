@@ -4,8 +4,10 @@ that stands in for ``pool_pre_ping``), and an open event stream that holds no co
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from typing import Any
 
 import httpx
 import psycopg
@@ -54,6 +56,23 @@ def test_a_pooled_connection_the_server_ended_is_replaced_without_an_error(pg_ur
                 time.sleep(0.05)
         with make_read_sessionmaker(engine)() as s:  # would raise "server closed the connection" without the check
             assert s.execute(text("SELECT pg_backend_pid()")).scalar_one() != pid
+    finally:
+        engine.dispose()
+
+
+def test_json_columns_read_back_as_json_loads_would_read_them(pg_url: str) -> None:
+    """JSON is decoded by pydantic-core's parser (api.db.session.json_loads); past its nesting limit, by json."""
+    deep: list[Any] = []
+    for _ in range(300):
+        deep = [deep]
+    doc = {"deep": deep, "big": 10**40, "x": 0.1, "tiny": 5e-324, "s": "é\u2028😀", "n": None, "list": [1, 2.5, True]}
+    engine = make_engine(pg_url)
+    try:
+        with engine.connect() as c:
+            for cast in ("jsonb", "json"):
+                query = text(f"SELECT CAST(:doc AS {cast}), CAST(CAST(:doc AS {cast}) AS text)")
+                value, as_text = c.execute(query, {"doc": json.dumps(doc)}).one()
+                assert value == doc and repr(value) == repr(json.loads(as_text))  # jsonb orders keys its own way
     finally:
         engine.dispose()
 
