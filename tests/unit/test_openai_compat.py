@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from api.errors import InvalidRequest
 from api.services.openai_compat import ignored_field_warnings, metadata_filters
-from grpo_core.config import GRPOConfig
+from grpo_core.config import DEFAULT_LEARNING_RATE, GRPOConfig
 
 OPENAI_RFT_HP = {
     "batch_size": "auto",
@@ -26,14 +26,14 @@ OPENAI_RFT_HP = {
 def test_an_openai_rft_hyperparameter_block_is_accepted_as_is() -> None:
     cfg = GRPOConfig.model_validate(OPENAI_RFT_HP)
     assert (cfg.learning_rate_multiplier, cfg.compute_multiplier, cfg.reasoning_effort) == (1.0, 1.0, "default")
-    assert cfg.effective_learning_rate == cfg.learning_rate == 1e-5
+    assert cfg.effective_learning_rate == cfg.learning_rate == DEFAULT_LEARNING_RATE
     assert ignored_field_warnings(cfg) == []
 
 
 def test_learning_rate_multiplier_scales_ours_or_the_recipes_rate() -> None:
-    assert GRPOConfig(learning_rate_multiplier=3).effective_learning_rate == pytest.approx(3e-5)
+    assert GRPOConfig(learning_rate_multiplier=3).effective_learning_rate == pytest.approx(3 * DEFAULT_LEARNING_RATE)
     cfg = GRPOConfig.model_validate({"recipe": "deepseekmath", "learning_rate_multiplier": 2})
-    assert cfg.learning_rate == 1e-6 and cfg.effective_learning_rate == pytest.approx(2e-6)
+    assert cfg.learning_rate == 1e-5 and cfg.effective_learning_rate == pytest.approx(2e-5)  # 1e-6 x 10 for LoRA
     # The resolved config the worker re-validates is stable: the multiplier is applied once, at the optimizer.
     again = GRPOConfig.model_validate(cfg.model_dump(mode="json"))
     assert again.effective_learning_rate == cfg.effective_learning_rate
@@ -109,4 +109,4 @@ def test_the_optimizer_runs_at_the_multiplied_rate(tiny_model_dir: Path, tmp_pat
     cfg = GRPOConfig(group_size=2, batch_size=1, max_steps=1, max_completion_tokens=3, learning_rate_multiplier=4)
     rec = Recorder()
     train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=0)
-    assert rec.steps[0].learning_rate == pytest.approx(4e-5)
+    assert rec.steps[0].learning_rate == pytest.approx(4 * DEFAULT_LEARNING_RATE)
