@@ -19,7 +19,8 @@ PAPER_LEARNING_RATES = {"deepseekmath": 1e-6, "r1_zero": 3e-6, "dapo": 1e-6}
 
 
 def _lora(recipe: str) -> float:
-    return PAPER_LEARNING_RATES[recipe] * LORA_LR_SCALE
+    """The paper's rate × LORA_LR_SCALE, rounded so the job object shows 1e-05, not 9.999999999999999e-06."""
+    return float(f"{PAPER_LEARNING_RATES[recipe] * LORA_LR_SCALE:.6g}")
 
 
 PRESETS: dict[str, dict[str, Any]] = {
