@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from grpo_core.health import HealthConfig
-from grpo_core.presets import expand
+from grpo_core.presets import LORA_LEARNING_RATE, expand
 
 # The choices of the config, named once: the functions that implement them take these types too.
 Recipe = Literal["deepseekmath", "r1_zero", "dapo", "dr_grpo", "gspo", "gfpo", "rloo", "reinforce_pp"]
@@ -53,7 +53,7 @@ _AUTO_FIELDS = {
 # A LoRA learning rate: about 10x full fine-tuning's (Schulman et al., 2025, "LoRA Without Regret"; grpo_core.presets
 # scales the recipes' the same way), measured with bench/learning.py (README: "Learning per second"): on its task
 # SmolLM2-135M went 0.265 -> 0.289 in 24 steps at 1e-5, the old default, and 0.27 -> ~0.6 train reward in 16 at 1e-4.
-DEFAULT_LEARNING_RATE = 1e-4
+DEFAULT_LEARNING_RATE = LORA_LEARNING_RATE
 
 
 class LoraConfig(BaseModel):

@@ -26,6 +26,7 @@ from openai.types.fine_tuning import FineTuningJob, FineTuningJobEvent
 from openai.types.fine_tuning.alpha import GraderRunResponse, GraderValidateResponse
 from openai.types.fine_tuning.jobs import FineTuningJobCheckpoint
 
+from grpo_core.config import DEFAULT_LEARNING_RATE
 from tests.helpers import ARITH_ROWS, jsonl, metrics_event, migrate
 from tests.integration.stack import Stack
 from tests.tiny_model import TINY_ID
@@ -176,7 +177,8 @@ def test_openai_rft_body_runs_unchanged(client: OpenAI, train_file: FileObject) 
     hp = job.method.reinforcement.hyperparameters  # type: ignore[union-attr]
     assert (hp.batch_size, hp.n_epochs, hp.learning_rate_multiplier) == (4, 1, 2.0)
     assert (hp.reasoning_effort, hp.compute_multiplier, hp.eval_interval, hp.eval_samples) == ("medium", 1.0, 0, 1)
-    assert hp.model_extra["learning_rate"] == 1e-5 and hp.model_extra["group_size"] == 8  # GRPO's, resolved
+    # GRPO's own fields, resolved: the LoRA default learning rate (the multiplier acts on top of it).
+    assert hp.model_extra["learning_rate"] == DEFAULT_LEARNING_RATE and hp.model_extra["group_size"] == 8
     assert job.method.reinforcement.grader.type == "string_check"  # type: ignore[union-attr]
     # OpenAI's top-level hyperparameters (batch_size, learning_rate_multiplier, n_epochs) are there too.
     assert (job.hyperparameters.batch_size, job.hyperparameters.learning_rate_multiplier) == (4, 2.0)

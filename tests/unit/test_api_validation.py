@@ -226,10 +226,10 @@ def test_a_recipe_is_expanded_in_the_job_object(client: TestClient) -> None:
     # the paper's full fine-tuning learning rate, scaled for LoRA, and the events say where it came from
     body["method"]["reinforcement"]["hyperparameters"].pop("learning_rate")  # the helper's own value
     job = client.post("/v1/fine_tuning/jobs", json=body).json()
-    assert job["hyperparameters"]["learning_rate"] == pytest.approx(1e-5)
+    assert job["hyperparameters"]["learning_rate"] == pytest.approx(1e-4)  # 1e-6 x 10, floored at the LoRA default
     events = client.get(f"/v1/fine_tuning/jobs/{job['id']}/events").json()["data"]
     note = [e["message"] for e in events if e["message"].startswith("learning_rate")]
-    assert note and "recipe dapo's 1e-06" in note[0] and "x 10 for a LoRA adapter" in note[0]
+    assert note and "recipe dapo's 1e-06" in note[0] and "x 10 = 1e-05, raised to the LoRA default" in note[0]
 
 
 def test_the_learning_rate_event_is_left_out_when_the_user_sets_it(client: TestClient) -> None:

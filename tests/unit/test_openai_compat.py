@@ -33,7 +33,8 @@ def test_an_openai_rft_hyperparameter_block_is_accepted_as_is() -> None:
 def test_learning_rate_multiplier_scales_ours_or_the_recipes_rate() -> None:
     assert GRPOConfig(learning_rate_multiplier=3).effective_learning_rate == pytest.approx(3 * DEFAULT_LEARNING_RATE)
     cfg = GRPOConfig.model_validate({"recipe": "deepseekmath", "learning_rate_multiplier": 2})
-    assert cfg.learning_rate == 1e-5 and cfg.effective_learning_rate == pytest.approx(2e-5)  # 1e-6 x 10 for LoRA
+    # 1e-6 x 10 for LoRA = 1e-5, floored at the LoRA default (grpo_core.presets)
+    assert cfg.learning_rate == 1e-4 and cfg.effective_learning_rate == pytest.approx(2e-4)
     # The resolved config the worker re-validates is stable: the multiplier is applied once, at the optimizer.
     again = GRPOConfig.model_validate(cfg.model_dump(mode="json"))
     assert again.effective_learning_rate == cfg.effective_learning_rate

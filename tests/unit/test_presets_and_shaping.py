@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from grpo_core.config import GRPOConfig
-from grpo_core.presets import LORA_LR_SCALE, PAPER_LEARNING_RATES, PRESETS, learning_rate_note
+from grpo_core.presets import LORA_LEARNING_RATE, LORA_LR_SCALE, PAPER_LEARNING_RATES, PRESETS, learning_rate_note
 from grpo_core.shaping import soft_overlong_penalty
 
 
@@ -22,9 +22,11 @@ def test_every_recipe_expands_to_a_valid_config(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(PAPER_LEARNING_RATES))
 def test_a_recipe_learning_rate_is_its_papers_scaled_for_lora(name: str) -> None:
     cfg = GRPOConfig.model_validate({"recipe": name})
-    assert cfg.learning_rate == pytest.approx(PAPER_LEARNING_RATES[name] * LORA_LR_SCALE)
+    scaled = PAPER_LEARNING_RATES[name] * LORA_LR_SCALE
+    assert cfg.learning_rate == pytest.approx(max(scaled, LORA_LEARNING_RATE))  # the papers' x 10, floored
     note = learning_rate_note(name, cfg.learning_rate, True, 1e-5)
     assert note is not None and f"{PAPER_LEARNING_RATES[name]:g} (its paper's, full fine-tuning) x 10" in note
+    assert ("raised to the LoRA default" in note) == (scaled < LORA_LEARNING_RATE)
     assert learning_rate_note(name, 2e-4, True, 1e-5) is None  # the user's own value: nothing to explain
 
 
