@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
+from api.callers import KeyCache
 from api.db.session import make_engine, make_read_sessionmaker, make_sessionmaker
 from api.errors import install_handlers
 from api.ops import configure_logging
@@ -16,6 +17,7 @@ from api.ops import install as install_ops
 from api.queue import JobQueue
 from api.routes import downloads, evals, files, graders, inference, internal, jobs, models, streams, webhooks
 from api.services.inference import InferenceClient
+from api.services.polls import Polls
 from api.services.reaper import Reaper
 from api.services.webhook_dispatch import start_dispatcher
 from api.settings import ApiSettings, get_settings
@@ -38,6 +40,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         app.state.settings = settings
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.read_sessionmaker = make_read_sessionmaker(engine)
+        app.state.key_cache = KeyCache()  # what keys resolved to, trusted only under a guard (api.callers)
+        app.state.polls = Polls(engine)  # status polls and event pages on plain SQL (api.services.polls)
         app.state.store = settings.store()
         app.state.queue = JobQueue(settings)
         app.state.inference = None

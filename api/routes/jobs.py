@@ -2,8 +2,9 @@
 checkpoints) and the checkpoint's adapter download. Each parses, calls one service, and shapes the answer.
 
 The reads a running job is polled with (retrieve, events, lists) take an autocommit session, shared with the key
-lookup, and run their body in one threadpool hop (``ReadSessionDep``, ``ReadingProject``, ``in_one_hop``:
-api.deps), the cheapest path FastAPI offers a synchronous query."""
+lookup, and run their body in one threadpool hop (``ReadSessionDep``, ``ReadingCaller``, ``in_one_hop``:
+api.deps); retrieve, readiness and events check a remembered key inside their own query (api.callers), so a poll
+is one query."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from fastapi.responses import RedirectResponse, StreamingResponse
 
 from api.deps import (
     CurrentProject,
+    PollsDep,
     QueueDep,
-    ReadingProject,
+    ReadingCaller,
     ReadSessionDep,
     SessionDep,
     SettingsDep,
@@ -30,6 +32,7 @@ from api.services import access, checkpoints, events
 from api.services import jobs as svc
 from api.services.downloads import TAR, presigned_adapter
 from api.services.openai_compat import METADATA_FILTER_PARAM
+from api.services.polls import Guard
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
 Limit = Annotated[int, Query(ge=1, le=100)]
@@ -73,17 +76,24 @@ def create_preflight(
 @router.get("", openapi_extra={"parameters": [METADATA_FILTER_PARAM]})
 @in_one_hop
 def list_jobs(
-    request: Request, session: ReadSessionDep, project: ReadingProject, limit: Limit = 20, after: str | None = None
+    request: Request, session: ReadSessionDep, caller: ReadingCaller, limit: Limit = 20, after: str | None = None
 ) -> ListResponse[Job]:
     """Newest first. OpenAI's metadata filter: ``metadata[k]=v`` (all pairs must match) or ``metadata=null``."""
-    page = svc.list_jobs(session, project, limit=limit, after=after, query=request.query_params.multi_items())
+    page = svc.list_jobs(
+        session, caller.verified(session), limit=limit, after=after, query=request.query_params.multi_items()
+    )
     return ListResponse[Job].page([Job.from_row(r) for r in page.items], page.has_more)
 
 
 @router.get("/{fine_tuning_job_id}")
 @in_one_hop
-def retrieve_job(fine_tuning_job_id: str, session: ReadSessionDep, project: ReadingProject) -> Job:
-    return Job.from_row(access.get_job(session, project, fine_tuning_job_id))
+def retrieve_job(fine_tuning_job_id: str, session: ReadSessionDep, caller: ReadingCaller, polls: PollsDep) -> Job:
+    row = caller.read(
+        session,
+        lambda project, guard: polls.job(project, fine_tuning_job_id, guard),
+        lambda project: access.get_job(session, project, fine_tuning_job_id),
+    )
+    return Job.from_row(row)
 
 
 @router.post("/{fine_tuning_job_id}/cancel")
@@ -107,24 +117,39 @@ def resume_job(fine_tuning_job_id: str, session: SessionDep, queue: QueueDep, pr
 
 @router.get("/{fine_tuning_job_id}/readiness")
 @in_one_hop
-def get_readiness(fine_tuning_job_id: str, session: ReadSessionDep, project: ReadingProject) -> JobReadiness:
+def get_readiness(
+    fine_tuning_job_id: str, session: ReadSessionDep, caller: ReadingCaller, polls: PollsDep
+) -> JobReadiness:
     """The readiness probe's reports: the base model before training, the trained adapter after it, and the
     per-prompt comparison (each null until the worker has posted it; all null when no probe was asked for)."""
-    return JobReadiness.from_row(access.get_job(session, project, fine_tuning_job_id))
+    row = caller.read(
+        session,
+        lambda project, guard: polls.job(project, fine_tuning_job_id, guard),
+        lambda project: access.get_job(session, project, fine_tuning_job_id),
+    )
+    return JobReadiness.from_row(row)
 
 
-@router.get("/{fine_tuning_job_id}/events")
+@router.get("/{fine_tuning_job_id}/events", response_model=ListResponse[JobEvent])
 @in_one_hop
 def list_events(
     fine_tuning_job_id: str,
     session: ReadSessionDep,
-    project: ReadingProject,
+    caller: ReadingCaller,
+    polls: PollsDep,
     limit: Limit = 20,
     after: str | None = None,
-) -> ListResponse[JobEvent]:
+) -> Response:
     """Status messages and per-step metrics, newest first."""
-    page = events.list_events(session, project, fine_tuning_job_id, limit=limit, after=after)
-    return ListResponse[JobEvent].page([JobEvent.from_row(r) for r in page.items], page.has_more)
+
+    def slow(project: str) -> bytes:
+        page = events.list_events(session, project, fine_tuning_job_id, limit=limit, after=after)
+        return polls.render(page.items, page.has_more)
+
+    def fast(project: str, guard: Guard) -> bytes | None:
+        return polls.event_page(project, fine_tuning_job_id, limit=limit, after=after, guard=guard)
+
+    return Response(caller.read(session, fast, slow), media_type="application/json")
 
 
 @router.get("/{fine_tuning_job_id}/checkpoints")
@@ -132,10 +157,11 @@ def list_events(
 def list_checkpoints(
     fine_tuning_job_id: str,
     session: ReadSessionDep,
-    project: ReadingProject,
+    caller: ReadingCaller,
     limit: Limit = 10,
     after: str | None = None,
 ) -> ListResponse[Checkpoint]:
+    project = caller.verified(session)
     found = checkpoints.list_checkpoints(session, project, fine_tuning_job_id, limit=limit, after=after)
     items = [Checkpoint.from_row(r, found.job, found.best_id) for r in found.page.items]
     return ListResponse[Checkpoint].page(items, found.page.has_more)

@@ -7,17 +7,23 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from fastapi.testclient import TestClient
 from psycopg.pq import TransactionStatus
 from sqlalchemy import Engine, text
 
+from api.db.raw import fetch
 from api.db.session import make_engine, make_read_sessionmaker, make_sessionmaker
+from api.main import create_app
+from api.settings import ApiSettings
 from tests.integration.flow import submit
-from tests.services import PG
+from tests.services import PG, fresh_database, fresh_redis_db
+from tests.unit.test_polls import assert_polls_match_the_orm
 
 pytestmark = pytest.mark.integration
 
@@ -96,3 +102,36 @@ def test_an_open_event_stream_holds_no_connection(api: httpx.Client, pg_url: str
         states = [s for (s,) in admin.execute("SELECT state FROM pg_stat_activity WHERE datname = %s", (db,))]
     assert "idle in transaction" not in states, states
     api.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel").raise_for_status()  # the stream ends with the job
+
+
+def test_a_plain_sql_read_hands_its_connection_back_ready_for_a_transaction(pg_url: str) -> None:
+    """api.db.raw runs a poll's statement in autocommit (no BEGIN, no ROLLBACK) and switches it back."""
+    engine = make_engine(pg_url)
+    try:
+        assert fetch(engine, "SELECT %(x)s::int + 1", {"x": 1}) == [(2,)]
+        with make_sessionmaker(engine)() as s:  # the pool's one connection: back in transactional mode
+            s.execute(text("SELECT 1"))
+            conn = s.connection().connection.driver_connection
+            assert conn is not None and not conn.autocommit
+            assert conn.pgconn.transaction_status == TransactionStatus.INTRANS
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            fetch(engine, "SELECT * FROM no_such_table", {})
+        assert fetch(engine, "SELECT 1", {}) == [(1,)]  # the failed connection was replaced, nothing left open
+    finally:
+        engine.dispose()
+
+
+def test_the_poll_fast_paths_match_the_orm_reads_on_postgres(catalog_dir: Path, tmp_path: Path) -> None:
+    """tests/unit/test_polls.py's byte-for-byte checks, on a database and a Redis db of their own."""
+    with fresh_database() as url:
+        settings = ApiSettings(
+            state_dir=tmp_path / "state",
+            model_catalog_dir=catalog_dir,
+            database_url=url,
+            broker_url=fresh_redis_db(),
+            worker_token="t0k",
+            reaper=False,
+            webhook_dispatcher=False,
+        )
+        with TestClient(create_app(settings)) as client:
+            assert_polls_match_the_orm(client, settings)
