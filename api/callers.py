@@ -14,6 +14,7 @@ age limit, which also keeps ``last_used_at`` within its one-minute resolution).
 from __future__ import annotations
 
 import hmac
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -58,12 +59,13 @@ def resolve(settings: ApiSettings, session: Session, authorization: str | None) 
 
 class KeyCache:
     """Key hash (or ``OPEN``) -> (project, when resolved), at most ``size`` entries, each trusted for ``max_age``
-    seconds and only under its guard. Thread-safe enough: single dict operations under the GIL, and a lost
-    update only costs one more slow lookup."""
+    seconds and only under its guard. Written from the threadpool's threads: the lock keeps an eviction from
+    racing a write (reads are single dictionary lookups)."""
 
     def __init__(self, size: int = 10_000, max_age: float = tenants.LAST_USED_RESOLUTION) -> None:
         self.size, self.max_age = size, max_age
         self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: str) -> str | None:
         hit = self._entries.get(key)
@@ -72,13 +74,15 @@ class KeyCache:
         return hit[0]
 
     def put(self, key: str, project: str) -> None:
-        self._entries[key] = (project, time.monotonic())
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = (project, time.monotonic())
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
 
     def drop(self, key: str) -> None:
-        self._entries.pop(key, None)
+        with self._lock:
+            self._entries.pop(key, None)
 
 
 def _guard(key: str) -> Guard:

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, event, update
 from sqlalchemy.orm import Session
 
+from api import callers
 from api.db import raw
 from api.db.models import DEFAULT_PROJECT, ApiKey, now
 from api.services import polls
@@ -119,3 +120,18 @@ def test_open_mode_remembered_ends_with_the_first_key_created_elsewhere(
     # the new key, sent while this process still remembered open mode for unknown tokens, opens its project's job
     r = client.get(f"{JOBS}/{job}", headers=bearer(key))
     assert r.status_code == 200 and r.json()["id"] == job
+
+
+def test_the_key_cache_forgets_past_its_age_and_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(callers.time, "monotonic", lambda: clock[0])
+    cache = callers.KeyCache(size=2, max_age=60)
+    cache.put("a", "p1")
+    cache.put("b", "p2")
+    clock[0] += 60
+    assert (cache.get("a"), cache.get("b")) == ("p1", "p2")  # 60 s old: still trusted (under its guard)
+    clock[0] += 1
+    assert cache.get("a") is None  # past the minute: resolved again, which also refreshes last_used_at
+    cache.put("c", "p3")
+    cache.put("d", "p4")  # size 2: the oldest go
+    assert (cache.get("b"), cache.get("c"), cache.get("d")) == (None, "p3", "p4")
