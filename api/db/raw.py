@@ -35,10 +35,10 @@ def fetch(engine: Engine, sql: str, params: Mapping[str, Any]) -> list[tuple[Any
     conn = engine.raw_connection()
     ok = False
     try:
-        driver = conn.driver_connection
-        autocommit = None if sqlite else driver.autocommit  # type: ignore[union-attr]
+        driver: Any = conn.driver_connection  # psycopg's Connection (or sqlite3's): typed by neither here
+        autocommit = None if sqlite else driver.autocommit
         if autocommit is False:
-            driver.autocommit = True  # type: ignore[union-attr]  # a client-side switch: no round trip when idle
+            driver.autocommit = True  # a client-side switch: no round trip when idle
         try:
             cur = conn.cursor()
             try:
@@ -48,7 +48,7 @@ def fetch(engine: Engine, sql: str, params: Mapping[str, Any]) -> list[tuple[Any
                 cur.close()
         finally:
             if autocommit is False:
-                driver.autocommit = False  # type: ignore[union-attr]
+                driver.autocommit = False
         ok = True
         return rows
     finally:
