@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import io
 import json
 import os
@@ -201,15 +202,26 @@ class Client:
 
 
 def run_load(url: str, job_id: str, event_ids: list[str], rate: float, seconds: float) -> list[Sample]:
-    """Fire rate*seconds requests at fixed scheduled times (open loop) and record each one's timestamps."""
+    """Fire rate*seconds requests at fixed scheduled times (open loop) and record each one's timestamps.
+
+    The collector is off in this process while it fires: it holds torch and transformers (the tiny model's
+    build), and a full pass over them stalled the generator ~0.3 s in the first window of every run (requests
+    sent 300 ms after their time, which the latency counts against the API)."""
     try:
         import uvloop
 
         loop_factory = uvloop.new_event_loop
     except ImportError:
         loop_factory = None
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        return runner.run(_load(url, job_id, event_ids, rate, seconds))
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(_load(url, job_id, event_ids, rate, seconds))
+    finally:
+        gc.enable()
+        gc.unfreeze()
 
 
 async def _load(url: str, job_id: str, event_ids: list[str], rate: float, seconds: float) -> list[Sample]:
