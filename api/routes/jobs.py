@@ -3,8 +3,8 @@ checkpoints) and the checkpoint's adapter download. Each parses, calls one servi
 
 The reads a running job is polled with (retrieve, events, lists) take an autocommit session, shared with the key
 lookup, and run their body in one threadpool hop (``ReadSessionDep``, ``ReadingCaller``, ``in_one_hop``:
-api.deps); retrieve, readiness and events check a remembered key inside their own query (api.callers), so a poll
-is one query."""
+api.deps); retrieve, readiness and events run one plain SQL statement (api.services.polls) that also checks a
+remembered key (api.callers), and fall back to the ORM read wherever it finds nothing."""
 
 from __future__ import annotations
 
