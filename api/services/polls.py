@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, cast
 
 import pydantic_core
@@ -137,27 +138,27 @@ class Polls:
         if not rows:
             return None
         page = rows[:limit]
-        return render_page([self._event(r) for r in page], [r[0] for r in page], len(rows) > limit)
+        return render_page(
+            [self._cached(r[0], partial(_event_of, r)) for r in page], [r[0] for r in page], len(rows) > limit
+        )
 
-    def render(self, rows: Iterable[db.JobEvent], has_more: bool) -> bytes:
+    def render(self, rows: list[db.JobEvent], has_more: bool) -> bytes:
         """A page of ORM rows (the slow path's), rendered and cached as the fast path renders its own."""
-        items, ids = [], []
-        for row in rows:
-            body = self.events.get(row.id)
-            if body is None:
-                body = render_event(JobEvent.from_row(row))
-                self.events.put(row.id, body)
-            items.append(body)
-            ids.append(row.id)
-        return render_page(items, ids, has_more)
+        items = [self._cached(row.id, partial(JobEvent.from_row, row)) for row in rows]
+        return render_page(items, [row.id for row in rows], has_more)
 
-    def _event(self, row: tuple[Any, ...]) -> bytes:
-        event_id, created_at, level, message, type_, data = row
+    def _cached(self, event_id: str, build: Callable[[], JobEvent]) -> bytes:
+        """The event's JSON from the cache, or ``build()`` rendered and kept."""
         body = self.events.get(event_id)
         if body is None:
-            # SQLAlchemy's JSON type stores None as JSON's null: 'null' as text, as the ORM reads it
-            metrics = None if data is None or data == "null" else StepMetrics.model_validate_json(data)
-            event = JobEvent(id=event_id, created_at=created_at, level=level, message=message, type=type_, data=metrics)
-            body = render_event(event)
+            body = render_event(build())
             self.events.put(event_id, body)
         return body
+
+
+def _event_of(row: tuple[Any, ...]) -> JobEvent:
+    """The event of a fast-path row (id, created_at, level, message, type, data as JSON text)."""
+    event_id, created_at, level, message, type_, data = row
+    # SQLAlchemy's JSON type stores None as JSON's null: 'null' as text, as the ORM reads it
+    metrics = None if data is None or data == "null" else StepMetrics.model_validate_json(data)
+    return JobEvent(id=event_id, created_at=created_at, level=level, message=message, type=type_, data=metrics)
