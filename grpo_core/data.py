@@ -1,7 +1,9 @@
 """Dataset rows -> prompt strings, and the order prompts are visited in.
 
-A row is a JSON object with either ``prompt`` (a string) or ``messages`` (a chat list); every other column is
-kept and handed to the graders as ``item``. When the tokenizer has a chat template, a ``prompt`` string is sent
+A row is a JSON object with either ``prompt`` (a string) or ``messages`` (a chat list, as OpenAI sends it: content
+a string or text parts, earlier assistant turns with ``tool_calls``, ``tool`` results), and optionally ``tools``
+(OpenAI function tools, for jobs with an environment: grpo_core.agent); every other column is kept and handed to
+the graders as ``item``. When the tokenizer has a chat template, a ``prompt`` string is sent
 as one user message and the assistant turn is opened (``add_generation_prompt``), so an instruct model answers
 the way it was tuned to; without a template the raw text is the prompt.
 """
@@ -36,11 +38,51 @@ def check_row(obj: Any, line: int) -> dict[str, Any]:
         if not isinstance(msgs, list) or not msgs:
             raise RowError(line, "'messages' must be a non-empty list")
         for i, m in enumerate(msgs):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-                raise RowError(line, f"messages[{i}] must be an object with string 'role' and 'content'")
+            _check_message(m, i, line)
     else:
         raise RowError(line, "a row needs a 'prompt' string or a 'messages' list")
+    if "tools" in obj:
+        _check_tools(obj["tools"], line)
     return obj
+
+
+def _check_message(m: Any, i: int, line: int) -> None:
+    """One chat message: a string role; content a string, text parts, or null on an assistant turn of tool calls."""
+    if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+        raise RowError(line, f"messages[{i}] must be an object with a string 'role'")
+    calls = m.get("tool_calls")
+    if calls is not None:
+        if m["role"] != "assistant" or not isinstance(calls, list):
+            raise RowError(line, f"messages[{i}].tool_calls must be a list on an assistant message")
+        for k, c in enumerate(calls):
+            fn = c.get("function") if isinstance(c, dict) else None
+            if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                raise RowError(line, f"messages[{i}].tool_calls[{k}] needs a function with a string 'name'")
+    content = m.get("content")
+    if content is None and calls:
+        return
+    if isinstance(content, str):
+        return
+    if isinstance(content, list) and content:
+        for k, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise RowError(line, f"messages[{i}].content[{k}] must be a text part {{'type': 'text', 'text': …}}")
+        return
+    raise RowError(line, f"messages[{i}].content must be a string or a list of text parts")
+
+
+def _check_tools(tools: Any, line: int) -> None:
+    """OpenAI function tools: ``[{"type": "function", "function": {"name", "parameters"?}}]``."""
+    if not isinstance(tools, list):
+        raise RowError(line, "'tools' must be a list of function tools")
+    for k, t in enumerate(tools):
+        fn = t.get("function") if isinstance(t, dict) else None
+        if not isinstance(t, dict) or t.get("type") != "function" or not isinstance(fn, dict):
+            raise RowError(line, f"tools[{k}] must be {{'type': 'function', 'function': {{...}}}}")
+        if not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise RowError(line, f"tools[{k}].function needs a string 'name'")
+        if "parameters" in fn and not isinstance(fn["parameters"], dict):
+            raise RowError(line, f"tools[{k}].function.parameters must be a JSON schema object")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -55,9 +97,21 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> str:
     """The exact text fed to the model for ``row`` (rows are checked at upload: ``prompt`` is a string,
     ``messages`` a list of role/content turns). ``chat_template_kwargs`` (the job's) become template variables.
-    grpo_core.prompt_tokens renders the same text without transformers, for the API's count."""
+    grpo_core.prompt_tokens renders the same text without transformers, for the API's count. A row with ``tools``,
+    content parts or tool turns is rendered by grpo_core.agent.chat (tools as the template shows them, or as a
+    system message when it does not)."""
     kw = chat_template_kwargs or {}
     has_template = getattr(tokenizer, "chat_template", None) is not None
+    if needs_chat_format(row):
+        from grpo_core.agent.chat import ChatFormat
+
+        def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
+            return str(
+                tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen, **kw)
+            )
+
+        chat = ChatFormat(render, getattr(tokenizer, "chat_template", None))
+        return chat.prompt(row.get("messages") or [{"role": "user", "content": row["prompt"]}], row.get("tools"))
     if "messages" in row:
         if not has_template:
             return "\n".join(f"{m['role']}: {m['content']}" for m in row["messages"]) + "\nassistant:"
@@ -66,6 +120,16 @@ def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[
         turn = [{"role": "user", "content": row["prompt"]}]
         return str(tokenizer.apply_chat_template(turn, tokenize=False, add_generation_prompt=True, **kw))
     return str(row["prompt"])
+
+
+def needs_chat_format(row: dict[str, Any]) -> bool:
+    """Whether ``row`` has more than plain string turns: tools, content parts, tool calls or tool results."""
+    if row.get("tools"):
+        return True
+    return any(
+        not isinstance(m.get("content"), str) or "tool_calls" in m or m.get("role") == "tool"
+        for m in row.get("messages") or []
+    )
 
 
 def batches(n_rows: int, batch_size: int, seed: int, start_step: int = 0) -> Iterator[list[int]]:

@@ -53,6 +53,7 @@ def reward_sums(
     engine: Any = None,
     first_row: int = 0,
     chat_template_kwargs: dict[str, Any] | None = None,
+    agent: Any = None,
 ) -> tuple[float, float, int, float]:
     """(Σ reward over every sample, Σ over prompts of the best of its k samples, samples, Σ over prompts of the
     squared mean of its k rewards): what ranks that each scored a share of the rows add up (``first_row``: the
@@ -60,7 +61,8 @@ def reward_sums(
     rank scores it). The last sum gives the spread of the per-prompt means: ``standard_error``.
 
     ``engine`` (a rollout engine, synced to ``model``) samples instead of ``model.generate``: during training
-    the validation then runs on the same fast sampler as the rollouts.
+    the validation then runs on the same fast sampler as the rollouts. ``agent`` (grpo_core.agent.episodes): the
+    job's environment; each sample is then a multi-turn episode sampled with the agent's engine.
     """
     total, best, n, squares = 0.0, 0.0, 0, 0.0
     k = samples_per_prompt
@@ -68,9 +70,13 @@ def reward_sums(
     for lo in range(0, len(rows), prompts_per_batch):
         batch = rows[lo : lo + prompts_per_batch]
         sampling = Sampling(k, max_new_tokens, temperature, top_p=1.0, seed=seed, first_row=(first_row + lo) * k)
-        ro = generate([prompt_text(r, tokenizer, chat_template_kwargs) for r in batch], sampling)
+        if agent is not None:
+            ro = agent.run([agent.prompt(r) for r in batch], batch, sampling)
+        else:
+            ro = generate([prompt_text(r, tokenizer, chat_template_kwargs) for r in batch], sampling)
         rows_g = [r for r in batch for _ in range(k)]
-        scores = score_samples(graders, ro.texts, rows_g, [0] * len(rows_g)).matrix
+        extras = [e.grader_view() for e in ro.episodes] if ro.episodes is not None else None
+        scores = score_samples(graders, ro.texts, rows_g, [0] * len(rows_g), extras).matrix
         r = torch.nan_to_num(weighted_total(scores, weights or [1.0] * len(graders)), nan=0.0).double()
         total += float(r.sum())
         best += float(r.view(-1, k).amax(dim=1).sum())

@@ -8,6 +8,7 @@ the tokens that were updated, so a micro-batch split never changes them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -16,6 +17,7 @@ from torch import Tensor
 from grpo_core.advantages import zero_std_fraction
 from grpo_core.config import GRPOConfig
 from grpo_core.metrics_schema import (
+    EpisodeStats,
     GraderErrorRate,
     GraderMetrics,
     Sample,
@@ -25,6 +27,7 @@ from grpo_core.metrics_schema import (
     StepMetrics,
     StepTiming,
     Timing,
+    TrajectorySpan,
 )
 from grpo_core.sampling import StepBatch
 
@@ -40,7 +43,9 @@ def step_metrics(
     grad_norm: float,
     lr: float,
     times: tuple[float, float, float],
+    decode: Callable[[list[int]], str] | None = None,
 ) -> StepMetrics:
+    """The step's metrics; ``decode`` (token ids -> text) shows a logged multi-turn episode turn by turn."""
     t0, t1, t2 = times
     g = cfg.group_size
     ro, rewards, adv = batch.ro, batch.rewards, batch.adv
@@ -105,15 +110,49 @@ def step_metrics(
             groups_dropped=int(st["groups_dropped"]),
             groups_trained=int(st["groups_trained"]),
         ),
-        samples=[_sample(batch, rows, i, g, lengths) for i in range(min(cfg.sample_log_count, len(ro.texts)))],
+        samples=[_sample(batch, rows, i, g, lengths, decode) for i in range(min(cfg.sample_log_count, len(ro.texts)))],
         importance_sampling_ratio_mean=sums["is_weight_sum"] / updated if separate_engine else None,
         sampling_logp_difference_max=sums["logp_diff_max"] if separate_engine else None,
+        episodes=episode_stats(ro.episodes) if ro.episodes is not None else None,
     )
 
 
-def _sample(batch: StepBatch, rows: list[dict[str, Any]], i: int, group_size: int, lengths: Tensor) -> Sample:
-    """Rollout ``i`` of the step, for the logged samples."""
+def episode_stats(episodes: list[Any]) -> EpisodeStats:
+    """The step's multi-turn numbers (grpo_core.agent.episodes.Episode)."""
+    n = max(len(episodes), 1)
+    calls = sum(e.tool_calls for e in episodes)
+    seconds = [s for e in episodes for s in e.tool_seconds]
+    return EpisodeStats(
+        turns_mean=sum(e.turns for e in episodes) / n,
+        turns_max=max((e.turns for e in episodes), default=0),
+        tool_calls_mean=calls / n,
+        tool_error_rate=sum(e.tool_errors for e in episodes) / max(calls, 1),
+        tool_call_errors=sum(e.call_errors for e in episodes),
+        tool_seconds_mean=sum(seconds) / len(seconds) if seconds else None,
+        tool_seconds_max=max(seconds) if seconds else None,
+        truncated_rate=sum(e.truncated for e in episodes) / n,
+        environment_tokens_mean=sum(len(e.mask) - sum(e.mask) for e in episodes) / n,
+    )
+
+
+def _trajectory(episode: Any, decode: Callable[[list[int]], str]) -> list[TrajectorySpan]:
+    return [
+        TrajectorySpan(kind=kind, text=decode(episode.tokens[a:b]), tokens=b - a, trained=kind == "model")
+        for a, b, kind in episode.spans
+    ]
+
+
+def _sample(
+    batch: StepBatch,
+    rows: list[dict[str, Any]],
+    i: int,
+    group_size: int,
+    lengths: Tensor,
+    decode: Callable[[list[int]], str] | None = None,
+) -> Sample:
+    """Rollout ``i`` of the step, for the logged samples (``decode``: token ids -> text, for a trajectory)."""
     row = rows[batch.row_idx[i // group_size]]
+    episode = batch.ro.episodes[i] if batch.ro.episodes is not None else None
     return Sample(
         prompt=row.get("prompt", row.get("messages")),
         completion=batch.ro.texts[i],
@@ -121,6 +160,8 @@ def _sample(batch: StepBatch, rows: list[dict[str, Any]], i: int, group_size: in
         rewards={name: _finite_or_none(batch.scores[i, k]) for k, name in enumerate(batch.grader_names)},
         advantage=float(batch.adv[i]),
         completion_tokens=int(lengths[i]),
+        trajectory=_trajectory(episode, decode) if episode is not None and decode is not None else None,
+        ended=episode.ended if episode is not None else None,
     )
 
 

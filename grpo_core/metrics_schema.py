@@ -83,6 +83,30 @@ class SamplingStats(BaseModel):
     groups_trained: int
 
 
+class TrajectorySpan(BaseModel):
+    """A stretch of a multi-turn episode's tokens after the prompt: the model's turn (trained on) or what the
+    environment and the template added (masked out of the loss)."""
+
+    kind: Literal["model", "tool", "user"] = Field(description="Who wrote it: the model, a tool, the environment.")
+    text: str = Field(description="The tokens decoded (special tokens kept, so template markup shows).")
+    tokens: int
+    trained: bool = Field(description="Whether these tokens carry loss (only the model's do).")
+
+
+class EpisodeStats(BaseModel):
+    """Multi-turn episodes of the step (jobs with an environment)."""
+
+    turns_mean: float = Field(description="Assistant turns per episode.")
+    turns_max: int
+    tool_calls_mean: float = Field(description="Tool (or respond) calls per episode.")
+    tool_error_rate: float = Field(description="Share of calls that raised, timed out or returned no usable value.")
+    tool_call_errors: int = Field(description="Malformed calls: not JSON, an unknown tool, arguments off the schema.")
+    tool_seconds_mean: float | None = Field(None, description="Seconds of one call inside the sandbox.")
+    tool_seconds_max: float | None = None
+    truncated_rate: float = Field(description="Share of episodes ended by max_turns, max_total_tokens or length.")
+    environment_tokens_mean: float = Field(description="Tokens per episode added by tools, environment, template.")
+
+
 class Sample(BaseModel):
     """One logged rollout: the prompt, the completion, its rewards (total and per grader) and advantage."""
 
@@ -92,6 +116,12 @@ class Sample(BaseModel):
     rewards: dict[str, float | None] = Field(default_factory=dict, description="Per grader; null = not applicable.")
     advantage: float
     completion_tokens: int | None = None
+    trajectory: list[TrajectorySpan] | None = Field(
+        None, description="A multi-turn episode turn by turn (null for single-turn jobs)."
+    )
+    ended: str | None = Field(
+        None, description="How the episode ended: done, max_turns, max_total_tokens or length (multi-turn only)."
+    )
 
 
 class MemoryStats(BaseModel):
@@ -146,6 +176,7 @@ class StepMetrics(BaseModel):
         None, description="Separate sampling engine only: largest |log π_trainer − log π_engine| of a token."
     )
     memory: MemoryStats | None = Field(None, description="Peak memory of the step.")
+    episodes: EpisodeStats | None = Field(None, description="Multi-turn episodes (jobs with an environment).")
 
     def message(self) -> str:
         """One line for a job's event log."""

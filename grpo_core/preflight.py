@@ -45,8 +45,10 @@ def probe(
     *,
     samples: int,
     seed: int,
+    agent: Any = None,
 ) -> tuple[list[PromptProbe], float]:
-    """Each row's ``samples`` rewards, completion lengths and truncation, and the seconds spent grading."""
+    """Each row's ``samples`` rewards, completion lengths and truncation, and the seconds spent grading.
+    ``agent``: the job's environment (grpo_core.agent.episodes); each sample is then a multi-turn episode."""
     out: list[PromptProbe] = []
     grading = 0.0
     per_batch = max(1, cfg.batch_size * cfg.group_size // samples)
@@ -56,11 +58,15 @@ def probe(
         sampling = Sampling(
             samples, cfg.max_completion_tokens, cfg.temperature, top_p=cfg.top_p, seed=seed, first_row=lo * samples
         )
-        ro = engine.generate([prompt_text(rows[i], tokenizer, cfg.chat_template_kwargs) for i in batch], sampling)
+        if agent is not None:
+            ro = agent.run([agent.prompt(rows[i]) for i in batch], [rows[i] for i in batch], sampling)
+        else:
+            ro = engine.generate([prompt_text(rows[i], tokenizer, cfg.chat_template_kwargs) for i in batch], sampling)
         rows_g = [rows[i] for i in batch for _ in range(samples)]
         numbers = [i + 1 for i in batch for _ in range(samples)]
+        extras = [e.grader_view() for e in ro.episodes] if ro.episodes is not None else None
         t = time.perf_counter()
-        scores = score_samples(graders, ro.texts, rows_g, numbers)
+        scores = score_samples(graders, ro.texts, rows_g, numbers, extras)
         grading += time.perf_counter() - t
         reward = weighted_total(scores.matrix, weights).double()
         lengths = ro.completion_mask.sum(dim=1).tolist()
@@ -89,26 +95,36 @@ def run_probe(
     seed: int,
     samples: int,
     adapter_dir: Path | None = None,
+    environment: Any = None,
+    sandbox_tier: str = "auto",
 ) -> tuple[list[PromptProbe], float]:
     """Load the policy (with the adapter in ``adapter_dir``, else the fresh one, whose LoRA B is zero: the base
-    model), start the job's engine, probe, and free both."""
+    model), start the job's engine (and its ``environment``'s sandbox, grpo_core.agent), probe, and free them."""
     from grpo_core.checkpoint import load_adapter_weights
-    from grpo_core.trainer import _engine, _resolve_execution, load_policy
+    from grpo_core.rollout import eos_ids
+    from grpo_core.trainer import _engine, _resolve_execution, load_policy, make_agent
 
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model: Any = None
     engine: Any = None
+    agent: Any = None
     try:
         model, tokenizer = load_policy(model_dir, cfg, seed)
         if adapter_dir is not None:
             load_adapter_weights(model, adapter_dir)
         cfg = _resolve_execution(cfg, model, placement)
-        engine = _engine(cfg, model, tokenizer, model_dir, seed, placement.autocast)
+        tokens = environment.max_total_tokens if environment is not None else cfg.max_completion_tokens
+        engine = _engine(cfg, model, tokenizer, model_dir, seed, placement.autocast, tokens)
         if adapter_dir is not None:
             engine.sync(model, 1)
+        if environment is not None:
+            agent = make_agent(environment, tokenizer, eos_ids(model, tokenizer), cfg, sandbox_tier)
+            agent.engine = engine
         with torch.no_grad():
-            return probe(cfg, tokenizer, engine, rows, indices, graders, samples=samples, seed=seed)
+            return probe(cfg, tokenizer, engine, rows, indices, graders, samples=samples, seed=seed, agent=agent)
     finally:  # freed whatever failed: training (or the next job) needs the memory
+        if agent is not None:
+            agent.runner.close()
         if engine is not None:
             engine.close()
         del engine, model

@@ -17,6 +17,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from grpo_core.data import needs_chat_format
+
 
 class PromptCounter:
     """Counts prompt tokens for rows of a training file, for the tokenizer in ``folder``."""
@@ -87,6 +89,18 @@ class PromptCounter:
 
     def text(self, row: dict[str, Any]) -> str:
         """The prompt text of ``row`` exactly as grpo_core.data.prompt_text renders it."""
+        if needs_chat_format(row):
+            from grpo_core.agent.chat import ChatFormat
+
+            def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
+                return str(
+                    self._compiled.render(
+                        messages=messages, tools=tools, documents=None, add_generation_prompt=gen, **self.context
+                    )
+                )
+
+            chat = ChatFormat(render, self.template)
+            return chat.prompt(row.get("messages") or [{"role": "user", "content": row["prompt"]}], row.get("tools"))
         if "messages" in row:
             if self.template is None:
                 return "\n".join(f"{m['role']}: {m['content']}" for m in row["messages"]) + "\nassistant:"

@@ -34,6 +34,9 @@ class Rollout:
     # (B, C) log-probs the engine gave the sampled tokens (after temperature), 0 past the mask; set by engines
     # that are not the trainer's own forward pass (vLLM), for the truncated importance-sampling correction.
     sampling_logp: Tensor | None = None
+    # Multi-turn rollouts (grpo_core.agent.episodes): one Episode per row, the conversation and tool calls behind
+    # it; its completion then holds tool and template tokens too, with completion_mask 0 on them.
+    episodes: list[Any] | None = None
 
     def to(self, device: torch.device) -> Rollout:
         """The same rollout on ``device``: rollouts are built on the host (engines return CPU tensors, grader
@@ -46,6 +49,7 @@ class Rollout:
             self.truncated.to(device),
             self.texts,
             None if self.sampling_logp is None else self.sampling_logp.to(device),
+            self.episodes,
         )
 
     def select(self, idx: Tensor) -> Rollout:
@@ -58,6 +62,7 @@ class Rollout:
             self.truncated[idx],
             [self.texts[int(i)] for i in idx],
             None if self.sampling_logp is None else self.sampling_logp[idx],
+            None if self.episodes is None else [self.episodes[int(i)] for i in idx],
         )
 
 
@@ -93,7 +98,17 @@ def concat_rollouts(parts: list[Rollout]) -> Rollout:
         torch.cat([r.truncated for r in parts]),
         [t for r in parts for t in r.texts],
         logp,
+        _concat_episodes(parts),
     )
+
+
+def _concat_episodes(parts: list[Rollout]) -> list[Any] | None:
+    out: list[Any] = []
+    for r in parts:
+        if r.episodes is None:
+            return None
+        out += r.episodes
+    return out
 
 
 def eos_ids(model: Any, tokenizer: Any) -> list[int]:

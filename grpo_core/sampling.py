@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.agent.episodes import AgentRollouts
 from grpo_core.config import GRPOConfig
 from grpo_core.data import batches
 from grpo_core.distributed import World, all_gather_objects
@@ -111,8 +112,10 @@ def collect_batch(
     seed: int,
     step: int,
     world: World | None = None,
+    agent: AgentRollouts | None = None,
 ) -> StepBatch:
-    """Sample and score until the step's batch is complete; see the module doc for the order of strategies."""
+    """Sample and score until the step's batch is complete; see the module doc for the order of strategies.
+    ``agent``: the job's environment; each sample is then a multi-turn episode (grpo_core.agent.episodes)."""
     world = world or World()
     G = cfg.group_size
     n_sample = cfg.gfpo_sample_size or G
@@ -131,7 +134,7 @@ def collect_batch(
         t0 = time.perf_counter()
         draw = random.Random(f"{seed}:{step}:{int(rnd)}").randrange(2**31)
         sampling = Sampling(n_sample, cfg.max_completion_tokens, cfg.temperature, cfg.top_p, seed=draw)
-        ro, sc, t1 = _sample_and_score(engine, prompts, rows, graders, idx, sampling, world)
+        ro, sc, t1 = _sample_and_score(engine, prompts, rows, graders, idx, sampling, world, agent)
         stats["sampling_rounds"] += 1
         stats["groups_sampled"] += len(idx)
         seconds["sampling"] += t1 - t0
@@ -208,6 +211,7 @@ def _sample_and_score(
     idx: list[int],
     sampling: Sampling,
     world: World,
+    agent: AgentRollouts | None = None,
 ) -> tuple[Rollout, Scores, float]:
     """The round's rollout and scores for prompts ``idx``, this rank's share sampled and scored here and the rest
     gathered from the other ranks (in rank order = one-process order); also when sampling ended on this rank."""
@@ -218,9 +222,14 @@ def _sample_and_score(
         share = replace(sampling, first_row=lo * n)
         if world.distributed:
             share = replace(share, step_prompts=tuple(prompts[i] for i in idx))
-        ro = engine.generate([prompts[i] for i in mine], share)
+        if agent is not None:
+            ro = agent.run([prompts[i] for i in mine], [rows[i] for i in mine], share)
+        else:
+            ro = engine.generate([prompts[i] for i in mine], share)
         t1 = time.perf_counter()
-        sc = score_samples(graders, ro.texts, [rows[i] for i in mine for _ in range(n)], _numbers(mine, n))
+        extras = [e.grader_view() for e in ro.episodes] if ro.episodes is not None else None
+        items = [rows[i] for i in mine for _ in range(n)]
+        sc = score_samples(graders, ro.texts, items, _numbers(mine, n), extras)
     else:
         ro, t1 = empty_rollout(), time.perf_counter()
         names = [g.name for g in graders]

@@ -29,6 +29,9 @@ from typing import Any, Protocol
 import torch
 
 from grpo_core import distributed
+from grpo_core.agent.episodes import AgentRollouts
+from grpo_core.agent.sandboxed import EnvironmentRunner
+from grpo_core.agent.schemas import EnvironmentSpec
 from grpo_core.checkpoint import ResumeState, load_checkpoint, rng_state, save_checkpoint
 from grpo_core.config import GRPOConfig
 from grpo_core.data import prompt_text
@@ -44,6 +47,7 @@ from grpo_core.metrics import step_metrics
 from grpo_core.metrics_schema import Execution, Level, MemoryStats, ResolvedEngine, StepMetrics
 from grpo_core.models import base_model_name
 from grpo_core.rewards.base import Grader
+from grpo_core.rollout import eos_ids
 from grpo_core.sampling import PromptCursor, collect_batch
 from grpo_core.schedule import make_scheduler
 from grpo_core.sharding import shard, sharded
@@ -156,12 +160,16 @@ def train(
     placement: Placement | None = None,
     world: World | None = None,
     base_name: str | None = None,
+    environment: EnvironmentSpec | None = None,
+    sandbox_tier: str = "auto",
 ) -> TrainResult:
     """Run GRPO on ``rows`` and return when done, stopped, or raise (UserError for the user's mistakes, its
     subclass DeviceOutOfMemory when the device runs out). ``placement``: where to train, when the caller resolved
     it already (the worker names it in its first event); by default resolved here from ``cfg``. ``world``: this
     process's rank among the job's (default: torchrun's environment, or one process); the process group is
-    joined here unless the caller did. ``base_name``: what the adapter names as its base (see load_policy)."""
+    joined here unless the caller did. ``base_name``: what the adapter names as its base (see load_policy).
+    ``environment``: the job's tools or ``respond`` (grpo_core.agent), run in a ``sandbox_tier`` sandbox; every
+    sample is then a multi-turn episode."""
     if not rows:
         raise UserError("the training file has no rows")
     world = world or World.from_env()
@@ -176,7 +184,7 @@ def train(
             # one precision for all: each rank measured its CPU's bf16 speed-up itself, and one fell short
             placement = replace(placement, precision="fp32", precision_reason="another rank's CPU chose fp32")
         run = (cfg, model_dir, rows, graders, callbacks, work_dir, seed, resume_from, valid_rows, placement, world)
-        return _train(*run, base_name=base_name)
+        return _train(*run, base_name=base_name, environment=environment, sandbox_tier=sandbox_tier)
 
 
 def _train(
@@ -193,11 +201,18 @@ def _train(
     world: World,
     *,
     base_name: str | None = None,
+    environment: EnvironmentSpec | None = None,
+    sandbox_tier: str = "auto",
 ) -> TrainResult:
     callbacks = _MainRank(reporter, world, placement.device)
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
-    prompts_all = [prompt_text(r, tokenizer, cfg.chat_template_kwargs) for r in rows]
+    agent = None
+    if environment is not None:  # the engine is set below: prompts (with the tools) are checked before it starts
+        agent = make_agent(environment, tokenizer, eos_ids(model, tokenizer), cfg, sandbox_tier)
+        prompts_all = [agent.prompt(r) for r in rows]
+    else:
+        prompts_all = [prompt_text(r, tokenizer, cfg.chat_template_kwargs) for r in rows]
     for i, p in enumerate(prompts_all):
         n_tok = len(tokenizer(p, add_special_tokens=False)["input_ids"])
         if n_tok > cfg.max_prompt_tokens:
@@ -218,7 +233,10 @@ def _train(
         state.world_size = world.size
     autocast = placement.autocast
     cfg = _resolve_execution(cfg, model, placement)
-    engine = _engine(cfg, model, tokenizer, model_dir, seed, autocast)
+    episode_tokens = environment.max_total_tokens if environment is not None else cfg.max_completion_tokens
+    engine = _engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens)
+    if agent is not None:
+        agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
         shard(model, world, placement.device)
     micro_batch = auto_micro_batch(model, cfg, placement, checkpointing=bool(cfg.gradient_checkpointing))
@@ -244,7 +262,16 @@ def _train(
             reset_peak_memory(placement.device)
             try:
                 batch = collect_batch(
-                    cfg, engine, prompts_all, rows, graders, cursor, seed=seed, step=state.step + 1, world=world
+                    cfg,
+                    engine,
+                    prompts_all,
+                    rows,
+                    graders,
+                    cursor,
+                    seed=seed,
+                    step=state.step + 1,
+                    world=world,
+                    agent=agent,
                 )
             except torch.OutOfMemoryError:
                 raise out_of_memory(state.step + 1, "sampling", placement, cfg) from None  # frees the frames
@@ -280,10 +307,11 @@ def _train(
                 grad_norm=grad_norm,
                 lr=float(scheduler.get_last_lr()[0]),
                 times=(t0, t1, t2),
+                decode=lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
             )
             best = False
             if valid_rows and (state.step == total or (cfg.eval_interval and state.step % cfg.eval_interval == 0)):
-                best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last, world)
+                best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last, world, agent)
             last.memory = _memory(placement, world)  # the step's peak: sampling, update, sync and validation
             last.warnings = health.check(last)
             callbacks.on_step(last)
@@ -296,6 +324,8 @@ def _train(
                 final_ckpt, saved_step = path, state.step
     finally:
         engine.close()
+        if agent is not None:
+            agent.runner.close()
     return TrainResult(state.step, total, False, final_ckpt, last)
 
 
@@ -372,8 +402,26 @@ def _memory(placement: Placement, world: World) -> MemoryStats:
     )
 
 
-def _engine(cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: int, autocast: Any) -> Any:
-    """The configured rollout engine (grpo_core.engines); ``rollout_engine`` is resolved (never ``auto``)."""
+def make_agent(
+    spec: EnvironmentSpec, tokenizer: Any, stop_ids: list[int], cfg: GRPOConfig, sandbox_tier: str
+) -> AgentRollouts:
+    """The job's environment started in its sandbox (UserError when its source does not load), without an engine
+    yet (set ``engine`` before sampling)."""
+    runner = EnvironmentRunner(
+        spec.source, tier=sandbox_tier, call_timeout=spec.tool_timeout_seconds, max_chars=spec.max_tool_output_chars
+    )
+    try:
+        return AgentRollouts(None, tokenizer, spec, runner, stop_ids, cfg.chat_template_kwargs)
+    except BaseException:
+        runner.close()
+        raise
+
+
+def _engine(
+    cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: int, autocast: Any, episode_tokens: int
+) -> Any:
+    """The configured rollout engine (grpo_core.engines); ``rollout_engine`` is resolved (never ``auto``).
+    ``episode_tokens``: the most tokens a sample holds after its prompt (a multi-turn episode's budget)."""
     if cfg.rollout_engine == "transformers":
         return make_engine("transformers", model, tokenizer, model_dir, autocast_dtype=autocast)
     if cfg.rollout_engine == "merged":
@@ -387,7 +435,7 @@ def _engine(cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: 
         seed=seed,
         dtype=dtype,
         max_lora_rank=cfg.lora.rank,
-        max_model_len=cfg.max_prompt_tokens + cfg.max_completion_tokens,
+        max_model_len=cfg.max_prompt_tokens + max(cfg.max_completion_tokens, episode_tokens),
         sync=cfg.vllm_weight_sync,
         gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         device=cfg.device,  # resolved: cuda:LOCAL_RANK on a rank of a multi-GPU job
@@ -405,6 +453,7 @@ def _validate(
     state: ResumeState,
     metrics: StepMetrics,
     world: World,
+    agent: AgentRollouts | None = None,
 ) -> bool:
     """Score the validation rows into ``metrics``; True when this is the best validation reward so far. Each rank
     scores its share of the rows and the sums are gathered, so every rank takes the same decision."""
@@ -427,6 +476,7 @@ def _validate(
             engine=engine,
             first_row=lo,
             chat_template_kwargs=cfg.chat_template_kwargs,
+            agent=agent,
         )
     parts = all_gather_objects(world, mine)
     n, total = sum(p[2] for p in parts), sum(p[0] for p in parts)

@@ -43,7 +43,9 @@ def _device(model: Any) -> torch.device:
 def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Rows ``idx`` of the rollout with all-padding columns dropped: (prompt ids, prompt mask, ids, mask)."""
     cmask = ro.completion_mask[idx]
-    c_len = max(int(cmask.sum(dim=1).max()), 1)  # drop all-padding tail columns
+    # drop the columns after the last loss token of every row (a multi-turn row's mask has holes: tool tokens)
+    used = torch.nonzero(cmask.any(dim=0)).flatten()
+    c_len = int(used[-1]) + 1 if used.numel() else 1
     pmask = ro.prompt_mask[idx]
     p_start = int((pmask.sum(dim=0) == 0).sum())  # drop all-padding head columns (left padding)
     return ro.prompt_ids[idx, p_start:], pmask[:, p_start:], ro.completion_ids[idx, :c_len], cmask[:, :c_len]

@@ -119,6 +119,9 @@ class ClaimResponse(BaseModel):
     # clear message instead of failing to read the claim (after which the job could not even be reported).
     hyperparameters: dict[str, Any]
     grader: dict[str, Any]
+    environment: dict[str, Any] | None = Field(
+        None, description="The job's tools or respond() (grpo_core.agent.schemas.EnvironmentSpec); None: single-turn."
+    )
     training_file_key: str
     validation_file_key: str | None
     total_steps: int

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from grpo_core.agent.schemas import EnvironmentSpec
 from grpo_core.config import GRPOConfig
 from grpo_core.errors import UserError
 from grpo_core.models import resolve_model
@@ -37,6 +38,7 @@ class Job:
     grader: GraderSpec
     model_dir: Path
     base_name: str | None = None  # what the adapter names as its base: a registered model's hub id or id
+    environment: EnvironmentSpec | None = None  # tools or respond(): every sample a multi-turn episode
 
 
 class Inputs(BaseModel):
@@ -59,6 +61,7 @@ def read_job(
     try:
         cfg = GRPOConfig.model_validate(claim.hyperparameters)
         grader: GraderSpec = TypeAdapter(GraderSpec).validate_python(claim.grader)
+        environment = EnvironmentSpec.model_validate(claim.environment) if claim.environment else None
     except ValidationError as exc:
         raise UserError(f"job spec is invalid: {exc}") from None
     source = claim.model_source
@@ -66,12 +69,12 @@ def read_job(
         from runtime.storage import make_store
 
         model_dir = model_cache(settings).fetch(store or make_store(settings), source, say)
-        return Job(cfg, grader, model_dir, source.hub_id or source.id)
+        return Job(cfg, grader, model_dir, source.hub_id or source.id, environment)
     try:
         model_dir = resolve_model(settings.models_dir, claim.model)
     except KeyError as exc:
         raise UserError(f"this worker cannot train it: {exc.args[0]}") from None
-    return Job(cfg, grader, model_dir)
+    return Job(cfg, grader, model_dir, environment=environment)
 
 
 def model_cache(settings: WorkerSettings) -> ModelCache:
@@ -103,8 +106,9 @@ def fetch_inputs(store: ObjectStore, claim: api.ClaimResponse, dest: Path) -> In
 
 
 def check_sandbox(job: Job, settings: WorkerSettings, say: Callable[[str], None]) -> None:
-    """A python grader needs this worker's sandbox: refuse the job with the reason, or say which tier runs it."""
-    if uses_python(job.grader):
+    """A python grader or an environment needs this worker's sandbox: refuse the job with the reason, or say which
+    tier runs it."""
+    if uses_python(job.grader) or job.environment is not None:
         allowed, why = python_graders_allowed(settings.reward_sandbox)
         if not allowed:
             raise UserError(why)

@@ -51,6 +51,8 @@ def probe_report(
             seed=seed,
             samples=pre.samples,
             adapter_dir=adapter_dir,
+            environment=job.environment,
+            sandbox_tier=settings.reward_sandbox,
         )
     finally:
         for g in graders:

@@ -104,6 +104,8 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
             placement=resolve_placement(job.cfg.device, job.cfg.precision, world),
             world=world,
             base_name=job.base_name,
+            environment=job.environment,
+            sandbox_tier=settings.reward_sandbox,
         )
         status = "cancelled" if result.stopped else "succeeded"
     finally:

@@ -288,6 +288,8 @@ class JobRun:
                 valid_rows=read_jsonl(inputs.validation) if inputs.validation else None,
                 placement=placement,
                 base_name=job.base_name,
+                environment=job.environment,
+                sandbox_tier=self.settings.reward_sandbox,
             )
         finally:
             for g in graders:

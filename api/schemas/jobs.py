@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from grpo_core.agent.schemas import EnvironmentSpec
 from grpo_core.config import GRPOConfig
 from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, Sample, StepMetrics
 from grpo_core.readiness import ReadinessComparison, ReadinessReport
@@ -29,6 +30,12 @@ class ReinforcementMethod(BaseModel):
 
     grader: GraderSpec = Field(description="How a completion is scored (OpenAI grader JSON).")
     hyperparameters: GRPOConfig = Field(default_factory=GRPOConfig)
+    environment: EnvironmentSpec | None = Field(
+        None,
+        description="Tools the model may call, or an environment that answers its turns: Python source run in the "
+        "sandbox. Set, every sample is a multi-turn episode and the grader scores the whole episode "
+        "(sample.output_text is the last assistant message; sample.messages and sample.output_tools the rest).",
+    )
 
 
 class Method(BaseModel):

@@ -24,6 +24,7 @@ from api.queue import Doorbell
 from api.schemas.jobs import JobCreate
 from api.services import model_registry
 from api.services.access import get_job
+from api.services.environments import check_environment
 from api.services.events import add_event
 from api.services.files import get_file, head_rows
 from api.services.graders import dry_run
@@ -91,7 +92,10 @@ def create_job(
             param=f"{HP}.reward_weights",
         )
     # the grader on a few real rows, before any GPU time
-    dry_run(body.method.reinforcement.grader, head_rows(store, train.object_key, 3), settings.grader_env(), GRADER)
+    head = head_rows(store, train.object_key, 3)
+    dry_run(body.method.reinforcement.grader, head, settings.grader_env(), GRADER)
+    if body.method.reinforcement.environment is not None:
+        check_environment(body.method.reinforcement.environment, head, settings.grader_env())
     if cfg.batch_size > train.row_count:
         raise Unprocessable(
             f"batch_size={cfg.batch_size} is larger than the training file ({train.row_count} rows)",

@@ -75,6 +75,7 @@ def claim_response(session: Session, settings: ApiSettings, job: Job) -> ClaimRe
         seed=job.seed,
         hyperparameters=rl["hyperparameters"],
         grader=rl["grader"],
+        environment=rl.get("environment"),
         training_file_key=train.object_key,
         validation_file_key=valid.object_key if valid else None,
         total_steps=job.total_steps,

@@ -53,6 +53,15 @@ class RolloutEngine(Protocol):
         """``group_size`` completions per prompt, rows grouped by prompt (row i belongs to prompt i // G)."""
         ...
 
+    def continue_turns(
+        self, sequences: list[list[int]], sampling: Sampling, rows: list[int]
+    ) -> list[tuple[list[int], list[float] | None]]:
+        """One more turn of each multi-turn trajectory (its whole token sequence so far, grpo_core.agent): the
+        sampled ids up to and including the stop id, and their sampling log-probs (None where the trainer's own
+        forward sampled them). ``rows``: each trajectory's step-wide number (keys its noise); ``group_size`` is
+        ignored (one continuation each) and ``seed`` is the turn's."""
+        ...
+
     def sync(self, model: Any, step: int) -> None:
         """Make the next ``generate`` sample from ``model``'s current weights (called after each update)."""
         ...

@@ -146,7 +146,6 @@ def decode(
 
 
 def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, stop_ids: list[int] | None) -> Rollout:
-    group_size, max_new_tokens, temperature = sampling.group_size, sampling.max_new_tokens, sampling.temperature
     stop = stop_ids or eos_ids(model, tokenizer)
     if tokenizer.pad_token is None:  # masks never depend on the pad id (grpo_core.rollout)
         tokenizer.pad_token = tokenizer.convert_ids_to_tokens(stop[0])
@@ -159,16 +158,46 @@ def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, 
     padding_free = bool(mask.all())
     if sampling.step_prompts:  # a rank's share: the whole step's shapes (Sampling.step_prompts says why)
         ids, mask, padding_free = _step_shapes(tokenizer, ids, mask, sampling.step_prompts)
-    cache = _prefill(model, ids, mask, group_size, capacity=ids.shape[1] + max_new_tokens)
-    ids, mask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
-    n = ids.shape[0]
+    cache = _prefill(model, ids, mask, sampling.group_size, capacity=ids.shape[1] + sampling.max_new_tokens)
+    ids, mask = ids.repeat_interleave(sampling.group_size, dim=0), mask.repeat_interleave(sampling.group_size, dim=0)
+    rows = torch.arange(sampling.first_row, sampling.first_row + ids.shape[0], device=device)
+    completion_ids, logps = _sample_tokens(model, cache, ids, mask, rows, sampling, stop, padding_free)
+    cmask, truncated = completion_mask(completion_ids, stop)
+    texts = [
+        tokenizer.decode(row[: int(m.sum())], skip_special_tokens=True)
+        for row, m in zip(completion_ids.tolist(), cmask, strict=True)
+    ]
+    sampling_logp = logps.cpu() * cmask.cpu() if logps is not None else None
+    return Rollout(
+        prompt_ids=ids.cpu(),
+        prompt_mask=mask.cpu(),
+        completion_ids=completion_ids.cpu(),
+        completion_mask=cmask.cpu(),
+        truncated=truncated.cpu(),
+        texts=texts,
+        sampling_logp=sampling_logp,
+    )
+
+
+def _sample_tokens(
+    model: Any,
+    cache: Any,
+    ids: Tensor,
+    mask: Tensor,
+    rows: Tensor,
+    sampling: Sampling,
+    stop: list[int],
+    padding_free: bool,
+) -> tuple[Tensor, Tensor | None]:
+    """(B, T) sampled ids (rows that stopped repeat their stop id) and their (B, T) sampling log-probs (None when
+    greedy), from a ``cache`` holding every token of ``ids`` but the last; ``rows`` key each row's noise."""
+    n, device, temperature = ids.shape[0], ids.device, sampling.temperature
     position = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # of the last prompt token
-    rows = torch.arange(sampling.first_row, sampling.first_row + n, device=device)
     stop_t = torch.tensor(stop, device=device)
     tokens, logps = [], []
     done = torch.zeros(n, dtype=torch.bool, device=device)
     step_input, attn = ids[:, -1:], mask
-    for t in range(max_new_tokens):
+    for t in range(sampling.max_new_tokens):
         logits = (
             model(
                 input_ids=step_input,
@@ -197,19 +226,34 @@ def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, 
         step_input = token.unsqueeze(1)
         attn = torch.cat([attn, attn.new_ones((n, 1))], dim=1)
         position = position + 1
-    completion_ids = torch.stack(tokens, dim=1)
-    cmask, truncated = completion_mask(completion_ids, stop)
-    texts = [
-        tokenizer.decode(row[: int(m.sum())], skip_special_tokens=True)
-        for row, m in zip(completion_ids.tolist(), cmask, strict=True)
-    ]
-    sampling_logp = torch.stack(logps, dim=1).cpu() * cmask.cpu() if logps else None
-    return Rollout(
-        prompt_ids=ids.cpu(),
-        prompt_mask=mask.cpu(),
-        completion_ids=completion_ids.cpu(),
-        completion_mask=cmask.cpu(),
-        truncated=truncated.cpu(),
-        texts=texts,
-        sampling_logp=sampling_logp,
-    )
+    return torch.stack(tokens, dim=1), torch.stack(logps, dim=1) if logps else None
+
+
+def decode_continuations(
+    model: Any,
+    sequences: list[list[int]],
+    sampling: Sampling,
+    rows: list[int],
+    *,
+    stop_ids: list[int],
+    pad_id: int,
+) -> list[tuple[list[int], list[float] | None]]:
+    """One turn for each token sequence (a multi-turn trajectory so far, grpo_core.agent.episodes): the sampled ids,
+    up to and including the first stop id, and their sampling log-probs (None when greedy). ``rows`` are the
+    trajectories' step-wide numbers, which key their noise (``sampling.seed`` is the turn's)."""
+    with torch.inference_mode():
+        device = next(model.parameters()).device
+        width = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), width), pad_id, dtype=torch.long, device=device)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long, device=device)
+        for i, s in enumerate(sequences):
+            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long, device=device)
+            mask[i, width - len(s) :] = 1
+        cache = _prefill(model, ids, mask, 1, capacity=width + sampling.max_new_tokens)
+        rows_t = torch.tensor(rows, dtype=torch.long, device=device)
+        out, logps = _sample_tokens(model, cache, ids, mask, rows_t, sampling, stop_ids, bool(mask.all()))
+        cmask, _ = completion_mask(out, stop_ids)
+        lengths = cmask.sum(dim=1).tolist()
+        out_l = out.tolist()
+        lp_l = logps.tolist() if logps is not None else None
+    return [(out_l[i][:n], None if lp_l is None else lp_l[i][:n]) for i, n in enumerate(lengths)]

@@ -27,6 +27,37 @@ class TransformersEngine:
     def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         return sample(self.model, self.tokenizer, prompts, sampling, autocast_dtype=self.autocast_dtype)
 
+    @torch.no_grad()
+    def continue_turns(
+        self, sequences: list[list[int]], sampling: Sampling, rows: list[int]
+    ) -> list[tuple[list[int], list[float] | None]]:
+        """One ``generate`` call over the left-padded sequences; no log-probs (the trainer's are these)."""
+        stop = eos_ids(self.model, self.tokenizer)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else stop[0]
+        device = next(self.model.parameters()).device
+        width = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), width), pad, dtype=torch.long, device=device)
+        mask = torch.zeros_like(ids)
+        for i, s in enumerate(sequences):
+            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long, device=device)
+            mask[i, width - len(s) :] = 1
+        gen = torch.Generator(device="cpu").manual_seed(sampling.seed + rows[0])
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen, device=gen.device)))
+            with torch.autocast(device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None):
+                drawn = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0}
+                out = self.model.generate(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    **(drawn if sampling.temperature > 0 else {"do_sample": False}),
+                    max_new_tokens=sampling.max_new_tokens,
+                    eos_token_id=stop,
+                    pad_token_id=pad,
+                )
+        new = out[:, width:]
+        cmask, _ = completion_mask(new, stop)
+        return [(row[: int(m.sum())], None) for row, m in zip(new.tolist(), cmask, strict=True)]
+
     def sync(self, model: Any, step: int) -> None:
         """Nothing to do: the engine samples with the trainer's model itself."""
 

@@ -22,7 +22,7 @@ from typing import Any, cast
 import torch
 
 from grpo_core.engines.base import Sampling
-from grpo_core.engines.decode import decode
+from grpo_core.engines.decode import decode, decode_continuations
 from grpo_core.rollout import Rollout, eos_ids
 from grpo_core.sharding import full
 
@@ -142,6 +142,13 @@ class MergedEngine:
 
     def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         return decode(self.model, self.tokenizer, prompts, sampling, stop_ids=self.stop)
+
+    def continue_turns(
+        self, sequences: list[list[int]], sampling: Sampling, rows: list[int]
+    ) -> list[tuple[list[int], list[float] | None]]:
+        pad = self.tokenizer.pad_token_id
+        pad_id = pad if pad is not None else self.stop[0]
+        return decode_continuations(self.model, sequences, sampling, rows, stop_ids=self.stop, pad_id=pad_id)
 
     def close(self) -> None:
         self.model = None

@@ -265,6 +265,36 @@ class VLLMEngine:
             sampling_logp=logps,
         )
 
+    def continue_turns(
+        self, sequences: list[list[int]], sampling: Sampling, rows: list[int]
+    ) -> list[tuple[list[int], list[float] | None]]:
+        """One continuation per token sequence, seeded by (the turn's seed, the trajectory's row)."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        params = [
+            SamplingParams(
+                n=1,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_new_tokens,
+                seed=sampling.seed + row,
+                logprobs=0,
+                stop_token_ids=self._stop,
+                detokenize=False,
+            )
+            for row in rows
+        ]
+        outputs = self._llm.generate(
+            [TokensPrompt(prompt_token_ids=ids) for ids in sequences], params, lora_request=self._lora, use_tqdm=False
+        )
+        out: list[tuple[list[int], list[float] | None]] = []
+        for o in outputs:
+            c = o.outputs[0]
+            tokens = list(c.token_ids)
+            out.append((tokens, [step[tok].logprob for step, tok in zip(c.logprobs, tokens, strict=True)]))
+        return out
+
     def sync(self, model: Any, step: int) -> None:
         """Make the next ``generate`` sample from ``model``'s current LoRA weights (see module doc)."""
         if not hasattr(model, "peft_config"):

@@ -110,6 +110,11 @@ class Grader(Protocol):
 
     name: str
 
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult: ...
+    def score(
+        self, texts: list[str], rows: list[dict[str, Any]], extras: list[dict[str, Any]] | None = None
+    ) -> GraderResult:
+        """``extras``: per sample, more of the grader's ``sample`` (a multi-turn episode's ``messages`` and
+        ``output_tools``, grpo_core.agent.episodes)."""
+        ...
 
     def close(self) -> None: ...

@@ -42,13 +42,18 @@ class Scores:
 
 
 def score_samples(
-    graders: Sequence[Grader], texts: list[str], rows: list[dict[str, Any]], row_numbers: list[int]
+    graders: Sequence[Grader],
+    texts: list[str],
+    rows: list[dict[str, Any]],
+    row_numbers: list[int],
+    extras: list[dict[str, Any]] | None = None,
 ) -> Scores:
-    """Run every grader on every sample; ``row_numbers`` are 1-based training-file rows, one per sample."""
+    """Run every grader on every sample; ``row_numbers`` are 1-based training-file rows, one per sample;
+    ``extras``: more of each sample for the graders (a multi-turn episode's conversation and tool calls)."""
     cols: list[Tensor] = []
     out = Scores(torch.zeros(0, device=HOST), [g.name for g in graders], [])
     for g in graders:
-        res = g.score(texts, rows)
+        res = g.score(texts, rows, extras) if extras is not None else g.score(texts, rows)
         if len(res.scores) != len(texts):
             raise ValueError(f"grader {g.name!r} returned {len(res.scores)} scores for {len(texts)} samples")
         reasons = res.errors or [None] * len(texts)

@@ -63,12 +63,14 @@ class PerSample:
         self.name = name
         self.fn = fn
 
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
+    def score(
+        self, texts: list[str], rows: list[dict[str, Any]], extras: list[dict[str, Any]] | None = None
+    ) -> GraderResult:
         scores: list[float | None] = []
         errors: list[SampleError | None] = []
-        for text, row in zip(texts, rows, strict=True):
+        for text, row, extra in zip(texts, rows, extras or [{}] * len(texts), strict=True):
             try:
-                value = self.fn(make_sample(text), row)
+                value = self.fn(make_sample(text, extra), row)
                 scores.append(None if value is None else _finite(value))
                 errors.append(None)
             except TemplateError as exc:  # the dataset row lacks what the grader's template names
@@ -198,8 +200,11 @@ class PythonFunction:
         limits = SandboxLimits(batch_timeout_seconds=spec.timeout_seconds)
         self.runner = PythonRunner(spec.source, tier=env.sandbox_tier, limits=limits)
 
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
-        batch = self.runner.score_batch([make_sample(t) for t in texts], rows)
+    def score(
+        self, texts: list[str], rows: list[dict[str, Any]], extras: list[dict[str, Any]] | None = None
+    ) -> GraderResult:
+        samples = [make_sample(t, e) for t, e in zip(texts, extras or [{}] * len(texts), strict=True)]
+        batch = self.runner.score_batch(samples, rows)
         # whose failure an error is: the source's (it does not import), the sandbox's, or the code's on the item
         kind = {"load": SourceLoadError, "sandbox": SandboxFailure, None: GraderCodeError}[batch.failure]
         scores: list[float | None] = []
@@ -229,8 +234,10 @@ class Multi:
         self.parts: dict[str, Grader] = {k: build_grader(g, env) for k, g in spec.graders.items()}
         self.tree = parse_formula(spec.calculate_output, set(self.parts))
 
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
-        results = {k: g.score(texts, rows) for k, g in self.parts.items()}
+    def score(
+        self, texts: list[str], rows: list[dict[str, Any]], extras: list[dict[str, Any]] | None = None
+    ) -> GraderResult:
+        results = {k: g.score(texts, rows, extras) for k, g in self.parts.items()}
         scores: list[float | None] = []
         errors: list[SampleError | None] = []
         for n in range(len(texts)):

@@ -75,8 +75,8 @@ class ScoreModel:
         self.env = env
         self.client = _client(env.judge.base_url, env.judge.api_key, env.request_timeout)
 
-    def _one(self, text: str, row: dict[str, Any]) -> tuple[float, SampleError | None]:
-        sample = make_sample(text)
+    def _one(self, text: str, row: dict[str, Any], extra: dict[str, Any] | None) -> tuple[float, SampleError | None]:
+        sample = make_sample(text, extra)
         try:
             messages = [{"role": m["role"], "content": render(m["content"], sample, row)} for m in self.spec.input]
         except TemplateError as exc:
@@ -95,9 +95,11 @@ class ScoreModel:
         lo, hi = self.spec.range
         return min(hi, max(lo, float(found.group()))), None
 
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
+    def score(
+        self, texts: list[str], rows: list[dict[str, Any]], extras: list[dict[str, Any]] | None = None
+    ) -> GraderResult:
         with ThreadPoolExecutor(max_workers=max(1, self.env.judge_concurrency)) as pool:
-            results = list(pool.map(self._one, texts, rows))
+            results = list(pool.map(self._one, texts, rows, extras or [{}] * len(texts)))
         return GraderResult([s for s, _ in results], [e for _, e in results])
 
     def close(self) -> None:

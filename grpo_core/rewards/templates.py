@@ -20,13 +20,14 @@ class TemplateError(KeyError):
         return str(self.args[0])
 
 
-def make_sample(text: str) -> dict[str, Any]:
-    """The ``sample`` a grader sees: the completion text and, when it is JSON, its parsed value."""
+def make_sample(text: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``sample`` a grader sees: the completion text and, when it is JSON, its parsed value; a multi-turn
+    episode adds ``messages`` (the whole conversation) and ``output_tools`` (every tool call the model made)."""
     try:
         parsed: Any = json.loads(text)
     except ValueError:
         parsed = None
-    return {"output_text": text, "output_json": parsed}
+    return {"output_text": text, "output_json": parsed, **(extra or {})}
 
 
 def lookup(path: str, sample: dict[str, Any], item: dict[str, Any]) -> Any:

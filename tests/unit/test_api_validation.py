@@ -40,7 +40,7 @@ def test_upload_stores_counts_and_hash(client: TestClient, settings: ApiSettings
         (b'{"prompt": "a"}\n\n[1, 2]\n', "line 3: expected a JSON object"),
         (b'{"prompt": "a"}\n{"answer": "1"}\n', "line 2: a row needs a 'prompt' string or a 'messages' list"),
         (b'{"prompt": "a"}\n{"prompt": "\xff"}\n', "line 2: not UTF-8"),
-        (b'{"messages": [{"role": "user"}]}\n', "line 1: messages[0] must be an object"),
+        (b'{"messages": [{"role": "user"}]}\n', "line 1: messages[0].content must be a string or a list of text parts"),
         (b"\n\n", "file has no rows"),
     ],
 )

@@ -27,6 +27,8 @@ FORBIDDEN: dict[str, set[str]] = {
 }
 # The API validates jobs with grpo_core's pure schemas and runs graders in its pre-flight; never its training code.
 API_MAY_USE = {
+    "grpo_core.agent.sandboxed",  # the job's environment loaded in the sandbox at creation, as graders are
+    "grpo_core.agent.schemas",
     "grpo_core.config",
     "grpo_core.data",
     "grpo_core.models",

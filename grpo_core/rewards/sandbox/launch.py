@@ -180,8 +180,9 @@ def weak_argv(plan: LaunchPlan, code_dir: str) -> list[str]:
     return [plan.python, "-I", "-B", "-X", "utf8", os.path.join(code_dir, "worker.py")]
 
 
-def make_folders(plan: LaunchPlan, source: str, limits: SandboxLimits) -> tuple[str, str, str]:
+def make_folders(plan: LaunchPlan, source: str, limits: SandboxLimits, mode: str = "grader") -> tuple[str, str, str]:
     """(base, code, work): the grader folder the sandbox reads but can never write, and a scratch folder.
+    ``mode``: what the worker loads the source as, a ``grader`` or a tool ``environment``.
 
     As root the code folder is root-owned (group = the sandbox gid, 0750): a sandbox that could rewrite its own
     worker.py would run without seccomp after the next respawn. The scratch folder (weak tier cwd/HOME) is the
@@ -195,7 +196,7 @@ def make_folders(plan: LaunchPlan, source: str, limits: SandboxLimits) -> tuple[
         "worker.py": (_HERE / "worker.py").read_text(),
         "seccomp.py": (_HERE / "seccomp.py").read_text(),
         "grader.py": source,
-        "config.json": json.dumps({**limits.rlimits(), "allow_unix_sockets": plan.tier == "bwrap"}),
+        "config.json": json.dumps({**limits.rlimits(), "allow_unix_sockets": plan.tier == "bwrap", "mode": mode}),
     }
     for name, text in files.items():
         with open(os.path.join(code, name), "w", encoding="utf-8") as fh:

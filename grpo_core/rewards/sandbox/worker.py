@@ -1,4 +1,8 @@
-"""The process inside the sandbox: lock itself down, load the user's grader, then score batches until EOF.
+"""The process inside the sandbox: lock itself down, load the user's code, then answer batches until EOF.
+
+The code is a grader (``mode: grader`` in config.json) or a tool environment (``mode: environment``: tool
+functions, or a ``respond(messages, item)``, grpo_core.agent); the protocol below is the grader's, the
+environment's follows it.
 
 This file is copied next to the grader source into the sandbox's read-only /code and run by the sandbox's own
 interpreter (``python -I -B worker.py``), so it may import only the standard library and ``seccomp`` beside it.
@@ -11,6 +15,14 @@ Protocol (both directions): a 4-byte big-endian length, then that many bytes of 
   worker -> parent  {"ready": true, "form": "grade"|"reward"} | {"ready": false, "error": str}
   parent -> worker  {"samples": [...], "items": [...]}
   worker -> parent  {"results": [[score|null, error|null], ...], "cpu": float}
+Environment mode:
+  worker -> parent  {"ready": true, "form": "tools", "tools": [{"name", "doc", "params": [...]}]}
+                    | {"ready": true, "form": "respond"} | {"ready": false, "error": str}
+  parent -> worker  {"calls": [{"tool": name, "arguments": {...}, "item": {...}}
+                               | {"respond": [messages], "item": {...}}], "timeout": float, "max_chars": int}
+  worker -> parent  {"results": [[value|null, error|null, seconds], ...], "cpu": float, "recycle": bool}
+A call runs under its own deadline (``timeout``, SIGALRM): a tool that sleeps fails alone with an error the model
+reads, and the parent's wall deadline for the whole batch stays the backstop for code that ignores the signal.
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ import json
 import math
 import os
 import resource
+import signal
 import struct
 import sys
 import traceback
@@ -171,6 +184,124 @@ def _score(
     return results, exhausted
 
 
+class CallTimeout(BaseException):
+    """A tool or ``respond`` call ran past its own deadline (a BaseException: ``except Exception`` in user code
+    cannot swallow it)."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise CallTimeout()
+
+
+def _load_environment(source_path: str) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """("respond", {"respond": fn}, []) or ("tools", {name: fn}, their signatures): a ``respond`` wins; otherwise
+    every public function the source defines is a tool."""
+    import inspect
+
+    with open(source_path, encoding="utf-8") as fh:
+        source = fh.read()
+    namespace: dict[str, Any] = {"__name__": "user_environment", "__file__": source_path}
+    exec(compile(source, source_path, "exec", dont_inherit=True), namespace)
+    if callable(namespace.get("respond")):
+        return "respond", {"respond": namespace["respond"]}, []
+    tools = {
+        name: fn
+        for name, fn in namespace.items()
+        if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == "user_environment"
+    }
+    if not tools:
+        raise NameError("the source defines neither respond(messages, item) nor any tool function")
+    described = []
+    for name, fn in tools.items():
+        params = []
+        for p in inspect.signature(fn).parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            ann = p.annotation
+            shown = None if ann is p.empty else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann)))
+            params.append({"name": p.name, "annotation": shown, "required": p.default is p.empty})
+        described.append({"name": name, "doc": inspect.getdoc(fn) or "", "params": params})
+    return "tools", tools, described
+
+
+def _as_text(value: object, max_chars: int) -> tuple[str | None, str | None]:
+    """A tool's value as the text the model reads: a string as is, None as "", JSON values as JSON."""
+    if isinstance(value, str):
+        text = value
+    elif value is None:
+        text = ""
+    else:
+        try:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError("not finite")
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            return None, f"the tool returned a value of type {type(value).__name__}, not a string or a JSON value"
+    if len(text) > max_chars:
+        text = text[:max_chars] + f"... [{len(text) - max_chars} more characters cut]"
+    return text, None
+
+
+def _environment_call(
+    form: str, fns: dict[str, Any], call: dict[str, Any], max_chars: int
+) -> tuple[object, str | None]:
+    """One tool call or ``respond`` call (already under its deadline)."""
+    item = call.get("item")
+    if form == "respond":
+        value = fns["respond"](call.get("respond"), item)
+        if value is not None:
+            try:
+                json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError, RecursionError):
+                return None, f"respond() returned a {type(value).__name__} that is not JSON"
+        return value, None
+    fn = fns.get(call.get("tool", ""))
+    if fn is None:
+        return None, f"unknown tool {call.get('tool')!r}"
+    import inspect
+
+    args = dict(call.get("arguments") or {})
+    if "item" in inspect.signature(fn).parameters:
+        args["item"] = item
+    return _as_text(fn(**args), max_chars)
+
+
+def _serve_environment(proto_in: int, proto_out: int) -> None:
+    try:
+        form, fns, described = _load_environment(GRADER_FILE)
+    except BaseException as exc:
+        _send(proto_out, {"ready": False, "error": f"environment source failed to load: {_describe(exc)}"})
+        return
+    _send(proto_out, {"ready": True, "form": form, "tools": described})
+    signal.signal(signal.SIGALRM, _on_alarm)
+    import time
+
+    while True:
+        req = _recv(proto_in)
+        if not isinstance(req, dict):
+            return
+        timeout, max_chars = float(req.get("timeout", 5.0)), int(req.get("max_chars", 4000))
+        results: list[tuple[object, str | None, float]] = []
+        exhausted = False
+        for call in req.get("calls", []):
+            t0 = time.monotonic()
+            try:
+                signal.setitimer(signal.ITIMER_REAL, timeout)
+                try:
+                    value, error = _environment_call(form, fns, call, max_chars)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            except CallTimeout:
+                value, error = None, f"timed out after {timeout:g} s"
+                exhausted = True  # interrupted anywhere, maybe inside a lock: start a fresh process next time
+            except BaseException as exc:
+                exhausted = exhausted or isinstance(exc, MemoryError | RecursionError)
+                value, error = None, _describe(exc)
+            results.append((value, error, round(time.monotonic() - t0, 6)))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        _send(proto_out, {"results": results, "cpu": usage.ru_utime + usage.ru_stime, "recycle": exhausted})
+
+
 def main() -> None:
     with open(os.path.join(CODE_DIR, "config.json")) as fh:
         cfg = json.load(fh)
@@ -184,6 +315,9 @@ def main() -> None:
     sys.stdin, sys.stdout, sys.stderr = open(os.devnull), capped, capped  # noqa: SIM115
     mode = _lock_down(cfg)
     _send(proto_out, {"booted": True, "uid": os.getuid(), "seccomp": mode})
+    if cfg.get("mode") == "environment":
+        _serve_environment(proto_in, proto_out)
+        return
     try:
         form, fn = _load(GRADER_FILE)
     except BaseException as exc:

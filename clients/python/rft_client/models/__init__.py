@@ -13,6 +13,9 @@ from .create_completion_response_200 import CreateCompletionResponse200
 from .criterion_counts import CriterionCounts
 from .delivery_attempt import DeliveryAttempt
 from .download_link import DownloadLink
+from .environment_spec import EnvironmentSpec
+from .environment_spec_tool_call_format import EnvironmentSpecToolCallFormat
+from .episode_stats import EpisodeStats
 from .error_body import ErrorBody
 from .error_response import ErrorResponse
 from .eval_ import Eval
@@ -154,6 +157,8 @@ from .string_check_grader_operation import StringCheckGraderOperation
 from .text_similarity_grader import TextSimilarityGrader
 from .text_similarity_grader_evaluation_metric import TextSimilarityGraderEvaluationMetric
 from .timing import Timing
+from .trajectory_span import TrajectorySpan
+from .trajectory_span_kind import TrajectorySpanKind
 from .validate_request import ValidateRequest
 from .validate_response import ValidateResponse
 from .validate_response_grader import ValidateResponseGrader
@@ -183,6 +188,9 @@ __all__ = (
     "CriterionCounts",
     "DeliveryAttempt",
     "DownloadLink",
+    "EnvironmentSpec",
+    "EnvironmentSpecToolCallFormat",
+    "EpisodeStats",
     "ErrorBody",
     "ErrorResponse",
     "Eval",
@@ -324,6 +332,8 @@ __all__ = (
     "TextSimilarityGrader",
     "TextSimilarityGraderEvaluationMetric",
     "Timing",
+    "TrajectorySpan",
+    "TrajectorySpanKind",
     "ValidateRequest",
     "ValidateResponse",
     "ValidateResponseGrader",

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.environment_spec import EnvironmentSpec
     from ..models.format_grader import FormatGrader
     from ..models.grpo_config import GRPOConfig
     from ..models.json_schema_grader import JsonSchemaGrader
@@ -30,6 +31,10 @@ class ReinforcementMethod:
     Attributes:
         grader (FormatGrader | JsonSchemaGrader | LengthGrader | MathGrader | MultiGrader | PythonGrader | RegexGrader |
             ScoreModelGrader | StringCheckGrader | TextSimilarityGrader): How a completion is scored (OpenAI grader JSON).
+        environment (EnvironmentSpec | None | Unset): Tools the model may call, or an environment that answers its
+            turns: Python source run in the sandbox. Set, every sample is a multi-turn episode and the grader scores the
+            whole episode (sample.output_text is the last assistant message; sample.messages and sample.output_tools the
+            rest).
         hyperparameters (GRPOConfig | Unset): Hyperparameters of one GRPO run: one flat JSON object (the job's
             ``hyperparameters``), whose fields are
             grouped in code by what they are: ``AlgorithmConfig`` (what is computed), ``ExecutionConfig`` (how it runs),
@@ -48,9 +53,11 @@ class ReinforcementMethod:
         | StringCheckGrader
         | TextSimilarityGrader
     )
+    environment: EnvironmentSpec | None | Unset = UNSET
     hyperparameters: GRPOConfig | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.environment_spec import EnvironmentSpec  # noqa: PLC0415
         from ..models.format_grader import FormatGrader  # noqa: PLC0415
         from ..models.json_schema_grader import JsonSchemaGrader  # noqa: PLC0415
         from ..models.length_grader import LengthGrader  # noqa: PLC0415
@@ -83,6 +90,14 @@ class ReinforcementMethod:
         else:
             grader = self.grader.to_dict()
 
+        environment: dict[str, Any] | None | Unset
+        if isinstance(self.environment, Unset):
+            environment = UNSET
+        elif isinstance(self.environment, EnvironmentSpec):
+            environment = self.environment.to_dict()
+        else:
+            environment = self.environment
+
         hyperparameters: dict[str, Any] | Unset = UNSET
         if not isinstance(self.hyperparameters, Unset):
             hyperparameters = self.hyperparameters.to_dict()
@@ -94,6 +109,8 @@ class ReinforcementMethod:
                 "grader": grader,
             }
         )
+        if environment is not UNSET:
+            field_dict["environment"] = environment
         if hyperparameters is not UNSET:
             field_dict["hyperparameters"] = hyperparameters
 
@@ -101,6 +118,7 @@ class ReinforcementMethod:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.environment_spec import EnvironmentSpec  # noqa: PLC0415
         from ..models.format_grader import FormatGrader  # noqa: PLC0415
         from ..models.grpo_config import GRPOConfig  # noqa: PLC0415
         from ..models.json_schema_grader import JsonSchemaGrader  # noqa: PLC0415
@@ -209,6 +227,23 @@ class ReinforcementMethod:
 
         grader = _parse_grader(d.pop("grader"))
 
+        def _parse_environment(data: object) -> EnvironmentSpec | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                environment_type_0 = EnvironmentSpec.from_dict(data)
+
+                return environment_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(EnvironmentSpec | None | Unset, data)
+
+        environment = _parse_environment(d.pop("environment", UNSET))
+
         _hyperparameters = d.pop("hyperparameters", UNSET)
         hyperparameters: GRPOConfig | Unset
         if isinstance(_hyperparameters, Unset):
@@ -218,6 +253,7 @@ class ReinforcementMethod:
 
         reinforcement_method = cls(
             grader=grader,
+            environment=environment,
             hyperparameters=hyperparameters,
         )
 

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.sample_rewards import SampleRewards
+    from ..models.trajectory_span import TrajectorySpan
 
 
 T = TypeVar("T", bound="Sample")
@@ -25,7 +26,10 @@ class Sample:
         prompt (Any): The training row's prompt (a string) or messages (a list).
         reward (float | None): Total reward; null when no grader could score it.
         completion_tokens (int | None | Unset):
+        ended (None | str | Unset): How the episode ended: done, max_turns, max_total_tokens or length (multi-turn
+            only).
         rewards (SampleRewards | Unset): Per grader; null = not applicable.
+        trajectory (list[TrajectorySpan] | None | Unset): A multi-turn episode turn by turn (null for single-turn jobs).
     """
 
     advantage: float
@@ -33,7 +37,9 @@ class Sample:
     prompt: Any
     reward: float | None
     completion_tokens: int | None | Unset = UNSET
+    ended: None | str | Unset = UNSET
     rewards: SampleRewards | Unset = UNSET
+    trajectory: list[TrajectorySpan] | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -52,9 +58,27 @@ class Sample:
         else:
             completion_tokens = self.completion_tokens
 
+        ended: None | str | Unset
+        if isinstance(self.ended, Unset):
+            ended = UNSET
+        else:
+            ended = self.ended
+
         rewards: dict[str, Any] | Unset = UNSET
         if not isinstance(self.rewards, Unset):
             rewards = self.rewards.to_dict()
+
+        trajectory: list[dict[str, Any]] | None | Unset
+        if isinstance(self.trajectory, Unset):
+            trajectory = UNSET
+        elif isinstance(self.trajectory, list):
+            trajectory = []
+            for trajectory_type_0_item_data in self.trajectory:
+                trajectory_type_0_item = trajectory_type_0_item_data.to_dict()
+                trajectory.append(trajectory_type_0_item)
+
+        else:
+            trajectory = self.trajectory
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -68,14 +92,19 @@ class Sample:
         )
         if completion_tokens is not UNSET:
             field_dict["completion_tokens"] = completion_tokens
+        if ended is not UNSET:
+            field_dict["ended"] = ended
         if rewards is not UNSET:
             field_dict["rewards"] = rewards
+        if trajectory is not UNSET:
+            field_dict["trajectory"] = trajectory
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.sample_rewards import SampleRewards  # noqa: PLC0415
+        from ..models.trajectory_span import TrajectorySpan  # noqa: PLC0415
 
         d = dict(src_dict)
         advantage = d.pop("advantage")
@@ -100,6 +129,15 @@ class Sample:
 
         completion_tokens = _parse_completion_tokens(d.pop("completion_tokens", UNSET))
 
+        def _parse_ended(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        ended = _parse_ended(d.pop("ended", UNSET))
+
         _rewards = d.pop("rewards", UNSET)
         rewards: SampleRewards | Unset
         if isinstance(_rewards, Unset):
@@ -107,13 +145,37 @@ class Sample:
         else:
             rewards = SampleRewards.from_dict(_rewards)
 
+        def _parse_trajectory(data: object) -> list[TrajectorySpan] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                trajectory_type_0 = []
+                _trajectory_type_0 = data
+                for trajectory_type_0_item_data in _trajectory_type_0:
+                    trajectory_type_0_item = TrajectorySpan.from_dict(trajectory_type_0_item_data)
+
+                    trajectory_type_0.append(trajectory_type_0_item)
+
+                return trajectory_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[TrajectorySpan] | None | Unset, data)
+
+        trajectory = _parse_trajectory(d.pop("trajectory", UNSET))
+
         sample = cls(
             advantage=advantage,
             completion=completion,
             prompt=prompt,
             reward=reward,
             completion_tokens=completion_tokens,
+            ended=ended,
             rewards=rewards,
+            trajectory=trajectory,
         )
 
         sample.additional_properties = d

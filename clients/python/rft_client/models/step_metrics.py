@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.episode_stats import EpisodeStats
     from ..models.memory_stats import MemoryStats
     from ..models.sample import Sample
     from ..models.sampling_stats import SamplingStats
@@ -51,6 +52,7 @@ class StepMetrics:
         total_steps (int):
         train_reward_std (float):
         truncated_ratio (float): Share of completions with no EOS within max_completion_tokens.
+        episodes (EpisodeStats | None | Unset): Multi-turn episodes (jobs with an environment).
         errors (StepErrors | Unset):
         importance_sampling_ratio_mean (float | None | Unset): Separate sampling engine only: mean truncated importance
             weight π_trainer/π_engine.
@@ -85,6 +87,7 @@ class StepMetrics:
     total_steps: int
     train_reward_std: float
     truncated_ratio: float
+    episodes: EpisodeStats | None | Unset = UNSET
     errors: StepErrors | Unset = UNSET
     importance_sampling_ratio_mean: float | None | Unset = UNSET
     memory: MemoryStats | None | Unset = UNSET
@@ -94,6 +97,7 @@ class StepMetrics:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.episode_stats import EpisodeStats  # noqa: PLC0415
         from ..models.memory_stats import MemoryStats  # noqa: PLC0415
 
         advantage_mean = self.advantage_mean
@@ -144,6 +148,14 @@ class StepMetrics:
         train_reward_std = self.train_reward_std
 
         truncated_ratio = self.truncated_ratio
+
+        episodes: dict[str, Any] | None | Unset
+        if isinstance(self.episodes, Unset):
+            episodes = UNSET
+        elif isinstance(self.episodes, EpisodeStats):
+            episodes = self.episodes.to_dict()
+        else:
+            episodes = self.episodes
 
         errors: dict[str, Any] | Unset = UNSET
         if not isinstance(self.errors, Unset):
@@ -210,6 +222,8 @@ class StepMetrics:
                 "truncated_ratio": truncated_ratio,
             }
         )
+        if episodes is not UNSET:
+            field_dict["episodes"] = episodes
         if errors is not UNSET:
             field_dict["errors"] = errors
         if importance_sampling_ratio_mean is not UNSET:
@@ -227,6 +241,7 @@ class StepMetrics:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.episode_stats import EpisodeStats  # noqa: PLC0415
         from ..models.memory_stats import MemoryStats  # noqa: PLC0415
         from ..models.sample import Sample  # noqa: PLC0415
         from ..models.sampling_stats import SamplingStats  # noqa: PLC0415
@@ -287,6 +302,23 @@ class StepMetrics:
         train_reward_std = d.pop("train_reward_std")
 
         truncated_ratio = d.pop("truncated_ratio")
+
+        def _parse_episodes(data: object) -> EpisodeStats | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                episodes_type_0 = EpisodeStats.from_dict(data)
+
+                return episodes_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(EpisodeStats | None | Unset, data)
+
+        episodes = _parse_episodes(d.pop("episodes", UNSET))
 
         _errors = d.pop("errors", UNSET)
         errors: StepErrors | Unset
@@ -368,6 +400,7 @@ class StepMetrics:
             total_steps=total_steps,
             train_reward_std=train_reward_std,
             truncated_ratio=truncated_ratio,
+            episodes=episodes,
             errors=errors,
             importance_sampling_ratio_mean=importance_sampling_ratio_mean,
             memory=memory,

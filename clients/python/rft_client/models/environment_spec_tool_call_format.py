@@ -1,0 +1,16 @@
+from typing import Literal
+
+EnvironmentSpecToolCallFormat = Literal["auto", "hermes", "llama3", "mistral"]
+
+ENVIRONMENT_SPEC_TOOL_CALL_FORMAT_VALUES: set[EnvironmentSpecToolCallFormat] = {
+    "auto",
+    "hermes",
+    "llama3",
+    "mistral",
+}
+
+
+def check_environment_spec_tool_call_format(value: str) -> EnvironmentSpecToolCallFormat:
+    if value in ENVIRONMENT_SPEC_TOOL_CALL_FORMAT_VALUES:
+        return value
+    raise TypeError(f"Unexpected value {value!r}. Expected one of {ENVIRONMENT_SPEC_TOOL_CALL_FORMAT_VALUES!r}")
