@@ -10,11 +10,15 @@ the way it was tuned to; without a template the raw text is the prompt.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grpo_core.agent.chat import ChatFormat
 
 
 class RowError(ValueError):
@@ -103,14 +107,7 @@ def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[
     kw = chat_template_kwargs or {}
     has_template = getattr(tokenizer, "chat_template", None) is not None
     if needs_chat_format(row):
-        from grpo_core.agent.chat import ChatFormat
-
-        def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
-            return str(
-                tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen, **kw)
-            )
-
-        chat = ChatFormat(render, getattr(tokenizer, "chat_template", None))
+        chat = _chat_format(tokenizer, json.dumps(kw, sort_keys=True))
         return chat.prompt(row.get("messages") or [{"role": "user", "content": row["prompt"]}], row.get("tools"))
     if "messages" in row:
         if not has_template:
@@ -120,6 +117,22 @@ def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[
         turn = [{"role": "user", "content": row["prompt"]}]
         return str(tokenizer.apply_chat_template(turn, tokenize=False, add_generation_prompt=True, **kw))
     return str(row["prompt"])
+
+
+@functools.lru_cache(maxsize=8)
+def _chat_format(tokenizer: Any, kw_json: str) -> ChatFormat:
+    """The tokenizer's template as grpo_core.agent.chat sees it, built once per tokenizer and template variables
+    (it renders probes to learn whether the template shows tools)."""
+    from grpo_core.agent.chat import ChatFormat
+
+    kw = json.loads(kw_json)
+
+    def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
+        return str(
+            tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen, **kw)
+        )
+
+    return ChatFormat(render, getattr(tokenizer, "chat_template", None))
 
 
 def needs_chat_format(row: dict[str, Any]) -> bool:

@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from grpo_core.agent.chat import ChatFormat
 from grpo_core.data import needs_chat_format
 
 
@@ -73,6 +74,19 @@ class PromptCounter:
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
         return env.from_string(self.template or "")
 
+    @cached_property
+    def _chat(self) -> ChatFormat:
+        """grpo_core.agent.chat's view of this template, for rows with tools or content parts."""
+
+        def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
+            return str(
+                self._compiled.render(
+                    messages=messages, tools=tools, documents=None, add_generation_prompt=gen, **self.context
+                )
+            )
+
+        return ChatFormat(render, self.template)
+
     def _special_tokens(self) -> dict[str, Any]:
         """bos_token, eos_token … as the template sees them (strings; AddedToken dicts by their content)."""
         out: dict[str, Any] = {}
@@ -90,17 +104,8 @@ class PromptCounter:
     def text(self, row: dict[str, Any]) -> str:
         """The prompt text of ``row`` exactly as grpo_core.data.prompt_text renders it."""
         if needs_chat_format(row):
-            from grpo_core.agent.chat import ChatFormat
-
-            def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
-                return str(
-                    self._compiled.render(
-                        messages=messages, tools=tools, documents=None, add_generation_prompt=gen, **self.context
-                    )
-                )
-
-            chat = ChatFormat(render, self.template)
-            return chat.prompt(row.get("messages") or [{"role": "user", "content": row["prompt"]}], row.get("tools"))
+            messages = row.get("messages") or [{"role": "user", "content": row["prompt"]}]
+            return self._chat.prompt(messages, row.get("tools"))
         if "messages" in row:
             if self.template is None:
                 return "\n".join(f"{m['role']}: {m['content']}" for m in row["messages"]) + "\nassistant:"

@@ -171,8 +171,10 @@ def collect_batch(
     lengths = ro.completion_mask.sum(dim=1)
     overlong = torch.zeros(n, device=HOST)
     if cfg.overlong_buffer_fraction:
-        buffer = max(1, round(cfg.overlong_buffer_fraction * cfg.max_completion_tokens))
-        overlong = cfg.overlong_penalty * soft_overlong_penalty(lengths, cfg.max_completion_tokens, buffer)
+        # an episode's length is its model tokens over all turns: measured against the episode's budget
+        limit = agent.spec.max_total_tokens if agent is not None else cfg.max_completion_tokens
+        buffer = max(1, round(cfg.overlong_buffer_fraction * limit))
+        overlong = cfg.overlong_penalty * soft_overlong_penalty(lengths, limit, buffer)
     unscorable = torch.isnan(matrix).all(dim=1)  # shaping alone never makes a sample scorable
     full = torch.cat([matrix, torch.where(unscorable, torch.nan, overlong.double()).unsqueeze(1)], dim=1)
     full_w = [*weights, 1.0]

@@ -120,8 +120,12 @@ class AgentRollouts:
         return row.get("tools") or self.env_tools or None
 
     def prompt(self, row: dict[str, Any]) -> str:
-        """The first prompt of an episode on ``row`` (its messages or prompt, with its tools)."""
-        return self.chat.prompt(_messages(row), self.tools_for(row))
+        """The first prompt of an episode on ``row`` (its messages or prompt, with its tools); a plain prompt for a
+        model without a chat template is sent as it is, as for single-turn jobs (grpo_core.data.prompt_text)."""
+        tools = self.tools_for(row)
+        if not self.chat.has_template and "prompt" in row and not tools:
+            return str(row["prompt"])
+        return self.chat.prompt(_messages(row), tools)
 
     def run(self, prompts: list[str], items: list[dict[str, Any]], sampling: Sampling) -> Rollout:
         """``group_size`` episodes per prompt (``items[i]`` is prompt i's dataset row), rows grouped by prompt."""

@@ -285,3 +285,44 @@ def test_the_readiness_report_shows_its_verdict_histogram_and_findings(
     assert "0% of prompts give GRPO a learning signal" in page.get_by_test_id("readiness").inner_text()
     page.screenshot(path=str(artifacts / "08-readiness.png"), full_page=True)
     assert not page_errors
+
+
+# The environment answers every turn that lacks the answer with a retry request (the tiny model's tokenizer knows
+# digits, letters and a few signs, so the environment's text stays within them).
+RETRY_ENVIRONMENT = {
+    "source": (
+        "def respond(messages, item):\n"
+        "    if item['answer'] in messages[-1]['content']:\n"
+        "        return None\n"
+        "    return {'role': 'user', 'content': 'No. Again: ' + item['prompt']}\n"
+    ),
+    "max_turns": 3,
+    "max_total_tokens": 40,
+}
+
+
+def test_the_rollout_viewer_shows_a_multi_turn_episode_turn_by_turn(
+    page: Page, stack: Stack, client: httpx.Client, artifacts: Path, page_errors: list[str]
+) -> None:
+    if stack.worker is None:
+        stack.start_worker()
+    f = client.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", jsonl(ARITH_ROWS))})
+    body = job_body(TINY_ID, f.json()["id"], max_steps=2, sample_log_count=4)
+    body["method"]["reinforcement"]["environment"] = RETRY_ENVIRONMENT
+    job = client.post("/v1/fine_tuning/jobs", json=body).json()
+    assert wait_status(client, job["id"], {"succeeded", "failed"}, 120, stack)["status"] == "succeeded"
+    samples = client.get(f"/v1/fine_tuning/jobs/{job['id']}/samples", params={"step": 2}).json()["data"]
+    multi = [s for s in samples if len(s["trajectory"]) > 1]
+    assert multi, samples  # the tiny model rarely says the answer: most episodes take a retry
+    page.goto(f"{stack.url}/#/jobs/{job['id']}")
+    rollouts = page.get_by_test_id("rollouts")
+    rollouts.locator('[data-testid="rollout-group"][data-step="2"]').first.wait_for()
+    spans = rollouts.get_by_test_id("trajectory-span")
+    kinds = [(s.get_attribute("data-kind"), s.get_attribute("data-trained")) for s in spans.all()]
+    assert ("model", "true") in kinds and ("user", "false") in kinds and ("user", "true") not in kinds
+    assert len(kinds) == sum(len(s["trajectory"]) for s in samples)
+    text = rollouts.inner_text()
+    assert "environment · masked" in text and "model · trained" in text
+    assert "No. Again: " in multi[0]["trajectory"][1]["text"] and "No. Again: " in text  # the environment's turn
+    page.screenshot(path=str(artifacts / "09-multi-turn-rollout.png"), full_page=True)
+    assert not page_errors

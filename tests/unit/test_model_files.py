@@ -88,9 +88,22 @@ def test_prompt_counts_equal_transformers_with_the_chat_template_and_its_kwargs(
     kwargs = {} if thinking is None else {"enable_thinking": thinking}
     tok = AutoTokenizer.from_pretrained(folder)
     counter = PromptCounter(folder, kwargs)
+    call = {"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
+    tool = {"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}
     rows = [
         {"prompt": "2+3="},
         {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "1+1=?"}]},
+        # OpenAI's shapes: content parts, an assistant turn of tool calls, a tool turn, and the tools
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "1+"}, {"type": "text", "text": "1=?"}]},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c", "content": "2"},
+                {"role": "user", "content": "2+2=?"},
+            ],
+            "tools": [tool],
+        },
+        {"prompt": "3+3=", "tools": [tool]},
     ]
     for row in rows:
         text = prompt_text(row, tok, kwargs)

@@ -166,3 +166,41 @@ def test_sync(engine: Any, policy: tuple[Any, Any]) -> None:
         snapshots.append({k: v.clone() for k, v in model.state_dict().items() if "lora_" in k})
         if engine._sync_mode == "lora":  # only the current adapter stays loaded (older ids are removed at sync)
             assert set(engine._llm.llm_engine.list_loras()) == {step + 1}
+
+
+RETRY = """
+def respond(messages, item):
+    if len(messages) >= 4:
+        return None
+    return {"role": "user", "content": "No. Again: " + item["prompt"]}
+"""
+
+
+def test_multi_turn_episodes_continue_on_vllm_with_the_trainers_log_probs(engine: Any, policy: tuple[Any, Any]) -> None:
+    """Two-turn episodes (an environment answers the first turn) sampled by vLLM: the second turn is sampled from
+    the whole trajectory's token ids, and vLLM's log-probs of every model token match the trainer's on the packed
+    rollout, whose loss mask covers the model's turns only."""
+    from grpo_core.agent.episodes import AgentRollouts
+    from grpo_core.agent.sandboxed import EnvironmentRunner
+    from grpo_core.agent.schemas import EnvironmentSpec
+
+    model, tok = policy
+    set_lora_b(model, seed=3)
+    engine.sync(model, 7)
+    spec = EnvironmentSpec(source=RETRY, max_turns=2, max_total_tokens=60)
+    with EnvironmentRunner(RETRY, tier="bwrap") as runner:
+        agent = AgentRollouts(engine, tok, spec, runner, [tok.eos_token_id])
+        rows = [{"prompt": "What is 2 + 3?"}, {"prompt": "1+1="}]
+        ro = agent.run([agent.prompt(r) for r in rows], rows, Sampling(G, MAX_NEW, T, 1.0, seed=5))
+    assert ro.episodes is not None and ro.sampling_logp is not None
+    two = [e for e in ro.episodes if e.turns == 2]
+    assert two, [e.ended for e in ro.episodes]  # every first turn that stopped got the environment's answer
+    for i, e in enumerate(ro.episodes):
+        kinds = [k for _, _, k in e.spans]
+        assert kinds == (["model", "user", "model"] if e.turns == 2 else ["model"]), kinds
+        row = ro.completion_mask[i].tolist()
+        for a, b, kind in e.spans:
+            assert set(row[a:b]) == {int(kind == "model")}
+    diff = max_diff(trainer_logp(model, ro), ro.sampling_logp, ro.completion_mask)
+    print(f"\nmulti-turn: max |vLLM - trainer| log-prob over the model's tokens {diff:.2e}")
+    assert diff < FP32_TOL

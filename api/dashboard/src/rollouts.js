@@ -1,5 +1,7 @@
 // The rollout viewer: the completions of one step (the first sample_log_count the worker kept), grouped by
-// prompt, each with its total and per-grader rewards and its advantage. Follows the newest step unless the
+// prompt, each with its total and per-grader rewards and its advantage. A multi-turn episode (a job with an
+// environment) shows turn by turn: the model's turns (trained on) and the tool / environment text between them
+// (masked out of the loss), each marked. Follows the newest step unless the
 // user picks one (a number, or ◀ ▶: a long job has too many steps for a list).
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, jobsPath } from "./api.js";
@@ -12,6 +14,22 @@ function Prompt({ prompt }) {
     </div>`;
   }
   return html`<div class="prompt">${typeof prompt === "string" ? prompt : JSON.stringify(prompt)}</div>`;
+}
+
+const SPAN_LABEL = { model: "model · trained", tool: "tool · masked", user: "environment · masked" };
+
+// one episode, span by span: what carries loss and what is only context
+function Trajectory({ sample }) {
+  return html`<div class="trajectory" data-testid="trajectory">
+    ${sample.trajectory.map(
+      (s, i) => html`<div key=${i} class=${`span span-${s.kind}`} data-testid="trajectory-span" data-kind=${s.kind}
+        data-trained=${String(s.trained)}>
+        <span class="span-label">${SPAN_LABEL[s.kind] || s.kind} · ${s.tokens} tokens</span>
+        <pre class="completion">${s.text}</pre>
+      </div>`,
+    )}
+    ${sample.ended && html`<div class="muted small">episode ended: ${sample.ended}</div>`}
+  </div>`;
 }
 
 function groups(samples) {
@@ -96,7 +114,7 @@ export function Rollouts({ jobId, latest }) {
               .sort((a, b) => (b.reward ?? -Infinity) - (a.reward ?? -Infinity))
               .map(
                 (s, j) => html`<tr key=${j}>
-                  <td><pre class="completion">${s.completion}</pre></td>
+                  <td>${s.trajectory ? html`<${Trajectory} sample=${s} />` : html`<pre class="completion">${s.completion}</pre>`}</td>
                   <td>${fmt(s.reward)}</td>
                   ${graderNames.map((n) => html`<td key=${n}>${fmt(s.rewards?.[n])}</td>`)}
                   <td class=${s.advantage > 0 ? "pos" : s.advantage < 0 ? "neg" : ""}>${fmt(s.advantage)}</td>
