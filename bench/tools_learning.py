@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from bench.tool_task import ENVIRONMENT, GRADER, split
+from grpo_core.agent.episodes import make_agent
 from grpo_core.agent.schemas import EnvironmentSpec
 from grpo_core.config import GRPOConfig
 from grpo_core.engines.base import Sampling, make_engine
@@ -28,7 +29,7 @@ from grpo_core.rewards.combine import score_samples
 from grpo_core.rewards.graders import build_graders
 from grpo_core.rewards.schemas import PythonGrader
 from grpo_core.rollout import eos_ids
-from grpo_core.trainer import load_policy, make_agent, train
+from grpo_core.trainer import load_policy, train
 
 MODEL = Path(".state/models/SmolLM2-135M-Instruct")
 
@@ -68,7 +69,7 @@ def evaluate(adapter: Path | None, cfg: GRPOConfig, spec: EnvironmentSpec, rows:
     if adapter is not None:
         load_adapter_weights(model, adapter)
     graders = build_graders(PythonGrader(type="python", name="answer", source=GRADER))
-    agent = make_agent(spec, tok, eos_ids(model, tok), cfg, "auto")
+    agent = make_agent(spec, tok, eos_ids(model, tok), cfg.chat_template_kwargs)
     agent.engine = make_engine("merged", model, tok, MODEL)
     out: dict[str, Any] = {}
     try:

@@ -100,9 +100,10 @@ def run_probe(
 ) -> tuple[list[PromptProbe], float]:
     """Load the policy (with the adapter in ``adapter_dir``, else the fresh one, whose LoRA B is zero: the base
     model), start the job's engine (and its ``environment``'s sandbox, grpo_core.agent), probe, and free them."""
+    from grpo_core.agent.episodes import make_agent
     from grpo_core.checkpoint import load_adapter_weights
     from grpo_core.rollout import eos_ids
-    from grpo_core.trainer import _engine, _resolve_execution, load_policy, make_agent
+    from grpo_core.trainer import _engine, _resolve_execution, load_policy
 
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model: Any = None
@@ -118,7 +119,9 @@ def run_probe(
         if adapter_dir is not None:
             engine.sync(model, 1)
         if environment is not None:
-            agent = make_agent(environment, tokenizer, eos_ids(model, tokenizer), cfg, sandbox_tier)
+            agent = make_agent(
+                environment, tokenizer, eos_ids(model, tokenizer), cfg.chat_template_kwargs, sandbox_tier
+            )
             agent.engine = engine
         with torch.no_grad():
             return probe(cfg, tokenizer, engine, rows, indices, graders, samples=samples, seed=seed, agent=agent)

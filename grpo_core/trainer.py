@@ -29,8 +29,7 @@ from typing import Any, Protocol
 import torch
 
 from grpo_core import distributed
-from grpo_core.agent.episodes import AgentRollouts
-from grpo_core.agent.sandboxed import EnvironmentRunner
+from grpo_core.agent.episodes import AgentRollouts, make_agent
 from grpo_core.agent.schemas import EnvironmentSpec
 from grpo_core.checkpoint import ResumeState, load_checkpoint, rng_state, save_checkpoint
 from grpo_core.config import GRPOConfig
@@ -209,7 +208,7 @@ def _train(
     model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
     agent = None
     if environment is not None:  # the engine is set below: prompts (with the tools) are checked before it starts
-        agent = make_agent(environment, tokenizer, eos_ids(model, tokenizer), cfg, sandbox_tier)
+        agent = make_agent(environment, tokenizer, eos_ids(model, tokenizer), cfg.chat_template_kwargs, sandbox_tier)
         prompts_all = [agent.prompt(r) for r in rows]
     else:
         prompts_all = [prompt_text(r, tokenizer, cfg.chat_template_kwargs) for r in rows]
@@ -232,14 +231,17 @@ def _train(
         callbacks.on_message(_resumed(state, world))
         state.world_size = world.size
     autocast = placement.autocast
-    cfg = _resolve_execution(cfg, model, placement)
     episode_tokens = environment.max_total_tokens if environment is not None else cfg.max_completion_tokens
+    # memory is sized for the longest sample: a multi-turn episode holds up to max_total_tokens after its prompt
+    sizing = cfg.model_copy(update={"max_completion_tokens": max(cfg.max_completion_tokens, episode_tokens)})
+    sizing = _resolve_execution(sizing, model, placement)
+    cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
     engine = _engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens)
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
         shard(model, world, placement.device)
-    micro_batch = auto_micro_batch(model, cfg, placement, checkpointing=bool(cfg.gradient_checkpointing))
+    micro_batch = auto_micro_batch(model, sizing, placement, checkpointing=bool(cfg.gradient_checkpointing))
     # every rank must plan the same micro-batches (grpo_core.update): the size that fits on the fullest device
     micro_batch = distributed.agree_min(world, micro_batch, placement.device)
     cfg = cfg.model_copy(update={"micro_batch_size": micro_batch})
@@ -400,21 +402,6 @@ def _memory(placement: Placement, world: World) -> MemoryStats:
         peak_allocated_gb=round(peak["peak_max"], 3),
         device_total_gb=placement.total_gb,
     )
-
-
-def make_agent(
-    spec: EnvironmentSpec, tokenizer: Any, stop_ids: list[int], cfg: GRPOConfig, sandbox_tier: str
-) -> AgentRollouts:
-    """The job's environment started in its sandbox (UserError when its source does not load), without an engine
-    yet (set ``engine`` before sampling)."""
-    runner = EnvironmentRunner(
-        spec.source, tier=sandbox_tier, call_timeout=spec.tool_timeout_seconds, max_chars=spec.max_tool_output_chars
-    )
-    try:
-        return AgentRollouts(None, tokenizer, spec, runner, stop_ids, cfg.chat_template_kwargs)
-    except BaseException:
-        runner.close()
-        raise
 
 
 def _engine(

@@ -273,6 +273,25 @@ class AgentRollouts:
         return out
 
 
+def make_agent(
+    spec: EnvironmentSpec,
+    tokenizer: Any,
+    stop_ids: list[int],
+    chat_template_kwargs: dict[str, Any] | None = None,
+    sandbox_tier: str = "auto",
+) -> AgentRollouts:
+    """The job's environment started in its sandbox (UserError when its source does not load), without an engine
+    yet: set ``engine`` before sampling (the trainer checks the prompts, tools included, before it starts one)."""
+    runner = EnvironmentRunner(
+        spec.source, tier=sandbox_tier, call_timeout=spec.tool_timeout_seconds, max_chars=spec.max_tool_output_chars
+    )
+    try:
+        return AgentRollouts(None, tokenizer, spec, runner, stop_ids, chat_template_kwargs)
+    except BaseException:
+        runner.close()
+        raise
+
+
 def _messages(row: dict[str, Any]) -> list[dict[str, Any]]:
     if "messages" in row:
         return copy.deepcopy(row["messages"])

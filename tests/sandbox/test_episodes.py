@@ -182,3 +182,51 @@ def respond(messages, item):
     assert [k for _, _, k in eps[0].spans] == ["model", "user", "model"]
     assert ro.texts == ["391", "3", "391"]
     assert torch.equal(ro.truncated, torch.tensor([False, True, False]))
+
+
+RETRY = """
+def respond(messages, item):
+    if len(messages) >= 4:
+        return None
+    return {"role": "user", "content": "No. Again: " + item["prompt"]}
+"""
+
+
+@pytest.mark.parametrize("engine_name", ["merged", "transformers"])
+def test_real_engines_continue_episodes_with_the_trainers_log_probs(
+    engine_name: str, tmp_path_factory: pytest.TempPathFactory, bwrap_ready: None
+) -> None:
+    """The merged and transformers engines sample each later turn from the trajectory's ids; the merged engine's
+    sampling log-probs of every model token equal the trainer's on the packed rollout (fp32)."""
+    from grpo_core.config import GRPOConfig
+    from grpo_core.engines.base import make_engine
+    from grpo_core.logprobs import completion_logprobs
+    from grpo_core.trainer import load_policy
+    from tests.tiny_model import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path_factory.mktemp("m"), "tiny-eos", peaked_eos=True)
+    model, tok = load_policy(model_dir, GRPOConfig(), seed=0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.05)
+    engine = make_engine(engine_name, model, tok, model_dir)
+    spec = EnvironmentSpec(source=RETRY, max_turns=2, max_total_tokens=60)
+    rows = [{"prompt": "What is 2+3?"}, {"prompt": "1+1="}]
+    with EnvironmentRunner(RETRY, tier="bwrap") as runner:
+        agent = AgentRollouts(engine, tok, spec, runner, [tok.eos_token_id])
+        ro = agent.run([agent.prompt(r) for r in rows], rows, Sampling(4, 24, 0.7, 1.0, seed=3))
+    assert ro.episodes is not None
+    assert any(e.turns == 2 for e in ro.episodes), [e.ended for e in ro.episodes]
+    for i, e in enumerate(ro.episodes):
+        assert [k for _, _, k in e.spans] == (["model", "user", "model"] if e.turns == 2 else ["model"])
+        assert ro.completion_mask[i].sum() == sum(b - a for a, b, k in e.spans if k == "model")
+    if engine_name == "transformers":
+        assert ro.sampling_logp is None  # the trainer's own forward sampled: no correction needed
+        return
+    assert ro.sampling_logp is not None
+    with torch.no_grad():
+        logp = completion_logprobs(
+            model, ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask, temperature=0.7
+        )
+    assert float(((logp - ro.sampling_logp).abs() * ro.completion_mask).max()) < 1e-4
