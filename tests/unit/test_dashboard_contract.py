@@ -66,6 +66,12 @@ def test_the_rollout_viewer_fields_are_sample_fields() -> None:
     assert {"prompt", "completion", "reward", "rewards", "advantage"} <= fields
     missing = sorted(f for f in fields if not resolve("Sample", f))
     assert not missing, f"the rollout viewer reads fields Sample lacks: {missing}"
+    # a multi-turn episode, span by span
+    spans = set(re.findall(r"\bspan\.(\w+)", read("rollouts.js")))
+    assert {"kind", "text", "tokens", "trained"} <= spans
+    assert not sorted(f for f in spans if not resolve("TrajectorySpan", f))
+    episode = set(re.findall(r"\bsample\.(\w+)", read("rollouts.js")))
+    assert {"trajectory", "ended"} <= episode and all(resolve("Sample", f) for f in episode)
 
 
 def test_a_renamed_field_is_caught() -> None:

@@ -22,10 +22,10 @@ const SPAN_LABEL = { model: "model · trained", tool: "tool · masked", user: "e
 function Trajectory({ sample }) {
   return html`<div class="trajectory" data-testid="trajectory">
     ${sample.trajectory.map(
-      (s, i) => html`<div key=${i} class=${`span span-${s.kind}`} data-testid="trajectory-span" data-kind=${s.kind}
-        data-trained=${String(s.trained)}>
-        <span class="span-label">${SPAN_LABEL[s.kind] || s.kind} · ${s.tokens} tokens</span>
-        <pre class="completion">${s.text}</pre>
+      (span, i) => html`<div key=${i} class=${`span span-${span.kind}`} data-testid="trajectory-span"
+        data-kind=${span.kind} data-trained=${String(span.trained)}>
+        <span class="span-label">${SPAN_LABEL[span.kind] || span.kind} · ${span.tokens} tokens</span>
+        <pre class="completion">${span.text}</pre>
       </div>`,
     )}
     ${sample.ended && html`<div class="muted small">episode ended: ${sample.ended}</div>`}
