@@ -105,9 +105,12 @@ def _check_tool_turns(spans: list[dict[str, Any]]) -> int:
         if call["kind"] != "model" or result["kind"] != "tool" or found is None:
             continue
         try:
-            expression = json.loads(found.group(1))["arguments"]["expression"]
+            arguments = json.loads(found.group(1))["arguments"]
         except (ValueError, KeyError, TypeError):
             continue  # a malformed call: answered with an error message instead
+        if not isinstance(arguments, dict) or set(arguments) != {"expression"}:
+            continue  # e.g. an extra argument the schema allows but the function does not take: a TypeError message
+        expression = arguments["expression"]
         if re.fullmatch(r"\d+\*\d+", expression):
             a, b = map(int, expression.split("*"))
             assert f"<|im_start|>tool\n{a * b}<|im_end|>" in result["text"], result
