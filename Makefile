@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile clients/python/setup.py | sha1sum | cut -c1-10)
 
 .PHONY: install test test-gpu test-unit test-integration test-browser lint typecheck services sandbox browser dashboard demo bench \
-	clean openapi check-openapi
+	clean openapi check-openapi images test-deploy
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -91,6 +91,15 @@ demo: install sandbox
 # prints median step times, their ratio, phases, peak RSS and MFU, and writes bench/results/<timestamp>.json.
 bench: install
 	$(BIN)/python -m bench.grpo_vs_trl --quick
+
+# The deploy files built and run for real (deploy/README.md): the API and CPU worker images, with Docker or else
+# Podman (installed from Debian when missing; on a local Debian base where no registry answers), then the
+# containerised stack (migration, API, worker) drives a job to `succeeded` against this machine's services.
+images: install
+	bash scripts/images.sh
+
+test-deploy: images services
+	$(BIN)/python -m scripts.deploy_smoke
 
 clean:
 	rm -rf .state

@@ -10,7 +10,8 @@ mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/de
 mirror=${mirror:-http://deb.debian.org/debian}
 security=${mirror%/debian}/debian-security
 mkdir -p "$(dirname "$out")"
-mmdebstrap --variant=minbase --quiet \
+log="$out.log"
+if ! mmdebstrap --variant=minbase --quiet \
   --include=python3,python3-venv,python3-pip,ca-certificates \
   --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
   --customize-hook='cat > "$1/etc/apt/apt.conf.d/docker-clean" <<"CONF"
@@ -24,7 +25,12 @@ rm -f "$1"/var/cache/apt/*.bin' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
   --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
   bookworm "$out" \
-  "deb $mirror bookworm main" "deb $mirror bookworm-updates main" "deb $security bookworm-security main"
+  "deb $mirror bookworm main" "deb $mirror bookworm-updates main" "deb $security bookworm-security main" \
+  >"$log" 2>&1; then
+  tail -n 30 "$log"
+  echo "debian_base: mmdebstrap failed (log: $log)" >&2
+  exit 1
+fi
 "$cli" import --change 'CMD ["python3"]' --change 'ENV LANG=C.UTF-8' \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' "$out" "$ref" >/dev/null
 rm -f "$out"

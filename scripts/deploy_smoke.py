@@ -52,7 +52,11 @@ SANDBOX_OPTS = [
 GRADER = {
     "type": "python",
     "name": "has_digit",
-    "source": "def grade(sample, item):\n    t = sample['output_text']\n    return sum(c.isdigit() for c in t) / max(len(t), 1)\n",
+    "source": (
+        "def grade(sample, item):\n"
+        "    t = sample['output_text']\n"
+        "    return sum(c.isdigit() for c in t) / max(len(t), 1)\n"
+    ),
 }
 
 
@@ -71,7 +75,8 @@ class Containers:
     """Containers started here, removed at the end; their logs saved first."""
 
     def __init__(self, cli: str, prefix: str) -> None:
-        self.cli, self.prefix, self.names = cli, prefix, []
+        self.cli, self.prefix = cli, prefix
+        self.names: list[str] = []
 
     def run(self, name: str, image: str, args: list[str], command: list[str] | None = None, detach: bool = True) -> str:
         full = f"{self.prefix}-{name}"
@@ -108,13 +113,16 @@ class Containers:
 @contextmanager
 def fresh_database() -> Iterator[str]:
     name = f"rft_deploy_{secrets.token_hex(4)}"
-    subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-c", f"CREATE DATABASE {name}"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-c", f"CREATE DATABASE {name}"], check=True, capture_output=True
+    )
     try:
         yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
     finally:
-        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"],
-                       capture_output=True)
+        subprocess.run(
+            ["psql", "-h", "127.0.0.1", "-U", "postgres", "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"],
+            capture_output=True,
+        )
 
 
 @contextmanager
@@ -147,6 +155,25 @@ def tiny_catalog() -> Path:
     return root
 
 
+def port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def health_command(cli: str, image: str) -> list[str]:
+    """The image's own HEALTHCHECK command (run with exec: Podman without systemd does not schedule it)."""
+    out = subprocess.run(
+        [cli, "image", "inspect", "--format", "{{json .Config.Healthcheck}}", image], capture_output=True, text=True
+    )
+    test = json.loads(out.stdout or "null") if out.returncode == 0 else None
+    if not test or not test.get("Test"):
+        raise Failed(f"{image} has no HEALTHCHECK (Podman keeps it only with --format docker)")
+    kind, *command = test["Test"]
+    return ["/bin/sh", "-c", command[0]] if kind == "CMD-SHELL" else command
+
+
 def wait(what: str, check: Any, timeout: float, containers: Containers, names: list[str]) -> float:
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
@@ -174,7 +201,7 @@ def main() -> int:
         pg_url = stack.enter_context(fresh_database())
         s3_url = stack.enter_context(moto_server())
         catalog = tiny_catalog()
-        api_port = free_port()
+        api_port = 8000 if port_free(8000) else free_port()  # the image's own port unless something holds it
         env = {
             "DATABASE_URL": pg_url,
             "BROKER_URL": f"redis://127.0.0.1:6379/{9 + secrets.randbelow(6)}",
@@ -198,30 +225,29 @@ def main() -> int:
         figures["migrate_s"] = time.monotonic() - t
 
         t = time.monotonic()
-        api_cmd = ["uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1", "--port", str(api_port)]
+        # the image's CMD (port 8000), or the same uvicorn on a free port when 8000 is taken on this machine
+        api_cmd = None
+        if api_port != 8000:
+            api_cmd = ["uvicorn", "--factory", "api.main:create_app", "--host", "127.0.0.1", "--port", str(api_port)]
         containers.run("api", args.api_image, [*env_args, *models, *SANDBOX_OPTS], api_cmd)
         url = f"http://127.0.0.1:{api_port}"
+        api_check = [part.replace(":8000/", f":{api_port}/") for part in health_command(cli, args.api_image)]
 
         def ready() -> bool:
-            try:
-                return httpx.get(f"{url}/readyz", timeout=3).status_code == 200
-            except httpx.HTTPError:
-                return False
+            return containers.exec("api", api_check).returncode == 0
 
-        wait("the API's /readyz", ready, 120, containers, ["api"])
-        health = containers.exec("api", ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:%d/readyz')" % api_port])
-        if health.returncode != 0:
-            raise Failed(f"the API image's health-check command fails inside it: {health.stderr}")
+        wait("the API image's HEALTHCHECK (GET /readyz)", ready, 120, containers, ["api"])
         figures["api_ready_s"] = time.monotonic() - t
 
         t = time.monotonic()
         containers.run("worker", args.worker_image, [*env_args, *models, *SANDBOX_OPTS, "--shm-size=1g"])
 
-        def worker_healthy() -> bool:
-            ping = ["/bin/sh", "-c", 'celery -A worker.celery_app inspect ping -d "celery@$HOSTNAME" --timeout 5']
-            return containers.exec("worker", ping).returncode == 0
+        check = health_command(cli, args.worker_image)
 
-        wait("the worker's health check (celery ping)", worker_healthy, 300, containers, ["worker", "api"])
+        def worker_healthy() -> bool:
+            return containers.exec("worker", check).returncode == 0
+
+        wait(f"the worker image's HEALTHCHECK ({check[-1]})", worker_healthy, 300, containers, ["worker", "api"])
         figures["worker_ready_s"] = time.monotonic() - t
 
         t = time.monotonic()
@@ -243,7 +269,11 @@ def main() -> int:
             job_id = r.json()["id"]
 
             def done() -> bool:
-                return api.get(f"/v1/fine_tuning/jobs/{job_id}").json()["status"] in ("succeeded", "failed", "cancelled")
+                return api.get(f"/v1/fine_tuning/jobs/{job_id}").json()["status"] in (
+                    "succeeded",
+                    "failed",
+                    "cancelled",
+                )
 
             wait(f"job {job_id}", done, 600, containers, ["worker", "api"])
             job = api.get(f"/v1/fine_tuning/jobs/{job_id}").json()

@@ -476,6 +476,18 @@ def test_dockerfile_bases_are_pinned(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", [DOCKERFILE_API, DOCKERFILE_WORKER], ids=lambda p: p.name)
+def test_dockerfile_bases_are_build_arguments(path: Path) -> None:
+    """Every stage's base is a build argument (default: the upstream image), so `make images` can build on a local
+    base where no registry is reachable (scripts/images.sh)."""
+    instructions = dockerfile(path)
+    defaults = arg_defaults(instructions[: [k for k, _ in instructions].index("FROM")])
+    for keyword, args in instructions:
+        if keyword == "FROM":
+            ref = args.split()[0]
+            assert re.fullmatch(r"\$\{\w+\}", ref) and ref[2:-1] in defaults, f"{path.name}: FROM {ref}"
+
+
+@pytest.mark.parametrize("path", [DOCKERFILE_API, DOCKERFILE_WORKER], ids=lambda p: p.name)
 def test_dockerfile_copy_sources_exist(path: Path) -> None:
     for keyword, args in dockerfile(path):
         if keyword in ("COPY", "ADD") and "--from" not in args:
@@ -543,7 +555,8 @@ def test_api_image_builds_the_dashboard_from_its_lockfile() -> None:
     stages = [(i, a.split()) for i, (k, a) in enumerate(instructions) if k == "FROM"]
     assert len(stages) == 2, "a Node build stage, then the runtime stage"
     (first, node_from), (second, _) = stages
-    assert node_from[0].startswith("node:") and node_from[-2].upper() == "AS", node_from
+    defaults = arg_defaults(instructions[:first])
+    assert substitute(node_from[0], defaults).startswith("node:") and node_from[-2].upper() == "AS", node_from
     name = node_from[-1]
     build = instructions[first:second]
     runs = " ".join(a for k, a in build if k == "RUN")
