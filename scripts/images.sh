@@ -130,10 +130,10 @@ if [ "${RFT_GPU_CHECK:-1}" != 0 ]; then
   fi
 fi
 
-printf '\n%-36s %10s %10s\n' image size build_s
+printf '\n%-36s %10s %10s\n' image size_MB build_s
 for pair in "api:localhost/rft-api:$TAG" "worker:localhost/rft-worker:$TAG-cpu"; do
   name=${pair%%:*}
   ref=${pair#*:}
   size=$("$CLI" image inspect --format '{{.Size}}' "$ref")
-  printf '%-36s %9sM %10s\n' "$ref" "$(awk "BEGIN { printf \"%.0f\", $size / 1048576 }")" "$(cat "$STATE/$name.seconds")"
+  printf '%-36s %10s %10s\n' "$ref" "$(awk "BEGIN { printf \"%.0f\", $size / 1000000 }")" "$(cat "$STATE/$name.seconds")"
 done
