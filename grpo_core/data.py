@@ -15,10 +15,10 @@ import json
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from grpo_core.agent.chat import ChatFormat
+    from grpo_core.agent.chat import ChatFormat, ToolFormat
 
 
 class RowError(ValueError):
@@ -107,7 +107,7 @@ def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[
     kw = chat_template_kwargs or {}
     has_template = getattr(tokenizer, "chat_template", None) is not None
     if needs_chat_format(row):
-        chat = _chat_format(tokenizer, json.dumps(kw, sort_keys=True))
+        chat = chat_format(tokenizer, json.dumps(kw, sort_keys=True))
         return chat.prompt(row.get("messages") or [{"role": "user", "content": row["prompt"]}], row.get("tools"))
     if "messages" in row:
         if not has_template:
@@ -120,9 +120,10 @@ def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[
 
 
 @functools.lru_cache(maxsize=8)
-def _chat_format(tokenizer: Any, kw_json: str) -> ChatFormat:
-    """The tokenizer's template as grpo_core.agent.chat sees it, built once per tokenizer and template variables
-    (it renders probes to learn whether the template shows tools)."""
+def chat_format(tokenizer: Any, kw_json: str, fmt: ToolFormat | Literal["auto"] = "auto") -> ChatFormat:
+    """The tokenizer's template (with the job's template variables, as JSON) as grpo_core.agent.chat sees it, built
+    once per tokenizer, variables and tool-call format ``fmt`` (it renders probes to learn whether the template
+    shows tools)."""
     from grpo_core.agent.chat import ChatFormat
 
     kw = json.loads(kw_json)
@@ -132,7 +133,7 @@ def _chat_format(tokenizer: Any, kw_json: str) -> ChatFormat:
             tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen, **kw)
         )
 
-    return ChatFormat(render, getattr(tokenizer, "chat_template", None))
+    return ChatFormat(render, getattr(tokenizer, "chat_template", None), fmt)
 
 
 def needs_chat_format(row: dict[str, Any]) -> bool:

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scripts.local_stack import BIN, Proc, free_port, wait_http  # noqa: E402
+from tests.helpers import ARITH_ROWS, PY_GRADER  # noqa: E402  (the integration tests' data and python grader)
 
 OUT = ROOT / ".state" / "deploy-smoke"
 # docker-compose.yml's x-sandbox: bubblewrap needs namespaces and a fresh /proc; no capability, no privilege gain
@@ -49,15 +50,6 @@ SANDBOX_OPTS = [
     "--security-opt=systempaths=unconfined",
     "--cap-drop=ALL",
 ]
-GRADER = {
-    "type": "python",
-    "name": "has_digit",
-    "source": (
-        "def grade(sample, item):\n"
-        "    t = sample['output_text']\n"
-        "    return sum(c.isdigit() for c in t) / max(len(t), 1)\n"
-    ),
-}
 
 
 class Failed(RuntimeError):
@@ -252,8 +244,7 @@ def main() -> int:
 
         t = time.monotonic()
         with httpx.Client(base_url=url, timeout=60) as api:
-            rows = [{"prompt": f"{a}+{b}=", "answer": str(a + b)} for a in range(4) for b in range(4)]
-            body = "\n".join(json.dumps(r) for r in rows)
+            body = "\n".join(json.dumps(r) for r in ARITH_ROWS)
             f = api.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", body)})
             if f.status_code != 201:
                 raise Failed(f"upload: {f.status_code} {f.text}")
@@ -261,7 +252,7 @@ def main() -> int:
             job_body = {
                 "model": "tiny-llama",
                 "training_file": f.json()["id"],
-                "method": {"type": "reinforcement", "reinforcement": {"grader": GRADER, "hyperparameters": hp}},
+                "method": {"type": "reinforcement", "reinforcement": {"grader": PY_GRADER, "hyperparameters": hp}},
             }
             r = api.post("/v1/fine_tuning/jobs", json=job_body)
             if r.status_code != 201:

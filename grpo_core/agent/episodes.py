@@ -20,15 +20,17 @@ episode's (its advantage covers every model token of the trajectory).
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
-from grpo_core.agent.chat import ChatError, ChatFormat, content_text
+from grpo_core.agent.chat import ChatError, content_text
 from grpo_core.agent.sandboxed import EnvironmentRunner
 from grpo_core.agent.schemas import EnvironmentSpec
 from grpo_core.agent.toolcalls import parse_turn, schemas_from_signatures
+from grpo_core.data import chat_format
 from grpo_core.engines.base import RolloutEngine, Sampling
 from grpo_core.errors import UserError
 from grpo_core.rollout import HOST, Rollout
@@ -101,15 +103,8 @@ class AgentRollouts:
         self.engine, self.tokenizer, self.spec, self.runner = engine, tokenizer, spec, runner
         self.stop_ids = stop_ids
         self.stop_texts = [tokenizer.decode([i]) for i in stop_ids]
-        kw = chat_template_kwargs or {}
-        template = getattr(tokenizer, "chat_template", None)
-
-        def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
-            return str(
-                tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen, **kw)
-            )
-
-        self.chat = ChatFormat(render, template, spec.tool_call_format)
+        kw_json = json.dumps(chat_template_kwargs or {}, sort_keys=True)
+        self.chat = chat_format(tokenizer, kw_json, spec.tool_call_format)
         self.form, described = runner.load()
         self.env_tools = schemas_from_signatures(described) if self.form == "tools" else []
 
