@@ -72,6 +72,28 @@ def _pad_to(x: Tensor, width: int, left: bool) -> Tensor:
     return torch.cat([pad, x] if left else [x, pad], dim=1)
 
 
+def left_padded(seqs: list[list[int]], pad_id: int, device: torch.device = HOST) -> tuple[Tensor, Tensor]:
+    """(ids, mask) of token lists left-padded to the longest, on ``device`` (prompts, a trajectory so far)."""
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long, device=device)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long, device=device)
+    for i, s in enumerate(seqs):
+        if s:
+            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long, device=device)
+            mask[i, width - len(s) :] = 1
+    return ids, mask
+
+
+def right_padded(seqs: list[list[Any]], fill: float, dtype: torch.dtype = torch.long) -> Tensor:
+    """Host tensor of lists right-padded with ``fill`` to the longest (at least one column): completions, their
+    masks, their log-probs."""
+    out = torch.full((len(seqs), max(1, max(len(s) for s in seqs))), fill, dtype=dtype, device=HOST)
+    for i, s in enumerate(seqs):
+        if s:
+            out[i, : len(s)] = torch.tensor(s, dtype=dtype, device=HOST)
+    return out
+
+
 def empty_rollout() -> Rollout:
     """A rollout of no rows (a rank whose share of a short batch is empty); ``concat_rollouts`` skips it."""
     ids = torch.zeros((0, 1), dtype=torch.long, device=HOST)
@@ -145,19 +167,9 @@ def pack_rollout(
 
     For engines that return token lists (vLLM); masks follow the same first-EOS rule as ``sample``.
     """
-    n = len(completions)
-    p_len = max(len(p) for p in prompts)
-    c_len = max(1, max(len(c) for c in completions))
-    prompt_ids = torch.full((n, p_len), pad_id, dtype=torch.long, device=HOST)
-    prompt_mask = torch.zeros((n, p_len), dtype=torch.long, device=HOST)
-    completion_ids = torch.full((n, c_len), pad_id, dtype=torch.long, device=HOST)
-    logp = torch.zeros((n, c_len), device=HOST) if sampling_logp is not None else None
-    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
-        prompt_ids[i, p_len - len(p) :] = torch.tensor(p, dtype=torch.long, device=HOST)
-        prompt_mask[i, p_len - len(p) :] = 1
-        completion_ids[i, : len(c)] = torch.tensor(c, dtype=torch.long, device=HOST)
-        if logp is not None and sampling_logp is not None:
-            logp[i, : len(c)] = torch.tensor(sampling_logp[i], dtype=torch.float32, device=HOST)
+    prompt_ids, prompt_mask = left_padded(prompts, pad_id)
+    completion_ids = right_padded(completions, pad_id)
+    logp = right_padded(sampling_logp, 0.0, torch.float32) if sampling_logp is not None else None
     mask, truncated = completion_mask(completion_ids, stop_ids)
     for i, c in enumerate(completions):  # positions past the generated tokens are padding, never content
         mask[i, len(c) :] = 0

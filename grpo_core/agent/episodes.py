@@ -33,7 +33,7 @@ from grpo_core.agent.toolcalls import parse_turn, schemas_from_signatures
 from grpo_core.data import chat_format
 from grpo_core.engines.base import RolloutEngine, Sampling
 from grpo_core.errors import UserError
-from grpo_core.rollout import HOST, Rollout
+from grpo_core.rollout import HOST, Rollout, left_padded, right_padded
 
 LIMIT_ENDINGS = ("max_turns", "max_total_tokens", "length")
 
@@ -312,22 +312,10 @@ def _check_message(value: Any, max_chars: int) -> dict[str, Any]:
 def pack_episodes(episodes: list[Episode], tokenizer: Any, stop_ids: list[int], *, with_logps: bool) -> Rollout:
     """The episodes as one Rollout: prompts left-padded, trajectories right-padded, the loss mask explicit."""
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
-    n = len(episodes)
-    p_len = max(len(e.prompt) for e in episodes)
-    c_len = max(1, max(len(e.tokens) for e in episodes))
-    prompt_ids = torch.full((n, p_len), pad, dtype=torch.long, device=HOST)
-    prompt_mask = torch.zeros((n, p_len), dtype=torch.long, device=HOST)
-    ids = torch.full((n, c_len), pad, dtype=torch.long, device=HOST)
-    mask = torch.zeros((n, c_len), dtype=torch.long, device=HOST)
-    logp = torch.zeros((n, c_len), device=HOST) if with_logps else None
-    for i, e in enumerate(episodes):
-        prompt_ids[i, p_len - len(e.prompt) :] = torch.tensor(e.prompt, dtype=torch.long, device=HOST)
-        prompt_mask[i, p_len - len(e.prompt) :] = 1
-        if e.tokens:
-            ids[i, : len(e.tokens)] = torch.tensor(e.tokens, dtype=torch.long, device=HOST)
-            mask[i, : len(e.tokens)] = torch.tensor(e.mask, dtype=torch.long, device=HOST)
-            if logp is not None:
-                logp[i, : len(e.tokens)] = torch.tensor(e.logps, dtype=torch.float32, device=HOST)
+    prompt_ids, prompt_mask = left_padded([e.prompt for e in episodes], pad)
+    ids = right_padded([e.tokens for e in episodes], pad)
+    mask = right_padded([e.mask for e in episodes], 0)
+    logp = right_padded([e.logps for e in episodes], 0.0, torch.float32) if with_logps else None
     truncated = torch.tensor([e.truncated for e in episodes], dtype=torch.bool, device=HOST)
     texts = [e.output_text for e in episodes]
     return Rollout(prompt_ids, prompt_mask, ids, mask, truncated, texts, logp, episodes=episodes)

@@ -17,7 +17,7 @@ from typing import Any
 from grpo_core.errors import UserError
 from grpo_core.rewards.sandbox.limits import SandboxLimits
 from grpo_core.rewards.sandbox.process import ProtocolError
-from grpo_core.rewards.sandbox.session import MAX_ERROR_CHARS, SandboxSession
+from grpo_core.rewards.sandbox.session import MAX_ERROR_CHARS, SandboxSession, reply_cpu
 
 
 @dataclass
@@ -75,8 +75,6 @@ class EnvironmentRunner(SandboxSession):
         return results
 
     def _parse(self, reply: Any, n: int) -> tuple[list[CallResult], float, bool]:
-        from grpo_core.rewards.python_runner import reply_cpu
-
         if not isinstance(reply, dict) or not isinstance(reply.get("results"), list) or len(reply["results"]) != n:
             raise ProtocolError(f"expected {n} results")
         out = []

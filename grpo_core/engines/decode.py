@@ -22,7 +22,7 @@ from torch import Tensor
 from grpo_core.engines.base import Sampling
 from grpo_core.engines.noise import row_uniforms
 from grpo_core.logprobs import prefill_cache
-from grpo_core.rollout import Rollout, completion_mask, eos_ids
+from grpo_core.rollout import Rollout, completion_mask, eos_ids, left_padded
 
 
 def _preallocated_layer_class() -> type:
@@ -243,13 +243,8 @@ def decode_continuations(
     trajectories' step-wide numbers, which key their noise (``sampling.seed`` is the turn's)."""
     with torch.inference_mode():
         device = next(model.parameters()).device
-        width = max(len(s) for s in sequences)
-        ids = torch.full((len(sequences), width), pad_id, dtype=torch.long, device=device)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long, device=device)
-        for i, s in enumerate(sequences):
-            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long, device=device)
-            mask[i, width - len(s) :] = 1
-        cache = _prefill(model, ids, mask, 1, capacity=width + sampling.max_new_tokens)
+        ids, mask = left_padded(sequences, pad_id, device)
+        cache = _prefill(model, ids, mask, 1, capacity=ids.shape[1] + sampling.max_new_tokens)
         rows_t = torch.tensor(rows, dtype=torch.long, device=device)
         out, logps = _sample_tokens(model, cache, ids, mask, rows_t, sampling, stop_ids, bool(mask.all()))
         cmask, _ = completion_mask(out, stop_ids)

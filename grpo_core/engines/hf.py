@@ -13,7 +13,7 @@ import torch
 
 from grpo_core.engines.base import Sampling
 from grpo_core.logprobs import prefill_cache
-from grpo_core.rollout import Rollout, completion_mask, eos_ids
+from grpo_core.rollout import Rollout, completion_mask, eos_ids, left_padded
 
 
 class TransformersEngine:
@@ -35,12 +35,7 @@ class TransformersEngine:
         stop = eos_ids(self.model, self.tokenizer)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else stop[0]
         device = next(self.model.parameters()).device
-        width = max(len(s) for s in sequences)
-        ids = torch.full((len(sequences), width), pad, dtype=torch.long, device=device)
-        mask = torch.zeros_like(ids)
-        for i, s in enumerate(sequences):
-            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long, device=device)
-            mask[i, width - len(s) :] = 1
+        ids, mask = left_padded(sequences, pad, device)
         gen = torch.Generator(device="cpu").manual_seed(sampling.seed + rows[0])
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen, device=gen.device)))
@@ -54,7 +49,7 @@ class TransformersEngine:
                     eos_token_id=stop,
                     pad_token_id=pad,
                 )
-        new = out[:, width:]
+        new = out[:, ids.shape[1] :]
         cmask, _ = completion_mask(new, stop)
         return [(row[: int(m.sum())], None) for row, m in zip(new.tolist(), cmask, strict=True)]
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from grpo_core.rewards.sandbox import canaries, launch
 from grpo_core.rewards.sandbox.limits import GraderError, SandboxLimits, SandboxUnavailable
 from grpo_core.rewards.sandbox.process import ProtocolError
-from grpo_core.rewards.sandbox.session import MAX_ERROR_CHARS, SandboxSession
+from grpo_core.rewards.sandbox.session import MAX_ERROR_CHARS, SandboxSession, reply_cpu
 
 __all__ = [
     "Batch",
@@ -106,12 +106,6 @@ class PythonRunner(SandboxSession):
             else:
                 raise ProtocolError(f"invalid score {score!r}"[:200])
         return out, reply_cpu(reply), reply.get("recycle") is True
-
-
-def reply_cpu(reply: dict[str, Any]) -> float:
-    """The sandbox's CPU seconds so far, as its reply states them (0 when it does not)."""
-    cpu = reply.get("cpu")
-    return float(cpu) if isinstance(cpu, int | float) and not isinstance(cpu, bool) else 0.0
 
 
 _STATUS_OK: dict[str, dict[str, Any]] = {}

@@ -182,6 +182,12 @@ class SandboxSession:
             self._proc = None
 
 
+def reply_cpu(reply: dict[str, Any]) -> float:
+    """The sandbox's CPU seconds so far, as its reply states them (0 when it does not)."""
+    cpu = reply.get("cpu")
+    return float(cpu) if isinstance(cpu, int | float) and not isinstance(cpu, bool) else 0.0
+
+
 def _cleanup(procs: list[SandboxProcess | None], base: str) -> None:
     """Finalizer: kill a still-running sandbox and delete the folders (also at interpreter exit)."""
     for proc in procs:
