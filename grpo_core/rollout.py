@@ -73,15 +73,16 @@ def _pad_to(x: Tensor, width: int, left: bool) -> Tensor:
 
 
 def left_padded(seqs: list[list[int]], pad_id: int, device: torch.device = HOST) -> tuple[Tensor, Tensor]:
-    """(ids, mask) of token lists left-padded to the longest, on ``device`` (prompts, a trajectory so far)."""
+    """(ids, mask) of token lists left-padded to the longest, on ``device`` (prompts, a trajectory so far): built on
+    the host and moved once, not one small copy per row."""
     width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long, device=device)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long, device=device)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long, device=HOST)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long, device=HOST)
     for i, s in enumerate(seqs):
         if s:
-            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long, device=device)
+            ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long, device=HOST)
             mask[i, width - len(s) :] = 1
-    return ids, mask
+    return ids.to(device), mask.to(device)
 
 
 def right_padded(seqs: list[list[Any]], fill: float, dtype: torch.dtype = torch.long) -> Tensor:
