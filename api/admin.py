@@ -12,7 +12,7 @@ object store.
 
 What a script wants (an id, a key) is the only thing on stdout; explanations go to stderr, so
 ``KEY=$(python -m api.admin keys create --project proj-…)`` works. The first key created ends open mode: from
-then on every request needs a valid key (api.deps.current_project).
+then on every request needs a valid key (api.core.deps.current_project).
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
+from api.core.errors import ServiceError
+from api.core.settings import get_settings
 from api.db.session import make_engine, make_sessionmaker
-from api.errors import ServiceError
-from api.services import model_registry, tenants
-from api.settings import get_settings
+from api.models import service as model_registry
+from api.tenants import service as tenants
 
 
 def _when(ts: int | None) -> str:

@@ -9,19 +9,29 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from api.callers import KeyCache
+from api.core.errors import install_handlers
+from api.core.ops import configure_logging
+from api.core.ops import install as install_ops
+from api.core.queue import JobQueue
+from api.core.settings import ApiSettings, get_settings
+from api.core.web import install as install_dashboard
 from api.db.session import make_engine, make_read_sessionmaker, make_sessionmaker
-from api.errors import install_handlers
-from api.ops import configure_logging
-from api.ops import install as install_ops
-from api.queue import JobQueue
-from api.routes import downloads, evals, files, graders, inference, internal, jobs, models, streams, webhooks
-from api.services.inference import InferenceClient
-from api.services.polls import Polls
-from api.services.reaper import Reaper
-from api.services.webhook_dispatch import start_dispatcher
-from api.settings import ApiSettings, get_settings
-from api.web import install as install_dashboard
+from api.evals import internal_routes as evals_internal
+from api.evals import routes as evals
+from api.files import routes as files
+from api.graders import routes as graders
+from api.inference import routes as inference
+from api.inference.service import InferenceClient
+from api.jobs import internal_routes as jobs_internal
+from api.jobs import output_routes as job_outputs
+from api.jobs import routes as jobs
+from api.jobs.polls import Polls
+from api.jobs.reaper import Reaper
+from api.models import internal_routes as models_internal
+from api.models import routes as models
+from api.tenants.callers import KeyCache
+from api.webhooks import routes as webhooks
+from api.webhooks.dispatch import start_dispatcher
 
 GC_YOUNG_THRESHOLD = 50_000  # allocations less deallocations between collections of the youngest generation
 
@@ -40,12 +50,12 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         app.state.settings = settings
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.read_sessionmaker = make_read_sessionmaker(engine)
-        app.state.key_cache = KeyCache()  # what keys resolved to, trusted only under a guard (api.callers)
-        app.state.polls = Polls(engine)  # status polls and event pages on plain SQL (api.services.polls)
+        app.state.key_cache = KeyCache()  # what keys resolved to, trusted only under a guard (api.tenants.callers)
+        app.state.polls = Polls(engine)  # status polls and event pages on plain SQL (api.jobs.polls)
         app.state.store = settings.store()
         app.state.queue = JobQueue(settings)
         app.state.inference = None
-        if settings.inference_base_url:  # /v1/chat/completions and /v1/completions (api.services.inference)
+        if settings.inference_base_url:  # /v1/chat/completions and /v1/completions (api.inference.service)
             app.state.inference = InferenceClient(
                 settings.inference_base_url,
                 app.state.store,
@@ -58,20 +68,21 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             )
         settings.internal_token  # noqa: B018 - create the embedded worker token before any worker asks
         # Everything built so far (imports, the app, its routes and schemas) lives as long as the process: keep it
-        # out of the cyclic collector, whose full passes over it stalled a request for ~0.3 s (bench/api_load.py).
+        # out of the cyclic collector, whose full passes over it stall requests (bench/api_load.py shows the tail:
+        # docs/benchmarks.md, "The API under load").
         gc.collect()
         gc.freeze()
         # A request holds a few thousand container objects at its peak (an event page's rows, their JSON and
         # models) and frees them by reference counting, leaving almost no cycles. At the default threshold of 700
         # the young collection ran on nearly every request and promoted the objects of the requests in flight to
-        # the older generations, whose passes then held the GIL for up to 132 ms: under load (bench/api_load.py,
-        # 150 req/s) 0.5 ms of the API's CPU a request went to the collector. At 50,000 none ran in a whole bench
-        # run. (Cycles, when they come, are still collected.)
+        # the older generations, whose long passes then held the GIL while requests waited. At 50,000 none runs in
+        # a whole bench.api_load run (docs/benchmarks.md, "The API under load"). Cycles, when they come, are still
+        # collected.
         thresholds = gc.get_threshold()
         gc.set_threshold(GC_YOUNG_THRESHOLD, *thresholds[1:])
         dispatcher = start_dispatcher(settings, app.state.sessionmaker)  # webhook deliveries, off the request path
         reaper = None
-        if settings.reaper:  # lost workers and lost doorbells (api.services.reaper)
+        if settings.reaper:  # lost workers and lost doorbells (api.jobs.reaper)
             reaper = Reaper(settings, app.state.sessionmaker, app.state.queue).start()
         yield
         gc.set_threshold(*thresholds)
@@ -97,17 +108,17 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     for router in (
         files.router,
         jobs.router,
-        streams.router,
-        downloads.router,
+        job_outputs.router,
+        job_outputs.downloads,
         graders.router,
         models.router,
         models.admin,
-        models.internal,
+        models_internal.router,
         evals.router,
-        evals.internal,
+        evals_internal.router,
         inference.router,
         webhooks.router,
-        internal.router,
+        jobs_internal.router,
     ):
         app.include_router(router)
 

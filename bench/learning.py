@@ -17,10 +17,10 @@ Why it measures what it measures:
   reaches that budget. Equal steps: TRL's adapter after --steps steps. So one run per side and seed gives all
   three adapters, and speed (reward per second) and learning per step (reward per step) are told apart.
 * Validation reward: greedy, <= 32 tokens, the 48 held-out prompts, each adapter on the fp32 base model, the same
-  function for every adapter (grpo_core.evaluate.reward_sums).
+  function for every adapter (grpo_core.evaluation.validation.reward_sums).
 * ``--recipes``: ours only, one seed, each named recipe at its own learning rate (the LoRA-scaled one,
-  grpo_core.presets) and its algorithm settings, with the bench's step size (G=8, 2 prompts; a recipe's group and
-  batch sizes are for GPUs) so that every recipe's default is shown to learn on this task.
+  grpo_core.schemas.presets) and its algorithm settings, with the bench's step size (G=8, 2 prompts; a recipe's group
+  and batch sizes are for GPUs) so that every recipe's default is shown to learn on this task.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def ours(a: argparse.Namespace, seed: int, out: str, recipe: str | None, q: Any)
     """Our trainer for ``a.steps`` steps; the final adapter to ``out``; per-step times and train rewards to ``q``."""
     import torch
 
-    from grpo_core.config import GRPOConfig
+    from grpo_core.schemas.config import GRPOConfig
     from grpo_core.trainer import train
 
     torch.set_num_threads(os.cpu_count() or 1)
@@ -115,8 +115,8 @@ def trl(a: argparse.Namespace, seed: int, out: str, budget_s: float, precision: 
     from trl import GRPOConfig, GRPOTrainer
 
     from bench.format_task import reward_format
-    from grpo_core.config import GRPOConfig as Ours
-    from grpo_core.data import prompt_text
+    from grpo_core.data.rows import prompt_text
+    from grpo_core.schemas.config import GRPOConfig as Ours
 
     torch.set_num_threads(os.cpu_count() or 1)
     bf16 = precision == "bf16"
@@ -180,7 +180,7 @@ def validation_reward(model_path: str, adapter: str | None) -> float:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from grpo_core.evaluate import reward_sums
+    from grpo_core.evaluation.validation import reward_sums
 
     tok = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
@@ -205,8 +205,8 @@ def main() -> None:
     a = ap.parse_args()
     import torch
 
-    from grpo_core.device import resolve_precision
-    from grpo_core.models import prepare_smollm2
+    from grpo_core.hardware.device import resolve_precision
+    from grpo_core.models.catalog import prepare_smollm2
 
     a.model_path = str(prepare_smollm2(MODELS).resolve())
     precision = resolve_precision("auto", torch.device("cpu"))[0]

@@ -24,7 +24,7 @@ def gflops(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> float:
 
 
 def main() -> None:
-    from grpo_core.device import usable_cpus
+    from grpo_core.hardware.device import usable_cpus
 
     torch.set_num_threads(usable_cpus())  # what a training job gets (cgroup quota, affinity)
     fp32, bf16 = gflops(torch.float32), gflops(torch.bfloat16)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import torch
 
-from grpo_core.config import GRPOConfig
-from grpo_core.data import prompt_text
-from grpo_core.engines.base import Sampling
-from grpo_core.engines.hf import sample
-from grpo_core.models import prepare_smollm2
-from grpo_core.trainer import load_policy
+from grpo_core.data.rows import prompt_text
+from grpo_core.models.catalog import prepare_smollm2
+from grpo_core.policy import load_policy
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.engines.hf import sample
+from grpo_core.schemas.config import GRPOConfig
 
 QUESTIONS = [
     "What is 17 + 25? Answer with the number only.",

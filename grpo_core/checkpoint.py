@@ -7,8 +7,8 @@ Layout of a checkpoint directory:
                           SHA-256 of every other file;
                           written last (atomically), so a folder without it is an interrupted save, never loaded
 Uploading is the caller's business (a callback); this module never touches the network. With several ranks the
-weights and optimizer state are the same on every rank (grpo_core.distributed), so rank 0 alone writes them, with
-every rank's RNG state gathered beside; a resume with the same world size gives each rank its own state back, one
+weights and optimizer state are the same on every rank (grpo_core.hardware.distributed), so rank 0 alone writes them,
+with every rank's RNG state gathered beside; a resume with the same world size gives each rank its own state back, one
 with another world size gives every rank rank 0's (the trainer says so in an event).
 """
 
@@ -95,7 +95,7 @@ def save_checkpoint(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / MANIFEST).unlink(missing_ok=True)  # an overwrite is incomplete until its new manifest lands
     # save_embedding_layers=False: the embeddings are never resized here, and "auto" would look for the base's config
-    # at base_model_name_or_path, which names the catalog model (grpo_core.models.base_model_name), not a folder
+    # at base_model_name_or_path, which names the catalog model (grpo_core.models.catalog.base_model_name), not a folder
     model.save_pretrained(out_dir, save_embedding_layers=False)
     state = {
         "optimizer": optimizer.state_dict(),

@@ -28,7 +28,7 @@ class PeerLost(RuntimeError):
 def is_out_of_memory(exc: BaseException) -> bool:
     """Memory exhaustion: MemoryError, torch.OutOfMemoryError (GPU), or a RuntimeError from the CPU allocator,
     which has no class of its own (its message is all there is to read). One predicate for the worker's failure
-    mapping and grpo_core.distributed, which must not take this rank's own exhaustion for a lost peer."""
+    mapping and grpo_core.hardware.distributed, which must not take this rank's own exhaustion for a lost peer."""
     import torch  # here, not at the top: this module stays importable without torch (the worker's start)
 
     if isinstance(exc, MemoryError | torch.OutOfMemoryError):

@@ -1,8 +1,9 @@
-"""One step's metrics (grpo_core.metrics_schema.StepMetrics) from what the step produced.
+"""One step's metrics (grpo_core.schemas.metrics.StepMetrics) from what the step produced.
 
 The names and their meaning are documented on the schema; this module only computes them from the step's batch
-(rollouts, rewards, advantages) and the update's sums (grpo_core.update.policy_update): per-token means are over
-the tokens that were updated, so a micro-batch split never changes them.
+(grpo_core.rollout.sampling.StepBatch: rollouts, rewards, advantages, SamplingStats) and the update's sums
+(grpo_core.update.step.UpdateSums): per-token means are over the tokens that were updated, so a micro-batch split
+never changes them.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from grpo_core.advantages import zero_std_fraction
-from grpo_core.config import GRPOConfig
-from grpo_core.metrics_schema import (
+from grpo_core.rollout.sampling import StepBatch
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.metrics import (
     EpisodeStats,
     GraderErrorRate,
     GraderMetrics,
     Sample,
-    SamplingStats,
     Scores,
     StepErrors,
     StepMetrics,
@@ -29,7 +29,8 @@ from grpo_core.metrics_schema import (
     Timing,
     TrajectorySpan,
 )
-from grpo_core.sampling import StepBatch
+from grpo_core.update.advantages import zero_std_fraction
+from grpo_core.update.step import UpdateSums
 
 
 def step_metrics(
@@ -39,7 +40,7 @@ def step_metrics(
     total: int,
     batch: StepBatch,
     rows: list[dict[str, Any]],
-    sums: dict[str, float],
+    sums: UpdateSums,
     grad_norm: float,
     lr: float,
     times: tuple[float, float, float],
@@ -51,11 +52,11 @@ def step_metrics(
     ro, rewards, adv = batch.ro, batch.rewards, batch.adv
     valid = rewards[~torch.isnan(rewards)]
     lengths = ro.completion_mask.sum(dim=1)
-    updated = max(sums["updated_tokens"], 1.0)
+    updated = max(sums.updated_tokens, 1.0)
     st = batch.stats
     zero_std = zero_std_fraction(rewards, g)
     if cfg.dynamic_sampling:  # the trained batch was filtered: report the share among what was sampled
-        zero_std = st["groups_dropped"] / max(st["groups_sampled"], 1)
+        zero_std = st.groups_dropped / max(st.groups_sampled, 1)
     graders = [
         GraderMetrics(
             name=name,
@@ -66,7 +67,7 @@ def step_metrics(
         )
         for k, name in enumerate(batch.grader_names)
     ] + [GraderMetrics(name=name, train_reward_mean=mean) for name, mean in batch.sub_scores.items()]
-    separate_engine = "is_weight_sum" in sums  # its log-probs differ from the trainer's by rounding or kernels
+    is_weight_sum = sums.is_weight_sum  # a separate engine's log-probs differ from the trainer's (rounding, kernels)
     return StepMetrics(
         step=step,
         total_steps=total,
@@ -79,20 +80,20 @@ def step_metrics(
         ),
         timing=Timing(
             step=StepTiming(
-                sampling=round(st["sampling"], 3),
-                scoring=round(st["scoring"], 3),
+                sampling=round(batch.sampling_seconds, 3),
+                scoring=round(batch.scoring_seconds, 3),
                 training=round(t2 - t1, 3),
                 full_iteration=round(t2 - t0, 3),
             )
         ),
         train_reward_std=float(valid.std()) if valid.numel() > 1 else 0.0,
         frac_reward_zero_std=zero_std,
-        loss=sums["loss"],
-        kl=sums.get("kl_sum", 0.0) / updated if cfg.beta > 0 else None,
-        entropy=sums.get("entropy_sum", 0.0) / updated,
-        clip_ratio=sums.get("clipped_tokens", 0.0) / updated,
-        clip_ratio_low=sums.get("clipped_low_tokens", 0.0) / updated,
-        clip_ratio_high=sums.get("clipped_high_tokens", 0.0) / updated,
+        loss=sums.loss,
+        kl=sums.kl_sum / updated if cfg.beta > 0 else None,
+        entropy=sums.entropy_sum / updated,
+        clip_ratio=sums.clipped_tokens / updated,
+        clip_ratio_low=sums.clipped_low_tokens / updated,
+        clip_ratio_high=sums.clipped_high_tokens / updated,
         tokens_per_second=round(float(lengths.sum()) / max(t2 - t0, 1e-9), 1),
         grad_norm=grad_norm,
         learning_rate=lr,
@@ -104,21 +105,16 @@ def step_metrics(
         advantage_mean=float(adv.mean()),
         advantage_std=float(adv.std()) if adv.numel() > 1 else 0.0,
         tokens=int(lengths.sum()),
-        sampling=SamplingStats(
-            sampling_rounds=int(st["sampling_rounds"]),
-            groups_sampled=int(st["groups_sampled"]),
-            groups_dropped=int(st["groups_dropped"]),
-            groups_trained=int(st["groups_trained"]),
-        ),
+        sampling=st.model_copy(),
         samples=[_sample(batch, rows, i, g, lengths, decode) for i in range(min(cfg.sample_log_count, len(ro.texts)))],
-        importance_sampling_ratio_mean=sums["is_weight_sum"] / updated if separate_engine else None,
-        sampling_logp_difference_max=sums["logp_diff_max"] if separate_engine else None,
+        importance_sampling_ratio_mean=is_weight_sum / updated if is_weight_sum is not None else None,
+        sampling_logp_difference_max=sums.logp_diff_max if is_weight_sum is not None else None,
         episodes=episode_stats(ro.episodes) if ro.episodes is not None else None,
     )
 
 
 def episode_stats(episodes: list[Any]) -> EpisodeStats:
-    """The step's multi-turn numbers (grpo_core.agent.episodes.Episode)."""
+    """The step's multi-turn numbers (grpo_core.rollout.agent.episodes.Episode)."""
     n = max(len(episodes), 1)
     calls = sum(e.tool_calls for e in episodes)
     seconds = [s for e in episodes for s in e.tool_seconds]

@@ -1,10 +1,10 @@
 """The GRPO loop: one visible ``while`` over optimizer steps.
 
-Each step: collect a scored batch (grpo_core.sampling: the rollout engine samples G completions per prompt, the
+Each step: collect a scored batch (grpo_core.rollout.sampling: the rollout engine samples G completions per prompt, the
 graders score them, GFPO / dynamic sampling filter, advantages) -> per-token log-probs of the completions under
 the policy (and, when β > 0, under the base model: the same weights with the LoRA adapter disabled, so no second
-copy of the model) -> clipped surrogate + β·KL (grpo_core.update, grpo_core.loss) -> AdamW on the LoRA weights,
-μ = ``num_iterations`` times -> the engine is synced to the new weights -> metrics, validation, checkpoint.
+copy of the model) -> clipped surrogate + β·KL (grpo_core.update.step, grpo_core.update.loss) -> AdamW on the LoRA
+weights, μ = ``num_iterations`` times -> the engine is synced to the new weights -> metrics, validation, checkpoint.
 
 With μ = 1 the rollout is used for exactly one optimizer step, so π_old = π_θ at update time and no extra
 forward pass is spent on old log-probs (ratio = exp(logp − logp.detach())). The model is kept in eval mode
@@ -13,7 +13,7 @@ functions; the loop has no branch per algorithm.
 
 The trainer never knows about HTTP, queues or object stores: progress leaves through ``Callbacks``.
 
-Under torchrun the same loop runs on every rank (grpo_core.distributed): sampling and the update are split, the
+Under torchrun the same loop runs on every rank (grpo_core.hardware.distributed): sampling and the update are split, the
 batch and the gradient are the one-process ones, and rank 0 alone reports and writes checkpoints.
 """
 
@@ -28,29 +28,26 @@ from typing import Any, Protocol
 
 import torch
 
-from grpo_core import distributed
-from grpo_core.agent.episodes import AgentRollouts, make_agent
-from grpo_core.agent.schemas import EnvironmentSpec
 from grpo_core.checkpoint import ResumeState, load_checkpoint, rng_state, save_checkpoint
-from grpo_core.config import GRPOConfig
-from grpo_core.data import prompt_text
-from grpo_core.device import Placement, peak_memory_gb, reset_peak_memory, resolve_placement, vllm_on_cuda
-from grpo_core.distributed import World, all_gather_objects, any_rank, broadcast_parameters
-from grpo_core.engines.base import make_engine
 from grpo_core.errors import UserError
-from grpo_core.evaluate import reward_sums, standard_error
-from grpo_core.health import HealthMonitor
-from grpo_core.lora_fused import fuse_lora
-from grpo_core.memory import auto_micro_batch, enable_checkpointing, out_of_memory, vllm_memory_share
+from grpo_core.evaluation.health import HealthMonitor
+from grpo_core.evaluation.validation import reward_sums, standard_error
+from grpo_core.hardware import distributed
+from grpo_core.hardware.device import Placement, peak_memory_gb, reset_peak_memory, resolve_placement
+from grpo_core.hardware.distributed import World, all_gather_objects, any_rank, broadcast_parameters
+from grpo_core.hardware.memory import auto_micro_batch, out_of_memory
+from grpo_core.hardware.sharding import shard, sharded
 from grpo_core.metrics import step_metrics
-from grpo_core.metrics_schema import Execution, Level, MemoryStats, ResolvedEngine, StepMetrics
-from grpo_core.models import base_model_name
+from grpo_core.policy import load_policy, prompts_of, resolve_execution, start_engine
 from grpo_core.rewards.base import Grader
-from grpo_core.rollout import eos_ids
-from grpo_core.sampling import PromptCursor, collect_batch
-from grpo_core.schedule import make_scheduler
-from grpo_core.sharding import shard, sharded
-from grpo_core.update import old_logprobs, policy_update
+from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
+from grpo_core.rollout.batch import eos_ids
+from grpo_core.rollout.sampling import PromptCursor, collect_batch
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.environment import EnvironmentSpec
+from grpo_core.schemas.metrics import Execution, Level, MemoryStats, ResolvedEngine, StepMetrics
+from grpo_core.update.schedule import make_scheduler
+from grpo_core.update.step import old_logprobs, policy_update
 
 
 class Callbacks(Protocol):
@@ -111,40 +108,6 @@ class TrainResult:
     last_metrics: StepMetrics | None = None
 
 
-def load_policy(
-    model_dir: Path, cfg: GRPOConfig, seed: int, *, fused_lora: bool = True, base_name: str | None = None
-) -> tuple[Any, Any]:
-    """Base model (fp32, or bf16 for ``precision="bf16"``; ``auto`` must be resolved before) on ``cfg.device``, with
-    a fresh fp32 LoRA adapter (initialised from ``seed``) and its tokenizer. ``base_name``: what the adapter names
-    as its base model (a registered model's hub id or id; default grpo_core.models.base_model_name)."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from grpo_core.device import resolve_device
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    # bf16: the frozen base weights are stored in bf16 (half the memory, and autocast need not cast them on every
-    # call); peft keeps the adapter in fp32 (autocast_adapter_dtype), so the optimizer state and updates are fp32.
-    dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float32
-    base: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
-    base.to(resolve_device(cfg.device))  # peft creates the adapter on its base layer's device
-    base.eval()
-    torch.manual_seed(seed)
-    lora = LoraConfig(
-        r=cfg.lora.rank,
-        lora_alpha=cfg.lora.alpha,  # type: ignore[arg-type]  # peft annotates int; it scales by alpha / r
-        lora_dropout=cfg.lora.dropout,
-        target_modules=cfg.lora.target_modules,
-        task_type="CAUSAL_LM",
-    )
-    model = get_peft_model(base, lora)
-    model.peft_config["default"].base_model_name_or_path = base_name or base_model_name(model_dir)  # not a path
-    model.eval()
-    if fused_lora:
-        fuse_lora(model)  # same math, one autograd node per LoRA layer (grpo_core.lora_fused)
-    return model, tokenizer
-
-
 def train(
     cfg: GRPOConfig,
     model_dir: Path,
@@ -166,8 +129,8 @@ def train(
     subclass DeviceOutOfMemory when the device runs out). ``placement``: where to train, when the caller resolved
     it already (the worker names it in its first event); by default resolved here from ``cfg``. ``world``: this
     process's rank among the job's (default: torchrun's environment, or one process); the process group is
-    joined here unless the caller did. ``base_name``: what the adapter names as its base (see load_policy).
-    ``environment``: the job's tools or ``respond`` (grpo_core.agent), run in a ``sandbox_tier`` sandbox; every
+    joined here unless the caller did. ``base_name``: what the adapter names as its base (grpo_core.policy.load_policy).
+    ``environment``: the job's tools or ``respond`` (grpo_core.rollout.agent), run in a ``sandbox_tier`` sandbox; every
     sample is then a multi-turn episode."""
     if not rows:
         raise UserError("the training file has no rows")
@@ -209,9 +172,7 @@ def _train(
     agent = None
     if environment is not None:  # the engine is set below: prompts (with the tools) are checked before it starts
         agent = make_agent(environment, tokenizer, eos_ids(model, tokenizer), cfg.chat_template_kwargs, sandbox_tier)
-        prompts_all = [agent.prompt(r) for r in rows]
-    else:
-        prompts_all = [prompt_text(r, tokenizer, cfg.chat_template_kwargs) for r in rows]
+    prompts_all = prompts_of(rows, tokenizer, cfg.chat_template_kwargs, agent)
     for i, p in enumerate(prompts_all):
         n_tok = len(tokenizer(p, add_special_tokens=False)["input_ids"])
         if n_tok > cfg.max_prompt_tokens:
@@ -234,15 +195,15 @@ def _train(
     episode_tokens = environment.max_total_tokens if environment is not None else cfg.max_completion_tokens
     # memory is sized for the longest sample: a multi-turn episode holds up to max_total_tokens after its prompt
     sizing = cfg.model_copy(update={"max_completion_tokens": max(cfg.max_completion_tokens, episode_tokens)})
-    sizing = _resolve_execution(sizing, model, placement)
+    sizing = resolve_execution(sizing, model, placement)
     cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
-    engine = _engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens)
+    engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens)
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
         shard(model, world, placement.device)
     micro_batch = auto_micro_batch(model, sizing, placement, checkpointing=bool(cfg.gradient_checkpointing))
-    # every rank must plan the same micro-batches (grpo_core.update): the size that fits on the fullest device
+    # every rank must plan the same micro-batches (grpo_core.update.step): the size that fits on the fullest device
     micro_batch = distributed.agree_min(world, micro_batch, placement.device)
     cfg = cfg.model_copy(update={"micro_batch_size": micro_batch})
     callbacks.on_start(_execution(cfg, placement, world))
@@ -331,24 +292,6 @@ def _train(
     return TrainResult(state.step, total, False, final_ckpt, last)
 
 
-def _resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRPOConfig:
-    """``cfg`` with ``gradient_checkpointing``, ``rollout_engine`` and the vLLM engine's GPU share resolved for
-    ``placement`` (``micro_batch_size`` waits for the engine: it is sized from the memory the engine leaves)."""
-    checkpoint = placement.is_cuda if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
-    if checkpoint:
-        enable_checkpointing(model)
-    engine = cfg.rollout_engine
-    if engine == "auto":
-        # fsdp samples with the merged engine (grpo_core.sharding)
-        engine = "vllm" if placement.is_cuda and vllm_on_cuda() and cfg.sharding != "fsdp" else "merged"
-    share = None
-    if engine == "vllm" and placement.is_cuda:
-        share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint)
-    return cfg.model_copy(
-        update={"gradient_checkpointing": checkpoint, "rollout_engine": engine, "vllm_gpu_memory_utilization": share}
-    )
-
-
 _RESOLVED_ENGINES: dict[str, ResolvedEngine] = {"merged": "merged", "transformers": "transformers", "vllm": "vllm"}
 
 
@@ -401,31 +344,6 @@ def _memory(placement: Placement, world: World) -> MemoryStats:
         device=str(placement.device),
         peak_allocated_gb=round(peak["peak_max"], 3),
         device_total_gb=placement.total_gb,
-    )
-
-
-def _engine(
-    cfg: GRPOConfig, model: Any, tokenizer: Any, model_dir: Path, seed: int, autocast: Any, episode_tokens: int
-) -> Any:
-    """The configured rollout engine (grpo_core.engines); ``rollout_engine`` is resolved (never ``auto``).
-    ``episode_tokens``: the most tokens a sample holds after its prompt (a multi-turn episode's budget)."""
-    if cfg.rollout_engine == "transformers":
-        return make_engine("transformers", model, tokenizer, model_dir, autocast_dtype=autocast)
-    if cfg.rollout_engine == "merged":
-        return make_engine("merged", model, tokenizer, model_dir, dtype=autocast or torch.float32)
-    dtype = "bfloat16" if cfg.precision == "bf16" else "float32"
-    return make_engine(
-        "vllm",
-        model,
-        tokenizer,
-        model_dir,
-        seed=seed,
-        dtype=dtype,
-        max_lora_rank=cfg.lora.rank,
-        max_model_len=cfg.max_prompt_tokens + max(cfg.max_completion_tokens, episode_tokens),
-        sync=cfg.vllm_weight_sync,
-        gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-        device=cfg.device,  # resolved: cuda:LOCAL_RANK on a rank of a multi-GPU job
     )
 
 

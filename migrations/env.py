@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from alembic import context
 
+from api.core.settings import get_settings
 from api.db.models import Base
 from api.db.session import make_engine
-from api.settings import get_settings
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,7 +1,7 @@
 """runtime: what the API process and the worker process share, and nothing else.
 
 - ``runtime.settings``: ``CommonSettings`` (state dir, broker, object store, worker token, grader services);
-  ``api.settings.ApiSettings`` and ``worker.settings.WorkerSettings`` extend it with what only one side reads.
+  ``api.core.settings.ApiSettings`` and ``worker.settings.WorkerSettings`` extend it with what only one side reads.
 - ``runtime.storage``: the object store (a local folder or any S3-compatible server).
 - ``runtime.keys``: where objects live in the store (files, a job's checkpoints), built and parsed in one place.
 - ``runtime.internal``: the internal worker API's requests and responses (paths and bodies), both sides typed.

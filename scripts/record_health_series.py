@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grpo_core.config import GRPOConfig
-from grpo_core.metrics_schema import Execution, Level, StepMetrics
-from grpo_core.models import SMOLLM2_ID, prepare_smollm2
+from grpo_core.models.catalog import SMOLLM2_ID, prepare_smollm2
 from grpo_core.rewards.graders import build_grader
-from grpo_core.rewards.schemas import PythonGrader
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.graders import PythonGrader
+from grpo_core.schemas.metrics import Execution, Level, StepMetrics
 from grpo_core.trainer import train
 from scripts.demo import GRADER_SOURCE, HYPERPARAMETERS, MODELS, split
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what the python-grader sandbox (grpo_core/rewards/sandbox) needs; idempotent and quiet when done.
+# Install what the python-grader sandbox (grpo_core/sandbox) needs; idempotent and quiet when done.
 #  * bubblewrap (Tier 1) and Debian's python3.11 + venv, from apt only when missing (needs root);
 #  * the sandbox interpreter environment: a venv of /usr/bin/python3.11 in a folder every uid can read
 #    (/opt/rft-sandbox/py311 as root), because the service's own Python may sit under /root (mode 700) where the

@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-from grpo_core import distributed
-from grpo_core.config import GRPOConfig
-from grpo_core.distributed import World
+from grpo_core.hardware import distributed
+from grpo_core.hardware.distributed import World
+from grpo_core.schemas.config import GRPOConfig
 from grpo_core.trainer import train
 from tests.training import ROWS, DigitShare, Recorder, StartsWithDigit
 

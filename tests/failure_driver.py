@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from grpo_core import distributed
-from grpo_core.distributed import World
 from grpo_core.errors import DeviceOutOfMemory, PeerLost
+from grpo_core.hardware import distributed
+from grpo_core.hardware.distributed import World
 from worker.launch import RankSpec
 from worker.rank import record_failure
 from worker.settings import WorkerSettings

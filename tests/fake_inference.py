@@ -1,5 +1,5 @@
 """A fake OpenAI-compatible inference server with vLLM's run-time LoRA routes, for the unit tests of the API's
-adapter cache (api.services.inference). A real HTTP server on a free port (uvicorn in a thread), so the API's
+adapter cache (api.inference.service). A real HTTP server on a free port (uvicorn in a thread), so the API's
 client is exercised as it is against vLLM; the integration tests use the real vLLM server instead.
 
 It keeps what vLLM keeps (the registered adapters, each with its base as ``parent``), refuses what vLLM refuses

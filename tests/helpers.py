@@ -66,9 +66,9 @@ def alembic_check(url: str) -> None:
 
 
 def step_metrics(step: int, total: int = 3, *, reward: float | None = 0.5, **fields: Any) -> dict[str, Any]:
-    """A valid metrics event's ``data`` (grpo_core.metrics_schema.StepMetrics as JSON) for tests that play the
+    """A valid metrics event's ``data`` (grpo_core.schemas.metrics.StepMetrics as JSON) for tests that play the
     worker; ``fields`` replace top-level fields (``scores=…``, ``samples=…``)."""
-    from grpo_core.metrics_schema import StepMetrics
+    from grpo_core.schemas.metrics import StepMetrics
 
     data: dict[str, Any] = {
         "step": step,

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from grpo_core.models import SMOLLM2_ID, prepare_smollm2
+from grpo_core.models.catalog import SMOLLM2_ID, prepare_smollm2
 from scripts.demo import GRADER_SOURCE, HYPERPARAMETERS, split
 from scripts.local_stack import ROOT, Proc, free_port, wait_http
 from tests.integration.stack import Stack, production_env, running_api, wait_status

@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from grpo_core.config import GRPOConfig
+from grpo_core.schemas.config import GRPOConfig
 from grpo_core.trainer import train
 from tests.training import ROWS, DigitShare, Recorder, StartsWithDigit
 

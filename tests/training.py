@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from grpo_core.metrics_schema import Execution, StepMetrics
 from grpo_core.rewards.base import GraderResult
 from grpo_core.rewards.graders import build_grader
-from grpo_core.rewards.schemas import StringCheckGrader
+from grpo_core.schemas.graders import StringCheckGrader
+from grpo_core.schemas.metrics import Execution, StepMetrics
 
 
 class Recorder:

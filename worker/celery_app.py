@@ -50,10 +50,12 @@ app.conf.update(
 
 @worker_init.connect
 def _preload_training_stack(**_: Any) -> None:
-    """Import torch, transformers, peft and the trainer once, before the pool forks: every job's process inherits
-    them instead of importing them when its first job arrives (seconds of a user's submit -> first step;
-    bench/api_load.py measures it). Importing runs no torch op, so no OpenMP thread exists yet at the fork."""
-    import grpo_core.engines.merged
+    """Import torch and grpo_core's training stack once, before the pool forks: every job's process inherits them
+    instead of importing them when its first job arrives (seconds of a user's submit -> first step;
+    bench/api_load.py measures it). grpo_core.policy is what every run goes through (training, the readiness
+    probe, eval runs); it imports transformers, peft and the engine a run starts when the run loads its model.
+    Importing runs no torch op, so no OpenMP thread exists yet at the fork."""
+    import grpo_core.policy
     import grpo_core.rewards.graders
     import grpo_core.trainer  # noqa: F401
 

@@ -1,7 +1,7 @@
 """HTTP client of the API's internal worker endpoints (runtime.internal): typed requests in, typed answers out.
 
-Transport errors and 5xx are retried with backoff. A 409 is sorted by its code: ``stale_lease`` /
-``not_claimable`` mean "another worker owns this job, or it is over: stop quietly" (StaleLease); ``lease_held``
+Transport errors and 5xx are retried with backoff. A 409 is sorted by its code (runtime.internal.Refusal): those of
+``STOP_QUIETLY`` mean "another worker owns this job, or it is over: stop quietly" (StaleLease); ``lease_held``
 means "ask again after Retry-After seconds" (LeaseHeld); any other 409 is a bug worth a loud error. When the
 API stays unreachable through every retry the run ends with ``ApiUnreachable``, an infrastructure failure.
 """
@@ -14,7 +14,7 @@ from typing import TypeVar
 import httpx
 from pydantic import BaseModel
 
-from grpo_core.metrics_schema import Execution
+from grpo_core.schemas.metrics import Execution
 from runtime import eval_contract as evc
 from runtime import internal as api
 from runtime.errors import InfrastructureError
@@ -70,9 +70,9 @@ class InternalClient:
                 err = resp.json().get("error", {}) if "json" in resp.headers.get("content-type", "") else {}
                 message = err.get("message", resp.text)
                 code = err.get("code")
-                if resp.status_code == 409 and code in ("stale_lease", "not_claimable", "stale_claim"):
+                if resp.status_code == 409 and code in api.STOP_QUIETLY:
                     raise StaleLease(message)
-                if resp.status_code == 409 and code == "lease_held":
+                if resp.status_code == 409 and code == api.Refusal.lease_held:
                     raise LeaseHeld(message, int(resp.headers.get("Retry-After", "30")))
                 raise InternalApiError(f"{path} -> {resp.status_code} {code}: {message}")
             return answer.model_validate(resp.json())

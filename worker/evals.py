@@ -1,9 +1,10 @@
-"""An eval run on this worker: claim it, load the model (a registered or catalog base model, plus the adapter of
-a fine-tuned model or checkpoint), sample every item ``n`` times with the model's chat template, grade each
-sample with the eval's testing criteria (grpo_core.evals), post the items in batches and finish.
+"""An eval run on this worker, as glue: claim it, fetch its items and model (a registered or catalog base model,
+plus the adapter of a fine-tuned model or checkpoint), call grpo_core.evaluation.evals (which opens the policy,
+samples every item ``n`` times with the model's chat template and grades each sample with the eval's testing
+criteria), post the items in batches and finish.
 
 A run is small (hundreds of items, a few minutes): it has no heartbeat, its claim holds for an hour
-(api.services.eval_runs), and a cancel is learnt at the next batch's post, which the API refuses.
+(api.evals.leases), and a cancel is learnt at the next batch's post, which the API refuses.
 """
 
 from __future__ import annotations
@@ -64,27 +65,38 @@ class EvalRunner:
             self.client.close()
             shutil.rmtree(work, ignore_errors=True)
             from worker.job import model_cache
-            from worker.runner import _release_device_memory
 
-            model_cache(self.settings).release_all()
-            _release_device_memory()  # this process trains the next job: hand the eval model's memory back
+            model_cache(self.settings).release_all()  # its device memory went back when eval_policy closed
 
     def _model_dir(self, claim: evc.EvalClaim) -> Path:
         if claim.model_source is not None:
             from worker.job import model_cache
 
             return model_cache(self.settings).fetch(self.store, claim.model_source)
-        from grpo_core.models import resolve_model
+        from grpo_core.models.catalog import resolve_model
 
         try:
             return resolve_model(self.settings.models_dir, claim.base_model)
         except KeyError as exc:
             raise UserError(f"this worker cannot run it: {exc.args[0]}") from None
 
+    def _adapter_dir(self, claim: evc.EvalClaim, work: Path) -> Path | None:
+        """The fine-tuned model's adapter tar from the store, unpacked into a PEFT adapter folder (None: the base
+        model is evaluated)."""
+        if claim.adapter_key is None:
+            return None
+        adapter = work / "adapter"
+        adapter.mkdir(exist_ok=True)
+        tar_path = work / "adapter.tar"
+        self.store.get_file(claim.adapter_key, tar_path)
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(adapter, filter="data")
+        return adapter
+
     def _run(self, claim: evc.EvalClaim, work: Path) -> None:
-        from grpo_core.evals import Criterion, run_items
+        from grpo_core.evaluation.evals import Criterion, EvalSampling, eval_policy, run_items
         from grpo_core.rewards.graders import build_grader
-        from grpo_core.rewards.schemas import GraderSpec, uses_python
+        from grpo_core.schemas.graders import GraderSpec, uses_python
 
         work.mkdir(parents=True, exist_ok=True)
         items_path = work / "items.jsonl"
@@ -103,67 +115,18 @@ class EvalRunner:
             Criterion(c.name, build_grader(g, env), c.pass_threshold)
             for c, g in zip(claim.criteria, specs, strict=True)
         ]
-        generate = self._generator(claim, work)
+        s = claim.sampling
+        sampling = EvalSampling(
+            n=s.n, temperature=s.temperature, max_completion_tokens=s.max_completion_tokens, top_p=s.top_p, seed=s.seed
+        )
         try:
-            for lo in range(0, len(rows), BATCH):
-                results = run_items(rows[lo : lo + BATCH], claim.template, generate, criteria)
-                self.client.eval_items(self.run_id, evc.EvalItemsRequest(claim_id=self.claim_id, items=results))
+            with eval_policy(self._model_dir(claim), self._adapter_dir(claim, work), sampling) as sample:
+                for lo in range(0, len(rows), BATCH):
+                    results = run_items(rows[lo : lo + BATCH], claim.template, sample, criteria)
+                    self.client.eval_items(self.run_id, evc.EvalItemsRequest(claim_id=self.claim_id, items=results))
         finally:
             for c in criteria:
                 c.grader.close()
-
-    def _generator(self, claim: evc.EvalClaim, work: Path) -> Any:
-        """The sampling function of grpo_core.evals.run_items: chat template, ``n`` samples, token counts."""
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from grpo_core.data import prompt_text
-        from grpo_core.device import resolve_placement
-        from grpo_core.engines.base import Sampling
-        from grpo_core.engines.hf import sample
-
-        model_dir = self._model_dir(claim)
-        placement = resolve_placement("auto", "auto")
-        dtype = torch.bfloat16 if placement.precision == "bf16" else torch.float32
-        tokenizer: Any = AutoTokenizer.from_pretrained(model_dir)
-        model: Any = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
-        model = model.to(placement.device).eval()
-        if claim.adapter_key is not None:
-            from peft import PeftModel
-
-            adapter = work / "adapter"
-            adapter.mkdir(exist_ok=True)
-            tar_path = work / "adapter.tar"
-            self.store.get_file(claim.adapter_key, tar_path)
-            with tarfile.open(tar_path) as tar:
-                tar.extractall(adapter, filter="data")
-            model = PeftModel.from_pretrained(model, str(adapter)).eval()
-        s = claim.sampling
-
-        def generate(messages: list[list[dict[str, str]]]) -> list[list[tuple[str, str, int, int]]]:
-            prompts = [prompt_text({"messages": m}, tokenizer) for m in messages]  # as training renders them
-            sampling = Sampling(s.n, s.max_completion_tokens, s.temperature, top_p=s.top_p, seed=s.seed)
-            with torch.no_grad():
-                ro = sample(model, tokenizer, prompts, sampling)
-            prompt_tokens = ro.prompt_mask.sum(dim=1).tolist()
-            completion_tokens = ro.completion_mask.sum(dim=1).tolist()
-            out = []
-            for i in range(len(prompts)):
-                group = range(i * s.n, (i + 1) * s.n)
-                out.append(
-                    [
-                        (
-                            ro.texts[j],
-                            "length" if bool(ro.truncated[j]) else "stop",
-                            int(prompt_tokens[j]),
-                            int(completion_tokens[j]),
-                        )
-                        for j in group
-                    ]
-                )
-            return out
-
-        return generate
 
 
 def read_jsonl_lenient(path: Path) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from grpo_core.models import SMOLLM2_ID, prepare_smollm2, resolve_model
+from grpo_core.models.catalog import SMOLLM2_ID, prepare_smollm2, resolve_model
 
 # Ranks vLLM accepts for --max-lora-rank (an adapter of a lower rank fits a higher slot).
 LORA_RANKS = (8, 16, 32, 64, 128, 256)

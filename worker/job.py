@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from grpo_core.agent.schemas import EnvironmentSpec
-from grpo_core.config import GRPOConfig
 from grpo_core.errors import UserError
-from grpo_core.models import resolve_model
+from grpo_core.models.catalog import resolve_model
 from grpo_core.rewards.base import Grader
 from grpo_core.rewards.judge import JudgeNotConfigured
 from grpo_core.rewards.python_runner import SandboxUnavailable
-from grpo_core.rewards.schemas import GraderSpec, uses_python
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.environment import EnvironmentSpec
+from grpo_core.schemas.graders import GraderSpec, uses_python
 from runtime import internal as api
 from runtime.storage import ObjectStore
 from worker.sandbox_check import python_graders_allowed

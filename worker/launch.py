@@ -44,7 +44,6 @@ from worker.failures import PEER_LOST, Failure, RankFailed, RanksLost
 from worker.job import Inputs
 
 log = logging.getLogger(__name__)
-STALE_LEASE = "stale_lease"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -167,13 +166,15 @@ class Torchrun:
         for d in (self.spec.folder, self.spec.failures, self.spec.pids, self.spec.checkpoints):
             d.mkdir(parents=True, exist_ok=True)
         (self.spec.folder / "spec.json").write_text(self.spec.model_dump_json())
-        from grpo_core.device import usable_cpus  # torch: imported where a job runs, not where the worker starts
+        from grpo_core.hardware.device import (
+            usable_cpus,  # torch: imported where a job runs, not where the worker starts
+        )
 
         threads = max(1, usable_cpus() // self.spec.job.resources.devices)
         # TORCH_NCCL_BLOCKING_WAIT: a collective on NCCL waits in the calling thread and raises there when a peer
-        # is gone or it times out (grpo_core.distributed turns that into PeerLost); without it the error surfaces
-        # later, outside the collective, or NCCL's watchdog aborts the process with no failure of its own recorded.
-        # The ranks' collectives are a few per step, so waiting in the thread costs nothing measurable.
+        # is gone or it times out (grpo_core.hardware.distributed turns that into PeerLost); without it the error
+        # surfaces later, outside the collective, or NCCL's watchdog aborts the process with no failure of its own
+        # recorded. The ranks' collectives are a few per step, so waiting in the thread costs nothing measurable.
         env = os.environ | {"OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", "TORCH_NCCL_BLOCKING_WAIT": "1"}
         log.info("job %s: starting %s", self.spec.job.job_id, " ".join(self.command()))
         self.proc = subprocess.Popen(self.command(), env=env, start_new_session=True, preexec_fn=_die_with_parent)
@@ -223,7 +224,7 @@ class Torchrun:
         own = sorted((f for f in failures if f.failure.code != PEER_LOST), key=lambda f: f.at)
         if own:
             first = own[0]
-            if first.failure.code == STALE_LEASE:
+            if first.failure.code == api.Refusal.stale_lease:
                 raise StaleLease(first.failure.message)
             raise RankFailed(first.failure, first.rank)
         if not any(self.spec.pids.iterdir()):  # no rank started: the rendezvous never completed

@@ -1,4 +1,4 @@
-"""A node-local cache of registered base models, keyed by their digest (api.services.model_registry).
+"""A node-local cache of registered base models, keyed by their digest (api.models.service).
 
 Every worker process on a node (a job's ranks, several worker slots) shares one cache folder:
 
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from grpo_core.model_files import sha256_file
+from grpo_core.models.files import sha256_file
 from runtime.internal import ModelSource
 from runtime.storage import ObjectStore
 

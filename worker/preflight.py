@@ -1,5 +1,6 @@
-"""The readiness probe around a job's training (``hyperparameters.preflight``): the report before, the rows it
-drops, and the probe of the trained adapter after (grpo_core.preflight samples, grpo_core.readiness reads).
+"""The readiness probe around a job's training (``hyperparameters.preflight``), as glue: the report before, the
+rows it drops, and the report on the trained adapter after, each posted to the API (grpo_core.evaluation.probe opens
+the policy, samples and scores; grpo_core.evaluation.readiness reads the result).
 
 Before training the base model is probed on a seeded sample of the training prompts and the report posted; with
 ``drop_zero_variance_prompts`` the rows without signal are removed from this node's copy of the training file
@@ -15,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grpo_core.config import PreflightConfig
-from grpo_core.data import read_jsonl
-from grpo_core.readiness import ReadinessReport, report, zero_variance_rows
+from grpo_core.data.rows import read_jsonl
+from grpo_core.evaluation.readiness import ReadinessReport, zero_variance_rows
+from grpo_core.schemas.config import PreflightConfig
 from runtime import internal as api
 from worker.job import Inputs, Job, make_graders
 from worker.settings import WorkerSettings
@@ -33,23 +34,21 @@ def probe_report(
     seed: int,
     adapter_dir: Path | None = None,
 ) -> ReadinessReport:
-    """Probe the base model (or ``adapter_dir``'s adapter) on the job's sample of rows and read the result."""
-    from grpo_core.device import resolve_placement
-    from grpo_core.preflight import run_probe, sample_rows
+    """The readiness report of the base model (or ``adapter_dir``'s adapter) on the job's sample of ``rows``,
+    with this worker's graders and sandbox (grpo_core.evaluation.probe.readiness_report)."""
+    from grpo_core.evaluation.probe import readiness_report
+    from grpo_core.hardware.device import resolve_placement
 
-    indices = sample_rows(len(rows), pre.prompts, seed)
     graders = make_graders(job, settings)
     try:
-        placement = resolve_placement(job.cfg.device, job.cfg.precision)
-        probes, grading = run_probe(
+        return readiness_report(
             job.cfg,
             job.model_dir,
             rows,
-            indices,
             graders,
-            placement=placement,
+            preflight=pre,
+            placement=resolve_placement(job.cfg.device, job.cfg.precision),
             seed=seed,
-            samples=pre.samples,
             adapter_dir=adapter_dir,
             environment=job.environment,
             sandbox_tier=settings.reward_sandbox,
@@ -57,12 +56,6 @@ def probe_report(
     finally:
         for g in graders:
             g.close()
-    return report(
-        probes,
-        max_completion_tokens=job.cfg.max_completion_tokens,
-        pass_threshold=pre.pass_threshold,
-        grader_seconds=grading,
-    )
 
 
 def _original(inputs: Inputs) -> Path:

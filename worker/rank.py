@@ -19,15 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grpo_core.distributed import World
-from grpo_core.metrics_schema import Execution, Level, StepMetrics
+from grpo_core.hardware.distributed import World
+from grpo_core.schemas.metrics import Execution, Level, StepMetrics
 from grpo_core.trainer import TrainResult, train
 from runtime import internal as api
 from runtime.storage import ObjectStore, make_store
 from worker.client import InternalClient, StaleLease
 from worker.failures import PEER_LOST, Failure, classify
 from worker.job import make_graders, read_job
-from worker.launch import STALE_LEASE, RankFailure, RankResult, RankSpec
+from worker.launch import RankFailure, RankResult, RankSpec
 from worker.reporting import Reporter
 from worker.settings import WorkerSettings, get_settings
 
@@ -80,8 +80,8 @@ class Silent:
 
 def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResult | None:
     """Train this rank's part; rank 0 returns its account of the run."""
-    from grpo_core.data import read_jsonl
-    from grpo_core.device import resolve_placement
+    from grpo_core.data.rows import read_jsonl
+    from grpo_core.hardware.device import resolve_placement
 
     job = read_job(spec.job, settings)
     rows = read_jsonl(spec.inputs.train)
@@ -89,7 +89,7 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
     graders = make_graders(job, settings)
     link = RankLink(spec, settings) if world.is_main else None
     reporter = Reporter(link, spec.job, settings) if link is not None else None
-    status = "failed"
+    status = api.FinishStatus.failed
     try:
         result: TrainResult = train(
             job.cfg,
@@ -107,7 +107,7 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
             environment=job.environment,
             sandbox_tier=settings.reward_sandbox,
         )
-        status = "cancelled" if result.stopped else "succeeded"
+        status = api.FinishStatus.cancelled if result.stopped else api.FinishStatus.succeeded
     finally:
         for g in graders:
             g.close()
@@ -185,7 +185,7 @@ def record_failure(exc: BaseException, spec: RankSpec, world: World, settings: W
     """Leave this rank's failure for its node's launcher (``failures/rank-N.json``) and, through the c10d store,
     for the other nodes; a lost peer also brings back the other ranks' own failures (``FailureExchange``)."""
     if isinstance(exc, StaleLease):
-        failure = Failure(code=STALE_LEASE, message=str(exc))
+        failure = Failure(code=api.Refusal.stale_lease, message=str(exc))
     else:
         failure = classify(exc, spec.job.job_id, settings.job_time_limit_seconds)
     record = RankFailure(rank=world.rank, at=time.time(), failure=failure)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from grpo_core.checkpoint import ADAPTER_FILES
-from grpo_core.metrics_schema import Execution, Level, StepMetrics
+from grpo_core.schemas.metrics import Execution, Level, StepMetrics
 from runtime import internal as api
 from runtime.keys import checkpoint_keys
 from runtime.storage import ObjectStore
@@ -39,7 +39,7 @@ class ReportTarget(Protocol):
 
 
 def pack_adapter(ckpt_dir: Path, dest: Path) -> Path:
-    """Tar of the files ``PeftModel.from_pretrained`` needs: what users download."""
+    """Tar of the adapter's files (grpo_core.checkpoint.ADAPTER_FILES): the PEFT adapter users download and load."""
     with tarfile.open(dest, "w") as tar:
         for name in ADAPTER_FILES:
             tar.add(ckpt_dir / name, arcname=name)
@@ -109,7 +109,7 @@ class Reporter:
         if self.tracker is not None:
             self.tracker.checkpoint(step, adapter_key, final=final)
 
-    def finish_tracking(self, status: str) -> None:
+    def finish_tracking(self, status: api.FinishStatus) -> None:
         """Close the W&B/MLflow runs with how the job ended (a no-op without tracking)."""
         if self.tracker is not None:
             self.tracker.finish(status)

@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grpo_core.config import GRPOConfig
-from grpo_core.metrics_schema import Execution
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.metrics import Execution
 from runtime import internal as api
 from runtime.storage import make_store
 from worker import preflight
@@ -35,18 +35,6 @@ if TYPE_CHECKING:
     from grpo_core.trainer import TrainResult
 
 log = logging.getLogger(__name__)
-
-
-def _release_device_memory() -> None:
-    """Hand the run's GPU memory back (this process trains the next job too): the model and optimizer are
-    unreachable once ``train`` returned or raised, but the caching allocator keeps their blocks until told."""
-    import gc
-
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 _shutting_down = False  # set once by stop_for_shutdown; read at every step boundary
@@ -129,7 +117,7 @@ class JobRun:
         grace = self.settings.stop_grace_seconds
         if self.stop_reason not in ("cancel", "pause") or time.monotonic() - self._stop_seen_at < grace:
             return
-        status = "cancelled" if self.stop_reason == "cancel" else "paused"
+        status = api.FinishStatus.cancelled if self.stop_reason == "cancel" else api.FinishStatus.paused
         log.error(
             "job %s: step did not end within %s s of the %s request; killing the process",
             self.job_id,
@@ -172,7 +160,7 @@ class JobRun:
     def _train(self, claim: api.ClaimResponse, work: Path) -> api.FinishRequest:
         """Run training; map every failure to a finish a user can act on."""
         reporter = Reporter(self, claim, self.settings)
-        status = "failed"
+        status = api.FinishStatus.failed
         try:
             outcome = self._outcome(claim, work, reporter)
             status = outcome.status
@@ -187,7 +175,7 @@ class JobRun:
             raise
         except Exception as exc:
             return self._failure(exc)
-        outcome = api.FinishRequest(epoch=self.epoch, status="succeeded", trained_tokens=reporter.tokens)
+        outcome = api.FinishRequest(epoch=self.epoch, status=api.FinishStatus.succeeded, trained_tokens=reporter.tokens)
         if not result.stopped:
             return outcome
         done = f"{result.steps_done}/{result.total_steps}"
@@ -197,19 +185,19 @@ class JobRun:
                 "POST /v1/fine_tuning/jobs/{id}/resume continues from it"
             )
             self.post_events([api.MessageEvent(message=msg)])
-            return outcome.model_copy(update={"status": "paused"})
+            return outcome.model_copy(update={"status": api.FinishStatus.paused})
         if self.stop_reason == "shutdown":
             log.warning("job %s: handed back at step %s (worker shutting down)", self.job_id, result.steps_done)
-            return outcome.model_copy(update={"status": "preempted"})
+            return outcome.model_copy(update={"status": api.FinishStatus.preempted})
         self.post_events([api.MessageEvent(message=f"Stopped after step {done} on cancel request")])
-        return outcome.model_copy(update={"status": "cancelled"})
+        return outcome.model_copy(update={"status": api.FinishStatus.cancelled})
 
     def _failure(self, exc: Exception) -> api.FinishRequest:
         """The failed finish for ``exc`` (worker.failures.classify)."""
         failure = classify(exc, self.job_id, self.settings.job_time_limit_seconds)
         return api.FinishRequest(
             epoch=self.epoch,
-            status="failed",
+            status=api.FinishStatus.failed,
             error_code=failure.code,
             error_message=failure.message,
             retryable=failure.retryable,
@@ -264,8 +252,8 @@ class JobRun:
         if claim.resources.world_size > 1:
             return self._run_ranks(claim, job, inputs, work / "ranks", reporter)
 
-        from grpo_core.data import read_jsonl
-        from grpo_core.device import resolve_placement
+        from grpo_core.data.rows import read_jsonl
+        from grpo_core.hardware.device import release_device_memory, resolve_placement
         from grpo_core.trainer import train
 
         placement = resolve_placement(job.cfg.device, job.cfg.precision)  # also sets torch's threads
@@ -294,7 +282,7 @@ class JobRun:
         finally:
             for g in graders:
                 g.close()
-            _release_device_memory()
+            release_device_memory()  # this process trains the next job: the model's memory goes back now
 
     def _run_ranks(
         self, claim: api.ClaimResponse, job: Job, inputs: Inputs, folder: Path, reporter: Reporter

@@ -21,7 +21,7 @@ def run_job(job_id: str) -> None:
 
     The message is only a doorbell. One that finds the job held by a live lease (a duplicate delivery, or a
     redelivery racing a dead worker's lease) or inside its retry backoff is dropped: when that lease expires
-    or the backoff passes, the API's reaper rings again (api.services.reaper). Nothing waits in the queue.
+    or the backoff passes, the API's reaper rings again (api.jobs.reaper). Nothing waits in the queue.
     """
     try:
         JobRun(job_id, get_settings()).run()

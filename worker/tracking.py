@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from grpo_core.metrics_schema import Level, StepMetrics
+from grpo_core.schemas.metrics import Level, StepMetrics
 from runtime import internal as api
 from worker.settings import WorkerSettings
 
@@ -143,16 +143,16 @@ class Tracker:
             tags = {"rft.adapter_object_key": adapter_key, "rft.adapter_step": str(step)}
             self._guard("MLflow", lambda: mlflow.set_tags(tags))
 
-    def finish(self, status: str) -> None:
+    def finish(self, status: api.FinishStatus) -> None:
         if self.wandb is not None:
             run = self.wandb
-            code = 0 if status == "succeeded" else 1
-            self._guard("W&B", lambda: (run.summary.update({"status": status}), run.finish(exit_code=code)))
+            code = 0 if status == api.FinishStatus.succeeded else 1
+            self._guard("W&B", lambda: (run.summary.update({"status": str(status)}), run.finish(exit_code=code)))
             self.wandb = None
         if self.mlflow is not None:
             import mlflow
 
-            state = {"succeeded": "FINISHED", "failed": "FAILED"}.get(status, "KILLED")
+            state = {api.FinishStatus.succeeded: "FINISHED", api.FinishStatus.failed: "FAILED"}.get(status, "KILLED")
             self._guard("MLflow", lambda: mlflow.end_run(status=state))
             self.mlflow = None
 

@@ -1,6 +1,6 @@
 """Tables. Timestamps are Unix seconds (OpenAI's convention); ids are prefixed strings (file-…, ftjob-…).
 
-Job status moves only through guarded UPDATEs in api.services.jobs, so a cancel and a worker's write can never
+Job status moves only through guarded UPDATEs in api.jobs.service, so a cancel and a worker's write can never
 race into an impossible state.
 """
 
@@ -10,6 +10,7 @@ import enum
 import functools
 import secrets
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
@@ -76,6 +77,48 @@ class JobStatus(enum.StrEnum):
 
 
 TERMINAL = frozenset({JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled})
+# Holding a worker or waiting for one: what counts against a project's limit, and what keeps a base model in use.
+UNFINISHED = (JobStatus.queued, JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
+
+
+class EvalRunStatus(enum.StrEnum):
+    """An eval run's states (OpenAI's names for them, ``canceled`` with one l)."""
+
+    queued = "queued"
+    in_progress = "in_progress"
+    completed = "completed"
+    failed = "failed"
+    canceled = "canceled"
+
+
+# Waiting for a worker or held by one: a cancel still stops it, and its model is still in use.
+EVAL_RUN_ACTIVE = (EvalRunStatus.queued, EvalRunStatus.in_progress)
+
+
+class ResumeReason(enum.StrEnum):
+    """Why a job that already ran is queued again: stored in ``Job.resume_reason`` by whatever queues it, said in
+    the next attempt's first event ("Resumed from step 40 after a pause"), cleared by the claim."""
+
+    paused = "after a pause"
+    failed_attempt = "after a failed attempt"
+    worker_shut_down = "after its worker shut down"
+    # never stored: a running job whose lease expired is claimed as it is (api.jobs.leases.claim_job)
+    worker_lost = "after worker loss"
+
+    @classmethod
+    def parse(cls, stored: str | None) -> ResumeReason | None:
+        """The column's value (None: the job's first run)."""
+        return None if stored is None else cls(stored)
+
+
+@dataclass(frozen=True)
+class ReinforcementSpec:
+    """A job's stored ``method.reinforcement`` (api.jobs.schemas.ReinforcementMethod as validated at creation, the
+    hyperparameters fully resolved), as the JSON the worker receives in its claim."""
+
+    grader: dict[str, Any]
+    hyperparameters: dict[str, Any]
+    environment: dict[str, Any] | None
 
 
 class File(Base):
@@ -106,11 +149,11 @@ class Job(Base):
     method: Mapped[dict[str, Any]] = mapped_column(JSON)  # as submitted, hyperparameters fully resolved
     status: Mapped[str] = mapped_column(String(32), index=True)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    # What the worker resolved the `auto` settings to (grpo_core.metrics_schema.Execution); null until it starts.
+    # What the worker resolved the `auto` settings to (grpo_core.schemas.metrics.Execution); null until it starts.
     execution: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # OpenAI's integrations (runtime.internal.Integration list): where the worker mirrors the metrics; null: none.
     integrations: Mapped[list[Any] | None] = mapped_column(JSON)
-    # The readiness probe's reports (api.services.readiness): {"before", "after", "comparison", "dropped_rows"}.
+    # The readiness probe's reports (api.jobs.readiness): {"before", "after", "comparison", "dropped_rows"}.
     readiness: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Devices per node and nodes (runtime.internal.Resources as JSON); null on rows from before it: 1 and 1.
     resources: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -124,7 +167,7 @@ class Job(Base):
     worker_id: Mapped[str | None] = mapped_column(String(256))
     # Which claim holds the lease: a worker retrying its own claim request gets the same lease back.
     claim_id: Mapped[str | None] = mapped_column(String(64))
-    # A multi-node attempt's rendezvous (api.services.rendezvous): where the claiming node's torchrun listens, and
+    # A multi-node attempt's rendezvous (api.jobs.rendezvous): where the claiming node's torchrun listens, and
     # the worker ids that joined, in node-rank order (rank i + 1). Each claim (a new epoch) clears both.
     rendezvous_endpoint: Mapped[str | None] = mapped_column(String(300))
     rendezvous_nodes: Mapped[list[Any] | None] = mapped_column(JSON)
@@ -140,6 +183,12 @@ class Job(Base):
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     started_at: Mapped[int | None] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)
+
+    @property
+    def reinforcement(self) -> ReinforcementSpec:
+        """The job's method, read in one place (the column holds OpenAI's ``{"type", "reinforcement": {…}}``)."""
+        rl = self.method["reinforcement"]
+        return ReinforcementSpec(rl["grader"], rl["hyperparameters"], rl.get("environment"))
 
 
 class JobEvent(Base):
@@ -254,7 +303,7 @@ class ApiKey(Base):
 
 
 class RegisteredModel(Base):
-    """A base model in the registry (api.services.model_registry): its files live in the object store under
+    """A base model in the registry (api.models.service): its files live in the object store under
     ``object_prefix``, one row of metadata here. Workers fetch it by ``digest`` into their node's cache."""
 
     __tablename__ = "base_models"
@@ -270,7 +319,7 @@ class RegisteredModel(Base):
     chat_template: Mapped[bool] = mapped_column(Boolean)
     license: Mapped[str | None] = mapped_column(Text)
     files: Mapped[list[Any]] = mapped_column(JSON)  # [{"name", "size", "sha256"}]
-    digest: Mapped[str] = mapped_column(String(64), index=True)  # grpo_core.model_files.manifest_digest
+    digest: Mapped[str] = mapped_column(String(64), index=True)  # grpo_core.models.files.manifest_digest
     size: Mapped[int] = mapped_column(BigInteger)
     object_prefix: Mapped[str] = mapped_column(String(512))
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
@@ -303,7 +352,7 @@ class EvalRun(Base):
     data_source: Mapped[dict[str, Any]] = mapped_column(JSON)
     target: Mapped[dict[str, Any]] = mapped_column(JSON)  # the resolved model: base id and adapter object key
     file_key: Mapped[str] = mapped_column(String(1024))
-    status: Mapped[str] = mapped_column(String(32), index=True)  # queued, in_progress, completed, failed, canceled
+    status: Mapped[str] = mapped_column(String(32), index=True)  # EvalRunStatus
     result_counts: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     per_testing_criteria_results: Mapped[list[Any] | None] = mapped_column(JSON)
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -328,5 +377,5 @@ class EvalOutputItem(Base):
     run_id: Mapped[str] = mapped_column(ForeignKey("eval_runs.id"), index=True)
     datasource_item_id: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))  # pass, fail, error
-    result: Mapped[dict[str, Any]] = mapped_column(JSON)  # grpo_core.evals.ItemResult
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)  # grpo_core.evaluation.evals.ItemResult
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)

@@ -1,10 +1,9 @@
-"""Plain SQL on a pooled driver connection, for the few reads that run on every poll of a job (api.services.polls).
+"""Plain SQL on a pooled driver connection, for the few reads that run on every poll of a job (api.jobs.polls).
 
 Why not the ORM there: under load a status poll spent most of its CPU in SQLAlchemy rather than in the database
-(measured on this machine, one query through a session: 0.37 ms of CPU for ``SELECT 1``, 0.79 ms for a job row,
-1.44 ms for an event page; the same on the pool's driver connection: 0.15, ~0.3, 0.28 ms). These reads are a few
-fixed statements, so they are written once as SQL, and each has a test that it returns what the ORM query it
-stands in for returns (tests/unit/test_polls.py); everything else stays on the ORM.
+(bench/api_load.py; docs/benchmarks.md, "The API under load"). These reads are a few fixed statements, so they are
+written once as SQL, and each has a test that it returns what the ORM query it stands in for returns
+(tests/unit/test_polls.py); everything else stays on the ORM.
 
 The SQL is written with pyformat parameters (``%(name)s``, psycopg's); for SQLite it is rewritten once to
 ``:name``. A connection is borrowed from the engine's pool and returned at once; on PostgreSQL it runs in

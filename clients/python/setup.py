@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 import pathlib
 
 from setuptools import find_packages, setup

@@ -8,7 +8,7 @@ Two kinds of "no score", as the two reference systems define them:
 - ``None`` returned by the grader means "does not apply to this sample" — TRL's rule: NaN, left out of the
   advantages (grpo_core.rewards.combine).
 
-Like grpo_core.rewards.schemas this module imports nothing heavy: the service's settings build a ``GraderEnv``.
+Like grpo_core.schemas.graders this module imports nothing heavy: the service's settings build a ``GraderEnv``.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class Grader(Protocol):
         self, texts: list[str], rows: list[dict[str, Any]], extras: list[dict[str, Any]] | None = None
     ) -> GraderResult:
         """``extras``: per sample, more of the grader's ``sample`` (a multi-turn episode's ``messages`` and
-        ``output_tools``, grpo_core.agent.episodes)."""
+        ``output_tools``, grpo_core.rollout.agent.episodes)."""
         ...
 
     def close(self) -> None: ...

@@ -6,7 +6,7 @@ grader scored is unscorable (NaN total, advantage 0). A grader *error* (exceptio
 NaN: it scores 0 and is counted per grader (OpenAI's rule; see grpo_core.rewards.graders).
 
 - ``sum_then_normalize`` (GRPO, TRL's default): r = Σ_k w_k R_k, then the configured estimator/scale
-  (grpo_core.advantages) on r.
+  (grpo_core.update.advantages) on r.
 - ``normalize_then_sum`` (GDPO; TRL's ``multi_objective_aggregation``): each grader is normalised within its group,
   R̂_k = (R_k − mean_g R_k) / (std_g R_k + 1e-4), summed with the weights, and the sum whitened over the batch:
   Â = (s − mean s) / (std s + 1e-4). It keeps a grader with a small range from being drowned by one with a large
@@ -26,10 +26,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from grpo_core.advantages import STD_EPS, compute_advantages, nanstd
-from grpo_core.config import Estimator, RewardAggregation, Scale
-from grpo_core.rewards.base import Grader
-from grpo_core.rollout import HOST
+from grpo_core.rewards.base import Grader, GraderResult
+from grpo_core.rollout.batch import HOST
+from grpo_core.schemas.config import Estimator, RewardAggregation, Scale
+from grpo_core.update.advantages import STD_EPS, compute_advantages, nanstd
 
 
 @dataclass
@@ -41,6 +41,40 @@ class Scores:
     sub_scores: dict[str, list[float | None]] = field(default_factory=dict)  # "multi.part" -> scores (metrics)
 
 
+def grade(
+    graders: Sequence[Grader],
+    texts: list[str],
+    rows: list[dict[str, Any]],
+    extras: list[dict[str, Any]] | None = None,
+) -> list[GraderResult]:
+    """Every grader's answer on every sample, as it returned it (one score per sample, checked); ``extras``: more
+    of each sample for the graders (a multi-turn episode's conversation and tool calls)."""
+    out = []
+    for g in graders:
+        res = g.score(texts, rows, extras) if extras is not None else g.score(texts, rows)
+        if len(res.scores) != len(texts):
+            raise ValueError(f"grader {g.name!r} returned {len(res.scores)} scores for {len(texts)} samples")
+        out.append(res)
+    return out
+
+
+def scores_of(graders: Sequence[Grader], results: Sequence[GraderResult], row_numbers: list[int]) -> Scores:
+    """The score matrix of ``grade``'s ``results`` (one per grader); ``row_numbers`` are 1-based training-file rows,
+    one per sample, which the error messages name."""
+    cols: list[Tensor] = []
+    out = Scores(torch.zeros(0, device=HOST), [g.name for g in graders], [])
+    for g, res in zip(graders, results, strict=True):
+        reasons = res.errors or [None] * len(res.scores)
+        failed = [f"grader {g.name!r} on training row {n}: {e}" for n, e in zip(row_numbers, reasons, strict=True) if e]
+        out.errors += failed
+        out.error_counts[g.name] = len(failed)
+        out.sub_scores |= {f"{g.name}.{k}": v for k, v in res.sub_scores.items()}
+        cols.append(torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64, device=HOST))
+    n = len(row_numbers)
+    out.matrix = torch.stack(cols, dim=1) if cols else torch.zeros(n, 0, dtype=torch.float64, device=HOST)
+    return out
+
+
 def score_samples(
     graders: Sequence[Grader],
     texts: list[str],
@@ -48,22 +82,8 @@ def score_samples(
     row_numbers: list[int],
     extras: list[dict[str, Any]] | None = None,
 ) -> Scores:
-    """Run every grader on every sample; ``row_numbers`` are 1-based training-file rows, one per sample;
-    ``extras``: more of each sample for the graders (a multi-turn episode's conversation and tool calls)."""
-    cols: list[Tensor] = []
-    out = Scores(torch.zeros(0, device=HOST), [g.name for g in graders], [])
-    for g in graders:
-        res = g.score(texts, rows, extras) if extras is not None else g.score(texts, rows)
-        if len(res.scores) != len(texts):
-            raise ValueError(f"grader {g.name!r} returned {len(res.scores)} scores for {len(texts)} samples")
-        reasons = res.errors or [None] * len(texts)
-        failed = [f"grader {g.name!r} on training row {n}: {e}" for n, e in zip(row_numbers, reasons, strict=True) if e]
-        out.errors += failed
-        out.error_counts[g.name] = len(failed)
-        out.sub_scores |= {f"{g.name}.{k}": v for k, v in res.sub_scores.items()}
-        cols.append(torch.tensor([math.nan if s is None else s for s in res.scores], dtype=torch.float64, device=HOST))
-    out.matrix = torch.stack(cols, dim=1) if cols else torch.zeros(len(texts), 0, dtype=torch.float64, device=HOST)
-    return out
+    """Run every grader on every sample (``grade``) into a score matrix (``scores_of``)."""
+    return scores_of(graders, grade(graders, texts, rows, extras), row_numbers)
 
 
 def weighted_total(matrix: Tensor, weights: Sequence[float]) -> Tensor:

@@ -29,7 +29,9 @@ from grpo_core.rewards.base import (
 )
 from grpo_core.rewards.formula import evaluate_formula, parse_formula
 from grpo_core.rewards.judge import Embeddings, ScoreModel
-from grpo_core.rewards.schemas import (
+from grpo_core.rewards.similarity import similarity
+from grpo_core.rewards.templates import TemplateError, make_sample, render
+from grpo_core.schemas.graders import (
     GraderSpec,
     JsonSchemaGrader,
     LengthGrader,
@@ -41,8 +43,6 @@ from grpo_core.rewards.schemas import (
     StringCheckGrader,
     TextSimilarityGrader,
 )
-from grpo_core.rewards.similarity import similarity
-from grpo_core.rewards.templates import TemplateError, make_sample, render
 
 MAX_ABS_SCORE = 1e6  # a score outside ±1e6 is a bug in the grader, not a reward: it would swamp the batch
 

@@ -21,8 +21,8 @@ from grpo_core.rewards.base import (
     JudgeRequestError,
     SampleError,
 )
-from grpo_core.rewards.schemas import ScoreModelGrader
 from grpo_core.rewards.templates import TemplateError, make_sample, render
+from grpo_core.schemas.graders import ScoreModelGrader
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 # OpenAI's sampling_params names -> chat.completions parameters

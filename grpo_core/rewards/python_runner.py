@@ -1,7 +1,7 @@
 """Run user Python reward code in a real sandbox: one persistent sandboxed worker per job and grader.
 
 The code is hostile by assumption (it runs on machines holding model weights and storage credentials), so it
-runs in bubblewrap + seccomp + rlimits as an unprivileged uid (grpo_core.rewards.sandbox; design and threat
+runs in bubblewrap + seccomp + rlimits as an unprivileged uid (grpo_core.sandbox; design and threat
 model in the research note "sandbox_reliability.md", Recommended design §1). A process per call would cost
 10^4x more, so a :class:`PythonRunner` keeps one sandbox process alive and feeds it batches as length-prefixed
 JSON over pipes (never pickle). It replaces the process after ``recycle_after_batches`` batches, after half of
@@ -25,10 +25,17 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from grpo_core.rewards.sandbox import canaries, launch
-from grpo_core.rewards.sandbox.limits import GraderError, SandboxLimits, SandboxUnavailable
-from grpo_core.rewards.sandbox.process import ProtocolError
-from grpo_core.rewards.sandbox.session import MAX_ERROR_CHARS, SandboxSession, reply_cpu
+from grpo_core.sandbox import (
+    MAX_ERROR_CHARS,
+    GraderError,
+    ProtocolError,
+    SandboxLimits,
+    SandboxSession,
+    SandboxUnavailable,
+    reply_cpu,
+    resolve_tier,
+    run_canaries,
+)
 
 __all__ = [
     "Batch",
@@ -120,7 +127,7 @@ def sandbox_status(tier: str = "auto") -> dict[str, Any]:
     if key in _STATUS_OK:
         return dict(_STATUS_OK[key])
     try:
-        plan = launch.resolve(tier)
+        plan = resolve_tier(tier)
     except SandboxUnavailable as exc:
         return {"tier": None, "ok": False, "reason": str(exc)}
     try:
@@ -142,4 +149,4 @@ def sandbox_status(tier: str = "auto") -> dict[str, Any]:
 
 def self_test(tier: str = "auto") -> dict[str, Any]:
     """Run the canary graders through the real sandbox: {"ok", "escaped": [names], "tier", "details"}."""
-    return canaries.run(PythonRunner, tier)
+    return run_canaries(PythonRunner, tier)

@@ -6,7 +6,7 @@ Create Date: 2026-11-24
 
 The job's ``auto`` hyperparameters (device, precision, micro_batch_size, gradient_checkpointing, rollout_engine)
 are resolved by the worker on its hardware; it reports what they resolved to when training starts
-(grpo_core.metrics_schema.Execution), and the job object shows it. Null until then; replaced by each attempt.
+(grpo_core.schemas.metrics.Execution), and the job object shows it. Null until then; replaced by each attempt.
 """
 
 from collections.abc import Sequence

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page
 
-from grpo_core.models import SMOLLM2_ID
+from grpo_core.models.catalog import SMOLLM2_ID
 from tests.inference_stack import ServedDemo
 
 

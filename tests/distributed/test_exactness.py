@@ -63,7 +63,7 @@ def worlds(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
 
 @pytest.fixture(scope="module")
 def fsdp(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """World size 2 with ``sharding: fsdp`` (the base weights sharded with FSDP2, grpo_core.sharding)."""
+    """World size 2 with ``sharding: fsdp`` (the base weights sharded with FSDP2, grpo_core.hardware.sharding)."""
     out = tmp_path_factory.mktemp("fsdp")
     args = ["-m", "tests.dist_driver", "--model", str(tiny_model_dir), "--sharding", "fsdp"]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port"]

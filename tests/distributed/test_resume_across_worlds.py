@@ -27,7 +27,7 @@ def test_a_checkpoint_of_two_ranks_resumes_in_one_process_exactly(
     tiny_model_dir: Path, tmp_path: Path, sharding: str, atol: float
 ) -> None:
     """Also from ranks that sharded the model with FSDP2: their checkpoint is the same adapter and optimizer files
-    (grpo_core.sharding), so one process resumes it; the weights then differ from the uninterrupted run only by
+    (grpo_core.hardware.sharding), so one process resumes it; the weights then differ from the uninterrupted run only by
     FSDP's rounding in the first 2 steps (test_exactness.py says why)."""
     args = ["-m", "tests.dist_driver", "--model", str(tiny_model_dir), "--only", NAME, "--max-steps", "4"]
     args += ["--checkpoint-interval", "2"]

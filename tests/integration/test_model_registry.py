@@ -19,10 +19,10 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session
 
+from api.core.errors import InvalidRequest
 from api.db.models import RegisteredModel
 from api.db.session import make_engine, make_sessionmaker
-from api.errors import InvalidRequest
-from api.services import model_registry
+from api.models import service as model_registry
 from runtime.settings import CommonSettings
 from runtime.storage import S3Store
 from tests.helpers import ROOT, job_body, migrate

@@ -26,7 +26,7 @@ from openai.types.fine_tuning import FineTuningJob, FineTuningJobEvent
 from openai.types.fine_tuning.alpha import GraderRunResponse, GraderValidateResponse
 from openai.types.fine_tuning.jobs import FineTuningJobCheckpoint
 
-from grpo_core.config import DEFAULT_LEARNING_RATE
+from grpo_core.schemas.config import DEFAULT_LEARNING_RATE
 from tests.helpers import ARITH_ROWS, jsonl, metrics_event, migrate
 from tests.integration.stack import Stack
 from tests.tiny_model import TINY_ID

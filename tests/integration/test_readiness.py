@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from grpo_core.preflight import sample_rows
+from grpo_core.evaluation.probe import sample_rows
 from scripts.demo import split
 from tests.helpers import PY_GRADER, job_body
 from tests.integration.flow import all_events

@@ -1,4 +1,4 @@
-"""Limits that hold across replicas: the per-key rate limit in Redis (api.ratelimit) and the per-project job quota
+"""Limits that hold across replicas: the per-key rate limit in Redis (api.core.ratelimit) and the per-project job quota
 under a PostgreSQL advisory lock (api.db.locks), checked with two uvicorn API processes sharing one Redis and one
 Postgres, behind one key.
 
@@ -23,8 +23,8 @@ import redis
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
+from api.core.ratelimit import KEY_PREFIX, RedisRateLimiter
 from api.db.locks import hold_project_lock
-from api.ratelimit import KEY_PREFIX, RedisRateLimiter
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.integration.stack import Stack, production_env
 from tests.services import fresh_database, fresh_redis_db
@@ -100,7 +100,7 @@ def test_a_burst_of_concurrent_takes_hands_out_each_token_once(
         finally:
             await limiter.aclose()
 
-    with caplog.at_level(logging.WARNING, logger="api.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="api.core.ratelimit"):
         waits = asyncio.run(run())
     assert waits.count(0.0) == 100
     assert not caplog.records, [r.getMessage() for r in caplog.records]

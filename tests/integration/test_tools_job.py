@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from bench.tool_task import ENVIRONMENT, GRADER, rows
-from grpo_core.models import SMOLLM2_ID
+from grpo_core.models.catalog import SMOLLM2_ID
 from tests.integration.flow import all_events
 from tests.integration.stack import Stack, production_env, running_api, wait_status
 from tests.services import fresh_database, fresh_redis_db
@@ -105,9 +105,13 @@ def _check_tool_turns(spans: list[dict[str, Any]]) -> int:
         if call["kind"] != "model" or result["kind"] != "tool" or found is None:
             continue
         try:
-            arguments = json.loads(found.group(1))["arguments"]
+            parsed = json.loads(found.group(1))
+            name, arguments = parsed["name"], parsed["arguments"]
         except (ValueError, KeyError, TypeError):
             continue  # a malformed call: answered with an error message instead
+        if name != "calculator":  # a tool the row does not offer (SmolLM2 once wrote "Calculator"): refused, named
+            assert f"Error: there is no tool named {name!r}" in result["text"], result
+            continue
         if not isinstance(arguments, dict) or set(arguments) != {"expression"}:
             continue  # e.g. an extra argument the schema allows but the function does not take: a TypeError message
         expression = arguments["expression"]

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from grpo_core.agent.sandboxed import EnvironmentRunner
 from grpo_core.errors import UserError
 from grpo_core.rewards.python_runner import SandboxLimits
+from grpo_core.rollout.agent.sandboxed import EnvironmentRunner
 
 TOOLS = '''
 import os, sys, time

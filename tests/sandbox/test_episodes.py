@@ -1,5 +1,5 @@
-"""The multi-turn rollout loop (grpo_core.agent.episodes) with SmolLM2's tokenizer and template, a real sandboxed
-environment, and a scripted engine standing in for the model (a unit test: what the model "says" is fixed, so
+"""The multi-turn rollout loop (grpo_core.rollout.agent.episodes) with SmolLM2's tokenizer and template, a real
+sandboxed environment, and a scripted engine standing in for the model (a unit test: what the model "says" is fixed, so
 every turn, mask and metric can be checked by hand)."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 import torch
 
-from grpo_core.agent.episodes import AgentRollouts, turn_seed
-from grpo_core.agent.sandboxed import EnvironmentRunner
-from grpo_core.agent.schemas import EnvironmentSpec
-from grpo_core.engines.base import Sampling
-from grpo_core.models import SMOLLM2_ID
+from grpo_core.models.catalog import SMOLLM2_ID
 from grpo_core.rewards.python_runner import SandboxLimits
-from grpo_core.rollout import pack_rollout
+from grpo_core.rollout.agent.episodes import AgentRollouts, turn_seed
+from grpo_core.rollout.agent.sandboxed import EnvironmentRunner
+from grpo_core.rollout.batch import pack_rollout
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.schemas.environment import EnvironmentSpec
 
 CALC = """
 def calculator(expression: str) -> str:
@@ -198,10 +198,9 @@ def test_real_engines_continue_episodes_with_the_trainers_log_probs(
 ) -> None:
     """The merged and transformers engines sample each later turn from the trajectory's ids; the merged engine's
     sampling log-probs of every model token equal the trainer's on the packed rollout (fp32)."""
-    from grpo_core.config import GRPOConfig
-    from grpo_core.engines.base import make_engine
-    from grpo_core.logprobs import completion_logprobs
-    from grpo_core.trainer import load_policy
+    from grpo_core.policy import load_policy, make_engine
+    from grpo_core.schemas.config import GRPOConfig
+    from grpo_core.update.logprobs import completion_logprobs
     from tests.tiny_model import build_tiny_model
 
     model_dir = build_tiny_model(tmp_path_factory.mktemp("m"), "tiny-eos", peaked_eos=True)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from grpo_core.rewards.python_runner import PythonRunner, SandboxUnavailable, sandbox_status, self_test
-from grpo_core.rewards.sandbox import canaries
+from grpo_core.sandbox import canaries
 from tests.sandbox.conftest import assert_still_scores, attack_once, attack_source
 
 

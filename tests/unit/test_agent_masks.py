@@ -6,13 +6,13 @@ from pathlib import Path
 
 import torch
 
-from grpo_core.agent.episodes import Episode, pack_episodes
-from grpo_core.config import GRPOConfig
-from grpo_core.logprobs import completion_logprobs
-from grpo_core.loss import LossInputs, StepSize, policy_loss
-from grpo_core.rollout import Rollout
-from grpo_core.trainer import load_policy
-from grpo_core.update import _micro_args, policy_update
+from grpo_core.policy import load_policy
+from grpo_core.rollout.agent.episodes import Episode, pack_episodes
+from grpo_core.rollout.batch import Rollout
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.update.logprobs import completion_logprobs
+from grpo_core.update.loss import LossInputs, StepSize, policy_loss
+from grpo_core.update.step import _micro_args, policy_update
 
 
 class _Tok:
@@ -98,7 +98,7 @@ def test_two_turn_episode_with_an_empty_tool_message_has_the_single_turn_loss(ti
     ga = _grads(params)
     b = policy_update(model, multi, adv, cfg, None)
     gb = _grads(params)
-    assert a["loss"] == b["loss"] and a["loss"] != 0.0
+    assert a.loss == b.loss and a.loss != 0.0
     assert all(torch.equal(x, y) for x, y in zip(ga, gb, strict=True))
 
 

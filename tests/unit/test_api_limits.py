@@ -16,11 +16,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from api.core.ratelimit import RateLimiter, RedisRateLimiter, make_limiter
+from api.core.settings import ApiSettings
 from api.db.locks import hold_project_lock
 from api.db.models import DEFAULT_PROJECT
 from api.db.session import make_engine
-from api.ratelimit import RateLimiter, RedisRateLimiter, make_limiter
-from api.settings import ApiSettings
 from scripts.local_stack import free_port
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
@@ -72,7 +72,7 @@ def test_an_unreachable_redis_fails_open_to_a_bucket_per_process(caplog: pytest.
         finally:
             await limiter.aclose()
 
-    with caplog.at_level(logging.WARNING, logger="api.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="api.core.ratelimit"):
         waits = asyncio.run(takes())
     assert waits[:2] == [0.0, 0.0] and 29 < waits[2] <= 30 and waits[3] == 0.0  # 2/min: a token per 30 s
     warnings = [r.getMessage() for r in caplog.records]

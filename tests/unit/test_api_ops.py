@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from api.ops import JsonFormatter, request_id
+from api.core.ops import JsonFormatter, request_id
 from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event
 from tests.tiny_model import TINY_ID
 

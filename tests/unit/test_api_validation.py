@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
+from api.core.settings import ApiSettings
 from api.main import create_app
-from api.settings import ApiSettings
 from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event, migrate
 from tests.tiny_model import TINY_ID
 

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from rft_client import Client
 from typer.testing import CliRunner, Result
 
-from api.settings import ApiSettings
+from api.core.settings import ApiSettings
 from rft_cli import api as cli_api
 from rft_cli.main import app
 from runtime.storage import make_store

@@ -103,7 +103,7 @@ def test_execution_settings_pass_through_the_generated_models(value: str) -> Non
 
 
 def test_the_readiness_report_prints_its_verdict_histogram_findings_and_comparison() -> None:
-    from grpo_core.readiness import PromptProbe, compare, report
+    from grpo_core.evaluation.readiness import PromptProbe, compare, report
     from rft_cli.render import readiness_lines
 
     def probe(row: int, rewards: list[float]) -> PromptProbe:

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from grpo_core.config import GRPOConfig
+from grpo_core.schemas.config import GRPOConfig
 
 
 def test_defaults_and_auto() -> None:
@@ -36,13 +36,20 @@ def test_total_steps() -> None:
 
 
 def test_readme_lists_each_field_under_its_kind() -> None:
-    """README's "Hyperparameters" section names every field under the class that declares it."""
+    """The docs' "Hyperparameters" section (docs/concepts/recipes.md) names every field under the class that
+    declares it."""
     import re
     from pathlib import Path
 
-    from grpo_core.config import AlgorithmConfig, ExecutionConfig, GRPOConfig, MonitoringConfig, OpenAICompatFields
+    from grpo_core.schemas.config import (
+        AlgorithmConfig,
+        ExecutionConfig,
+        GRPOConfig,
+        MonitoringConfig,
+        OpenAICompatFields,
+    )
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "concepts" / "recipes.md").read_text()
     section = readme.split("### Hyperparameters: what is computed, and how it runs", 1)[1].split("\n### ", 1)[0]
     kinds = section.split("\n- **")[1:]
     assert len(kinds) == 4
@@ -56,11 +63,11 @@ def test_readme_lists_each_field_under_its_kind() -> None:
 
 def test_fsdp_samples_with_the_merged_engine_only() -> None:
     """FSDP2 shards the training copy; generate() through it (ranks stopping at different lengths) or a vLLM
-    engine with its own whole copy are refused up front, naming the way out (grpo_core.sharding)."""
+    engine with its own whole copy are refused up front, naming the way out (grpo_core.hardware.sharding)."""
     import pytest
     from pydantic import ValidationError
 
-    from grpo_core.config import GRPOConfig
+    from grpo_core.schemas.config import GRPOConfig
 
     assert GRPOConfig.model_validate({"sharding": "fsdp"}).rollout_engine == "auto"
     assert GRPOConfig.model_validate({"sharding": "fsdp", "rollout_engine": "merged"}).sharding == "fsdp"

@@ -1,6 +1,6 @@
 """The dashboard reads the metrics the API types: every field its charts, header and rollout viewer read from a
 metrics event (StepMetrics, GraderMetrics, MemoryStats), a logged rollout (Sample) or the job (Job.execution:
-Execution) exists in openapi.json, so renaming a field in grpo_core.metrics_schema fails here instead of leaving a
+Execution) exists in openapi.json, so renaming a field in grpo_core.schemas.metrics fails here instead of leaving a
 chart or the header empty."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Static checks of the deployment files: docker-compose.yml, deploy/Dockerfile.*, deploy/.env.example.
 
 Docker is not needed: the files are parsed (PyYAML, a small Dockerfile reader) and checked against each other
-and against the code they deploy (api/settings.py's fields, pyproject's torch pin, the uvicorn/celery commands).
+and against the code they deploy (api/core/settings.py's fields, pyproject's torch pin, the uvicorn/celery commands).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from api.settings import ApiSettings
+from api.core.settings import ApiSettings
 from worker.settings import WorkerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -550,7 +550,7 @@ def test_worker_image_cmd_matches_compose(services: dict[str, dict[str, Any]]) -
 
 def test_api_image_builds_the_dashboard_from_its_lockfile() -> None:
     """The API image serves the dashboard: a Node stage bundles it with `npm ci` (the lockfile's versions) and
-    only dist/ reaches the final image, where api/web.py looks for it."""
+    only dist/ reaches the final image, where api/core/web.py looks for it."""
     instructions = dockerfile(DOCKERFILE_API)
     stages = [(i, a.split()) for i, (k, a) in enumerate(instructions) if k == "FROM"]
     assert len(stages) == 2, "a Node build stage, then the runtime stage"
@@ -565,7 +565,7 @@ def test_api_image_builds_the_dashboard_from_its_lockfile() -> None:
     assert "api/dashboard/package-lock.json" in copied and "api/dashboard/src" in copied
     final_copies = [a for k, a in instructions[second:] if k == "COPY" and a.startswith(f"--from={name} ")]
     assert final_copies == [f"--from={name} /src/dist ./api/dashboard/dist"], final_copies
-    from api import web
+    from api.core import web
 
     # where the image puts it: WORKDIR /app holds the repo's layout, and uvicorn imports api/ from there
     assert web.DIST == ROOT / "api" / "dashboard" / "dist"

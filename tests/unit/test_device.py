@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import torch
 
-from grpo_core import device as dev
-from grpo_core.config import GRPOConfig
 from grpo_core.errors import DeviceOutOfMemory, UserError
-from grpo_core.memory import auto_micro_batch, checkpointing, enable_checkpointing
-from grpo_core.trainer import load_policy, train
+from grpo_core.hardware import device as dev
+from grpo_core.hardware.memory import auto_micro_batch, checkpointing, enable_checkpointing
+from grpo_core.policy import load_policy
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.trainer import train
 from tests.device_guard import FACTORIES, ROOT, ImplicitDeviceGuard
 from tests.training import ROWS, DigitShare, Recorder
 
@@ -117,7 +118,7 @@ def test_micro_batch_auto_is_sized_from_free_gpu_memory(tiny_model_dir: Path, mo
     model, _ = load_policy(tiny_model_dir, cfg, seed=0)
     gpu = dev.Placement(torch.device("cuda", 0), "bf16", "test GPU", 0, "test")
     monkeypatch.setattr(
-        "grpo_core.memory.device_memory_gb", lambda d: None if d.type == "cpu" else (0.001, 80.0)
+        "grpo_core.hardware.memory.device_memory_gb", lambda d: None if d.type == "cpu" else (0.001, 80.0)
     )  # 1 MiB
     roomy = GRPOConfig.model_validate({"max_completion_tokens": 16, "max_prompt_tokens": 16, "batch_size": 64})
     small = auto_micro_batch(model, roomy, gpu, checkpointing=False)
@@ -132,8 +133,8 @@ def test_micro_batch_auto_is_sized_from_free_gpu_memory(tiny_model_dir: Path, mo
 def test_gradient_checkpointing_gives_the_same_gradient(tiny_model_dir: Path) -> None:
     """Recomputing activations changes memory, not the gradient (and leaves the model in eval mode); the bound is
     float rounding, as checkpointing turns the policy pass's shared prompt prefix off."""
-    from grpo_core.rollout import Rollout
-    from grpo_core.update import policy_update
+    from grpo_core.rollout.batch import Rollout
+    from grpo_core.update.step import policy_update
 
     ro = Rollout(
         torch.tensor([[0, 5, 6], [7, 8, 9], [0, 5, 6], [7, 8, 9]]),
@@ -197,13 +198,15 @@ def test_an_out_of_memory_update_fails_with_the_step_and_a_remedy(
 
 
 def test_the_guard_catches_an_implicit_device_in_grpo_core() -> None:
-    """The guard itself can fail: code compiled as grpo_core/update.py that calls torch.arange(n) is caught."""
+    """The guard itself can fail: code compiled as grpo_core/update/step.py that calls torch.arange(n) is caught."""
     code = compile(
-        "import torch\nx = torch.arange(3)\ny = torch.zeros(2, device=x.device)\n", str(ROOT / "update.py"), "exec"
+        "import torch\nx = torch.arange(3)\ny = torch.zeros(2, device=x.device)\n",
+        str(ROOT / "update" / "step.py"),
+        "exec",
     )
     with ImplicitDeviceGuard() as guard:
         exec(code, {})
-    assert guard.violations == ["grpo_core/update.py:2: torch.arange without device="]
+    assert guard.violations == ["grpo_core/update/step.py:2: torch.arange without device="]
 
 
 @pytest.mark.parametrize(

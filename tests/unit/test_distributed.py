@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import torch
 
-from grpo_core.config import GRPOConfig
-from grpo_core.distributed import World, all_reduce_sum_, reduce_sums
-from grpo_core.engines.base import Sampling
-from grpo_core.engines.noise import row_uniforms
-from grpo_core.rollout import Rollout
-from grpo_core.update import plan_micro_batches
+from grpo_core.hardware.distributed import World, all_reduce_sum_, reduce_sums
+from grpo_core.rollout.batch import Rollout
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.engines.noise import row_uniforms
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.update.step import plan_micro_batches
 
 
 @pytest.mark.parametrize(("n", "size"), [(8, 2), (7, 2), (5, 3), (3, 3), (16, 8)])
@@ -89,8 +89,8 @@ def test_the_ranks_micro_batches_partition_the_one_process_plan(hp: dict[str, ob
 
 
 def test_a_collectives_failure_is_a_lost_peer_unless_this_rank_ran_out_of_memory() -> None:
-    from grpo_core.distributed import _collective
     from grpo_core.errors import PeerLost
+    from grpo_core.hardware.distributed import _collective
 
     lost = pytest.raises(PeerLost, match="all_reduce failed: another rank of the job is gone")
     with lost, _collective("all_reduce"):
@@ -106,8 +106,8 @@ def test_a_collectives_failure_is_a_lost_peer_unless_this_rank_ran_out_of_memory
 def test_a_rollout_does_not_depend_on_the_batch_it_was_drawn_in(tiny_model_dir: Path) -> None:
     """The merged engine draws row r of a step from the stream of (seed, r): one rank sampling prompts 2-3 with
     first_row = 2·G gets what one process sampling prompts 0-3 got for them."""
-    from grpo_core.engines.merged import MergedEngine
-    from grpo_core.trainer import load_policy
+    from grpo_core.policy import load_policy
+    from grpo_core.rollout.engines.merged import MergedEngine
 
     model, tok = load_policy(tiny_model_dir, GRPOConfig(precision="fp32", device="cpu"), seed=0)
     engine = MergedEngine(model, tok, torch.float32)
@@ -130,7 +130,7 @@ def test_a_share_sampled_in_the_steps_shapes_has_the_steps_log_probs_to_the_bit(
     bit for bit (at its own width they differed by 4.8e-7 on an AVX2 CPU, which the importance correction
     carries into the update). One thread, as in the exactness test: with two, how a kernel splits rows over
     threads depends on the batch, and so do the last bits."""
-    from grpo_core.engines.merged import MergedEngine
+    from grpo_core.rollout.engines.merged import MergedEngine
     from grpo_core.trainer import load_policy
 
     model, tok = load_policy(tiny_model_dir, GRPOConfig(precision="fp32", device="cpu"), seed=0)
@@ -165,7 +165,7 @@ def test_a_ranks_vllm_engine_is_spawned_on_its_gpu_in_a_world_of_one(monkeypatch
     rank starts its engine only the rank's GPU is visible and the launcher's variables are gone (then restored)."""
     import os
 
-    from grpo_core.engines.vllm_engine import _engine_env
+    from grpo_core.rollout.engines.vllm_engine import _engine_env
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
     for k, v in {"RANK": "2", "WORLD_SIZE": "4", "LOCAL_RANK": "2", "MASTER_ADDR": "10.0.0.1"}.items():

@@ -1,21 +1,41 @@
-"""Evals: the template and grading logic (grpo_core.evals) on a fake sampler, and the API's rules on the embedded
-defaults: what is refused with which field, a run's claim, items and counts (checked by hand), cancel fencing.
-tests/integration/test_evals.py runs real models through the openai SDK."""
+"""Evals: the template and grading logic (grpo_core.evaluation.evals) on a scripted engine through
+grpo_core.policy.sample_and_score, and the API's rules on the embedded defaults: what is refused with which
+field, a run's claim, items and counts (checked by hand), cancel fencing. tests/integration/test_evals.py runs
+real models through the openai SDK."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
-from grpo_core.evals import Criterion, TemplateError, item_of, render, run_items
+from grpo_core.evaluation.evals import Criterion, TemplateError, item_of, render, run_items
+from grpo_core.policy import sample_and_score
 from grpo_core.rewards.base import GraderResult
+from grpo_core.rollout.batch import Rollout
+from grpo_core.rollout.engines.base import Sampling
 from tests.helpers import PY_GRADER, job_body, jsonl
 from tests.tiny_model import TINY_ID
 
 WORKER = {"Authorization": "Bearer t0k"}
 TEMPLATE = [{"role": "system", "content": "Answer."}, {"role": "user", "content": "{{item.q}} ({{item.meta.level}})"}]
+
+
+class Scripted:
+    """A rollout engine that answers each prompt with its texts in ``answers``: 3 prompt tokens, 1 completion
+    token, stopped."""
+
+    name = "scripted"
+
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers = answers
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
+        texts = [t for p in prompts for t in self.answers[p]]
+        ones = torch.ones(len(texts), 3, dtype=torch.long)
+        return Rollout(ones, ones, ones[:, :1], ones[:, :1], torch.zeros(len(texts), dtype=torch.bool), texts)
 
 
 class Exact:
@@ -43,8 +63,9 @@ def test_render_fills_item_fields_and_names_a_missing_one() -> None:
 def test_items_pass_fail_or_error_by_every_sample_and_criterion() -> None:
     answers = {"1": ["4", "4"], "2": ["4", "5"], "3": ["boom", "4"]}
 
-    def generate(messages: list[list[dict[str, str]]]) -> list[list[tuple[str, str, int, int]]]:
-        return [[(t, "stop", 3, 1) for t in answers[m[1]["content"][0]]] for m in messages]
+    def generate(messages: list[list[dict[str, str]]], items: list[dict[str, Any]], graders: list[Any]) -> Any:
+        prompts = [m[1]["content"][0] for m in messages]
+        return sample_and_score(Scripted(answers), prompts, items, graders, Sampling(2, 1, 0.0, 1.0, seed=0))
 
     rows = [(i, {"item": {"q": str(i), "a": "4", "meta": {"level": 0}}}) for i in (1, 2, 3)]
     rows.append((4, {"item": {"q": "4"}}))  # no meta.level: a template error, the run goes on
@@ -183,7 +204,7 @@ def test_the_reaper_requeues_a_run_whose_worker_died_and_gives_up_after_three_cl
     from sqlalchemy import create_engine, text
     from sqlalchemy.orm import Session
 
-    from api.services.reaper import reap
+    from api.jobs.reaper import reap
 
     class Rung:
         def __init__(self) -> None:

@@ -27,8 +27,8 @@ from grpo_core.rewards.base import (
 from grpo_core.rewards.formula import FormulaError, evaluate_formula, parse_formula
 from grpo_core.rewards.graders import build_grader, build_graders, extract_answer
 from grpo_core.rewards.judge import JudgeNotConfigured
-from grpo_core.rewards.schemas import GraderSpec, StringCheckGrader
 from grpo_core.rewards.templates import render
+from grpo_core.schemas.graders import GraderSpec, StringCheckGrader
 
 SPEC = TypeAdapter(GraderSpec)
 

@@ -3,8 +3,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from grpo_core.health import HealthConfig, HealthMonitor
-from grpo_core.metrics_schema import StepMetrics
+from grpo_core.evaluation.health import HealthMonitor
+from grpo_core.schemas.health import HealthConfig
+from grpo_core.schemas.metrics import StepMetrics
 from tests.helpers import step_metrics
 
 
@@ -47,7 +48,7 @@ def test_no_signal_kl_and_reward_hacking() -> None:
 
 
 def test_standard_error_of_the_validation_mean_by_hand() -> None:
-    from grpo_core.evaluate import standard_error
+    from grpo_core.evaluation.validation import standard_error
 
     # 3 prompts × 2 samples, per-prompt means 1, 0, 0.5: mean 0.5, sample variance 0.25, se = sqrt(0.25 / 3)
     se = standard_error(total=3.0, squares=1.25, prompts=3, k=2)

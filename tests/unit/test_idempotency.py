@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
+from api.core import idempotency_store as idem
+from api.core.errors import Conflict
+from api.core.settings import ApiSettings
 from api.db.models import now
-from api.errors import Conflict
-from api.services import idempotency as idem
-from api.settings import ApiSettings
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.settings import ApiSettings
+from api.core.settings import ApiSettings
 from runtime.storage import LocalStore
 from scripts.local_stack import free_port
 from tests.fake_inference import FakeInference

@@ -11,10 +11,10 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from api.settings import ApiSettings
-from grpo_core.config import GRPOConfig
-from grpo_core.models import base_model_name
-from grpo_core.trainer import load_policy
+from api.core.settings import ApiSettings
+from grpo_core.models.catalog import base_model_name
+from grpo_core.policy import load_policy
+from grpo_core.schemas.config import GRPOConfig
 from tests.fake_inference import FakeInference
 from tests.tiny_model import TINY_ID
 from tests.unit.test_cli import Rft, failed, ok

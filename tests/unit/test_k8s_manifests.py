@@ -20,9 +20,9 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from api.core.settings import ApiSettings
 from api.db.models import JobStatus
 from api.main import create_app
-from api.settings import ApiSettings
 from runtime.queue import GPU_QUEUE
 from runtime.settings import CommonSettings
 from tests.helpers import migrate

@@ -20,29 +20,30 @@ ROOT = Path(__file__).resolve().parents[2]
 # part -> top-level packages it must never import
 FORBIDDEN: dict[str, set[str]] = {
     "grpo_core": {"api", "worker", "runtime", "rft_cli", "fastapi", "starlette", "celery", "sqlalchemy", "boto3"},
-    "worker": {"api", "fastapi", "starlette", "sqlalchemy", "alembic"},
+    # the worker is glue (claim, fetch, call grpo_core, post): it loads no model and samples nothing itself
+    "worker": {"api", "fastapi", "starlette", "sqlalchemy", "alembic", "transformers", "peft", "vllm"},
     "runtime": {"api", "worker", "rft_cli", "fastapi", "starlette", "sqlalchemy", "celery", "torch", "transformers"},
     "api": {"worker", "torch", "transformers", "peft", "vllm"},
     "rft_cli": {"api", "worker", "runtime", "grpo_core", "fastapi", "sqlalchemy", "torch"},
 }
 # The API validates jobs with grpo_core's pure schemas and runs graders in its pre-flight; never its training code.
 API_MAY_USE = {
-    "grpo_core.agent.sandboxed",  # the job's environment loaded in the sandbox at creation, as graders are
-    "grpo_core.agent.schemas",
-    "grpo_core.config",
-    "grpo_core.data",
-    "grpo_core.models",
-    "grpo_core.model_files",
-    "grpo_core.presets",  # pure data: the recipes and where a learning rate came from
-    "grpo_core.prompt_tokens",
-    "grpo_core.readiness",
-    "grpo_core.metrics_schema",
+    "grpo_core.rollout.agent.sandboxed",  # the job's environment loaded in the sandbox at creation, as graders are
+    "grpo_core.schemas.environment",
+    "grpo_core.schemas.config",
+    "grpo_core.data.rows",
+    "grpo_core.models.catalog",
+    "grpo_core.models.files",
+    "grpo_core.schemas.presets",  # pure data: the recipes and where a learning rate came from
+    "grpo_core.data.prompt_tokens",
+    "grpo_core.evaluation.readiness",
+    "grpo_core.schemas.metrics",
     "grpo_core.errors",
     "grpo_core.rewards.base",
     "grpo_core.rewards.graders",
     "grpo_core.rewards.judge",
     "grpo_core.rewards.python_runner",
-    "grpo_core.rewards.schemas",
+    "grpo_core.schemas.graders",
     "grpo_core.rewards.templates",
 }
 
@@ -58,6 +59,11 @@ def imports(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+# The worker calls grpo_core's entry points (grpo_core.policy, the trainer, grpo_core.evaluation); sampling is
+# theirs: the engines, the agent loop and the batch sampler stay behind them.
+WORKER_MAY_NOT_USE = "grpo_core.rollout"
+
+
 def violations(part: str) -> list[str]:
     found = []
     for path in sorted((ROOT / part).rglob("*.py")):
@@ -67,6 +73,8 @@ def violations(part: str) -> list[str]:
                 found.append(where)
             elif part == "api" and module.startswith("grpo_core.") and module not in API_MAY_USE:
                 found.append(where + " (grpo_core's training code)")
+            elif part == "worker" and (module + ".").startswith(WORKER_MAY_NOT_USE + "."):
+                found.append(where + " (grpo_core's sampling: call grpo_core.policy or grpo_core.evaluation)")
     return found
 
 
@@ -76,10 +84,10 @@ def test_no_forbidden_import(part: str) -> None:
 
 
 def test_the_scan_sees_function_level_imports(tmp_path: Path) -> None:
-    """An import hidden in a function body is found (the worker used to import api.settings lazily too)."""
+    """An import hidden in a function body is found (the worker used to import api.core.settings lazily too)."""
     sample = tmp_path / "m.py"
-    sample.write_text("def f():\n    from api.settings import get_settings\n    import api\n")
-    assert imports(sample) == [(2, "api.settings"), (3, "api")]
+    sample.write_text("def f():\n    from api.core.settings import get_settings\n    import api\n")
+    assert imports(sample) == [(2, "api.core.settings"), (3, "api")]
 
 
 def _modules_after(code: str) -> set[str]:
@@ -95,8 +103,8 @@ def _modules_after(code: str) -> set[str]:
 
 def test_config_and_schemas_do_not_import_torch() -> None:
     mods = _modules_after(
-        "import grpo_core.config, grpo_core.rewards.schemas, grpo_core.rewards.base, grpo_core.metrics_schema, "
-        "grpo_core.models"
+        "import grpo_core.schemas.config, grpo_core.schemas.graders, grpo_core.rewards.base, "
+        "grpo_core.schemas.metrics, grpo_core.schemas.health, grpo_core.models.catalog"
     )
     assert not mods & {"torch", "transformers", "peft"}
 
@@ -109,7 +117,8 @@ def test_runtime_imports_no_framework() -> None:
 
 def test_grpo_core_imports_no_service_framework() -> None:
     mods = _modules_after(
-        "import grpo_core.trainer, grpo_core.checkpoint, grpo_core.rewards.graders, grpo_core.data, grpo_core.models"
+        "import grpo_core.trainer, grpo_core.checkpoint, grpo_core.rewards.graders, grpo_core.data.rows, "
+        "grpo_core.models.catalog"
     )
     assert "torch" in mods  # the check really loaded the training stack
     assert not mods & {"fastapi", "celery", "sqlalchemy", "boto3", "api", "worker", "runtime"}
@@ -130,9 +139,81 @@ def test_api_does_not_import_worker_or_torch() -> None:
 def test_inspecting_a_model_and_counting_its_prompts_loads_no_torch(tiny_model_dir: Path) -> None:
     """Registration and the prompt-length check run in the API: files, headers and tokenizers only."""
     mods = _modules_after(
-        "from pathlib import Path; from grpo_core.model_files import inspect_model_folder; "
-        "from grpo_core.prompt_tokens import PromptCounter; "
+        "from pathlib import Path; from grpo_core.models.files import inspect_model_folder; "
+        "from grpo_core.data.prompt_tokens import PromptCounter; "
         f"p = Path({str(tiny_model_dir)!r}); inspect_model_folder(p); "
         "list(PromptCounter(p).counts([{'prompt': 'x'}]))"
     )
     assert "tokenizers" in mods and not mods & {"torch", "transformers"}
+
+
+# The sandbox is a part of its own (grpo_core/sandbox): the interpreter inside it has the standard library only, and
+# the code that runs there (worker.py, with seccomp.py copied beside it as ``seccomp``) must never reach the
+# training stack. Outside it, grpo_core uses the package's public names (grpo_core/sandbox/__init__.py), never a
+# module of it.
+SANDBOX = "grpo_core.sandbox"
+SANDBOX_MAY_IMPORT = set(sys.stdlib_module_names) | {"seccomp"}  # seccomp: its own filter module, copied in
+
+
+def sandbox_violations() -> list[str]:
+    found = []
+    for path in sorted((ROOT / "grpo_core" / "sandbox").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: a relative import (name the module)")
+        for line, module in imports(path):
+            inside = module == SANDBOX or module.startswith(SANDBOX + ".")
+            if not inside and module.split(".")[0] not in SANDBOX_MAY_IMPORT:
+                found.append(f"{path.relative_to(ROOT)}:{line}: imports {module}")
+    return found
+
+
+def test_the_sandbox_imports_only_itself_and_the_standard_library() -> None:
+    assert not sandbox_violations(), "\n".join(sandbox_violations())
+
+
+def test_importing_the_sandbox_loads_only_itself_and_the_standard_library() -> None:
+    """In a fresh interpreter: every module of the sandbox, and what they pull in beyond the interpreter's start."""
+    names = sorted(p.stem for p in (ROOT / "grpo_core" / "sandbox").glob("*.py") if p.stem != "__init__")
+    before = _modules_after("")
+    loaded = _modules_after("import " + ", ".join(f"{SANDBOX}.{n}" for n in names)) - before
+    assert {f"{SANDBOX}.{n}" for n in names} <= loaded  # the check really imported them
+    ours = {m for m in loaded if m == "grpo_core" or m.startswith("grpo_core.")}
+    assert ours <= {"grpo_core", SANDBOX} | {f"{SANDBOX}.{n}" for n in names}, sorted(ours)
+    assert {m.split(".")[0] for m in loaded} <= SANDBOX_MAY_IMPORT | {"grpo_core"}, sorted(loaded)
+
+
+def sandbox_modules_used(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every module of the sandbox that ``path`` imports: ``import grpo_core.sandbox.x``,
+    ``from grpo_core.sandbox.x import ...`` or ``from grpo_core.sandbox import x``."""
+    inner = {p.stem for p in (ROOT / "grpo_core" / "sandbox").glob("*.py")} - {"__init__"}
+    found = [(line, m) for line, m in imports(path) if m.startswith(SANDBOX + ".")]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module == SANDBOX and not node.level:
+            found += [(node.lineno, f"{SANDBOX}.{a.name}") for a in node.names if a.name in inner]
+    return found
+
+
+def test_the_sandbox_is_used_through_its_public_names() -> None:
+    found = []
+    for part in ("grpo_core", "worker", "api", "runtime", "rft_cli", "scripts", "bench"):
+        for path in sorted((ROOT / part).rglob("*.py")):
+            if path.is_relative_to(ROOT / "grpo_core" / "sandbox") or "node_modules" in path.parts:
+                continue
+            found += [f"{path.relative_to(ROOT)}:{line}: imports {m}" for line, m in sandbox_modules_used(path)]
+    assert not found, "use grpo_core.sandbox's public names (its __all__):\n" + "\n".join(found)
+
+
+def test_the_sandbox_checks_see_what_they_claim(tmp_path: Path) -> None:
+    """A module of the sandbox is found however it is imported; the package's own names are not."""
+    sample = tmp_path / "m.py"
+    sample.write_text(
+        "from grpo_core.sandbox import launch, SandboxSession\n"
+        "import grpo_core.sandbox.process\n"
+        "def f():\n    from grpo_core.sandbox.session import reply_cpu\n"
+    )
+    assert sorted(sandbox_modules_used(sample)) == [
+        (1, "grpo_core.sandbox.launch"),
+        (2, "grpo_core.sandbox.process"),
+        (4, "grpo_core.sandbox.session"),
+    ]

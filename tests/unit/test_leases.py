@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
-from api.services.reaper import reap
-from api.settings import ApiSettings
+from api.core.settings import ApiSettings
+from api.jobs.reaper import reap
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 

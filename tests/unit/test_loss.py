@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from grpo_core.loss import LossInputs, StepSize, kl_estimate, policy_loss
+from grpo_core.update.loss import LossInputs, StepSize, kl_estimate, policy_loss
 
 
 def test_k3_by_hand() -> None:
@@ -243,7 +243,7 @@ def test_every_invariant_aggregation_accumulates_exactly(aggregation: str, level
 
 
 def test_entropy_matches_the_definition() -> None:
-    from grpo_core.logprobs import logprobs_and_entropy
+    from grpo_core.update.logprobs import logprobs_and_entropy
 
     torch.manual_seed(0)
     logits = torch.randn(2, 3, 11, dtype=torch.float64)
@@ -255,7 +255,7 @@ def test_entropy_matches_the_definition() -> None:
 
 
 def test_high_entropy_mask_keeps_the_top_share_of_real_tokens() -> None:
-    from grpo_core.loss import high_entropy_mask
+    from grpo_core.update.loss import high_entropy_mask
 
     ent = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 9.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])  # the 9.0 is padding and must not count

@@ -1,5 +1,5 @@
-"""The registry's reading of a model folder (grpo_core.model_files) and the API's prompt counts
-(grpo_core.prompt_tokens) against transformers' own, on the tiny model with real chat templates."""
+"""The registry's reading of a model folder (grpo_core.models.files) and the API's prompt counts
+(grpo_core.data.prompt_tokens) against transformers' own, on the tiny model with real chat templates."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_core.model_files import ModelFolderError, inspect_model_folder, manifest_digest
-from grpo_core.prompt_tokens import PromptCounter, first_over
+from grpo_core.data.prompt_tokens import PromptCounter, first_over
+from grpo_core.models.files import ModelFolderError, inspect_model_folder, manifest_digest
 
 # Qwen3's template logic in miniature: `enable_thinking` (a chat_template_kwargs) changes the rendered prompt.
 THINKING_TEMPLATE = (
@@ -82,7 +82,7 @@ def test_prompt_counts_equal_transformers_with_the_chat_template_and_its_kwargs(
 ) -> None:
     from transformers import AutoTokenizer
 
-    from grpo_core.data import prompt_text
+    from grpo_core.data.rows import prompt_text
 
     folder = copy_model(tiny_model_dir, tmp_path / "chat", THINKING_TEMPLATE)
     kwargs = {} if thinking is None else {"enable_thinking": thinking}

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 import torch
 
-from grpo_core.config import GRPOConfig
-from grpo_core.logprobs import completion_logprobs
-from grpo_core.rollout import completion_mask
-from grpo_core.trainer import load_policy, train
+from grpo_core.policy import load_policy
+from grpo_core.rollout.batch import completion_mask
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.trainer import train
+from grpo_core.update.logprobs import completion_logprobs
 from tests.training import GRADER, ROWS, DigitShare, Recorder
 
 
@@ -157,9 +158,9 @@ def test_update_gradient_equals_full_batch_loss_gradient(
     tiny_model_dir: Path, micro_batch_size: int, aggregation: str, level: str
 ) -> None:
     """Skipping zero-advantage rows and length-sorted micro-batches must not change the gradient."""
-    from grpo_core.loss import LossInputs, StepSize, policy_loss
-    from grpo_core.rollout import Rollout
-    from grpo_core.update import policy_update
+    from grpo_core.rollout.batch import Rollout
+    from grpo_core.update.loss import LossInputs, StepSize, policy_loss
+    from grpo_core.update.step import policy_update
 
     torch.manual_seed(0)
     model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
@@ -279,9 +280,9 @@ def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
 
 
 def test_old_logprobs_are_the_sampling_policys(tiny_model_dir: Path) -> None:
-    from grpo_core.distributed import World
-    from grpo_core.rollout import Rollout
-    from grpo_core.update import old_logprobs
+    from grpo_core.hardware.distributed import World
+    from grpo_core.rollout.batch import Rollout
+    from grpo_core.update.step import old_logprobs
 
     model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0)
     prompt_ids = torch.tensor([[0, 5, 6], [7, 8, 9], [0, 0, 4]])

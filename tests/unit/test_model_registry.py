@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api.core.settings import ApiSettings
 from api.main import create_app
-from api.settings import ApiSettings
 from tests.helpers import ROOT, job_body, jsonl
 from tests.tiny_model import TINY_ID
 

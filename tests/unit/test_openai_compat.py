@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from api.errors import InvalidRequest
-from api.services.openai_compat import ignored_field_warnings, metadata_filters
-from grpo_core.config import DEFAULT_LEARNING_RATE, GRPOConfig
+from api.core.errors import InvalidRequest
+from api.jobs.openai_compat import ignored_field_warnings, metadata_filters
+from grpo_core.schemas.config import DEFAULT_LEARNING_RATE, GRPOConfig
 
 OPENAI_RFT_HP = {
     "batch_size": "auto",
@@ -33,7 +33,7 @@ def test_an_openai_rft_hyperparameter_block_is_accepted_as_is() -> None:
 def test_learning_rate_multiplier_scales_ours_or_the_recipes_rate() -> None:
     assert GRPOConfig(learning_rate_multiplier=3).effective_learning_rate == pytest.approx(3 * DEFAULT_LEARNING_RATE)
     cfg = GRPOConfig.model_validate({"recipe": "deepseekmath", "learning_rate_multiplier": 2})
-    # 1e-6 x 10 for LoRA = 1e-5, floored at the LoRA default (grpo_core.presets)
+    # 1e-6 x 10 for LoRA = 1e-5, floored at the LoRA default (grpo_core.schemas.presets)
     assert cfg.learning_rate == 1e-4 and cfg.effective_learning_rate == pytest.approx(2e-4)
     # The resolved config the worker re-validates is stable: the multiplier is applied once, at the optimizer.
     again = GRPOConfig.model_validate(cfg.model_dump(mode="json"))

@@ -1,4 +1,4 @@
-"""The poll fast paths (api.services.polls on api.db.raw) against the ORM reads they stand in for: the same job
+"""The poll fast paths (api.jobs.polls on api.db.raw) against the ORM reads they stand in for: the same job
 row, the same readiness report, and event pages byte for byte what FastAPI encoded from the ORM's rows, on every
 page of a job with messages and metrics (rollouts included), from a cold cache and a warm one. The same checks
 run on PostgreSQL in tests/integration/test_db_sessions.py (``assert_polls_match_the_orm``)."""
@@ -12,13 +12,13 @@ from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 from sqlalchemy.orm import Session
 
+from api.core.pagination import ListResponse
+from api.core.settings import ApiSettings
 from api.db.models import DEFAULT_PROJECT
 from api.db.session import make_engine
-from api.schemas.common import ListResponse
-from api.schemas.jobs import Job, JobEvent, JobReadiness
-from api.services import access, events
-from api.services.polls import EventCache, Polls, render_event
-from api.settings import ApiSettings
+from api.jobs import access, events
+from api.jobs.polls import EventCache, Polls, render_event
+from api.jobs.schemas import Job, JobEvent, JobReadiness
 from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event
 from tests.tiny_model import TINY_ID
 

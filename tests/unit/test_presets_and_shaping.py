@@ -1,9 +1,15 @@
 import pytest
 import torch
 
-from grpo_core.config import GRPOConfig
-from grpo_core.presets import LORA_LEARNING_RATE, LORA_LR_SCALE, PAPER_LEARNING_RATES, PRESETS, learning_rate_note
-from grpo_core.shaping import soft_overlong_penalty
+from grpo_core.rollout.shaping import soft_overlong_penalty
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.presets import (
+    LORA_LEARNING_RATE,
+    LORA_LR_SCALE,
+    PAPER_LEARNING_RATES,
+    PRESETS,
+    learning_rate_note,
+)
 
 
 def test_soft_overlong_penalty_by_hand() -> None:

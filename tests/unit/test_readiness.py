@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_core.readiness import PromptProbe, compare, report, zero_variance_rows
+from grpo_core.evaluation.readiness import PromptProbe, compare, report, zero_variance_rows
 
 
 def probe(row: int, rewards: list[float | None], tokens: int = 10, truncated: int = 0) -> PromptProbe:

@@ -19,11 +19,11 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner, Result
 
+from api.core.errors import Conflict
+from api.core.settings import ApiSettings
 from api.db import models as db
 from api.db.session import make_engine, make_sessionmaker
-from api.errors import Conflict
-from api.services import rendezvous
-from api.settings import ApiSettings
+from api.jobs import rendezvous
 from rft_cli import api as cli_api
 from rft_cli.main import app as rft_app
 from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_JOB

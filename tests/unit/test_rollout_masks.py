@@ -1,6 +1,6 @@
 import torch
 
-from grpo_core.rollout import completion_mask
+from grpo_core.rollout.batch import completion_mask
 
 
 def test_mask_includes_first_eos_even_when_pad_is_eos() -> None:

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 import torch
 
-from grpo_core.advantages import STD_EPS, compute_advantages
-from grpo_core.config import GRPOConfig
-from grpo_core.engines.base import Sampling
 from grpo_core.errors import GraderFailed, UserError
 from grpo_core.rewards.base import GraderResult
 from grpo_core.rewards.combine import combined_advantages, weighted_total
-from grpo_core.rollout import Rollout, concat_rollouts, pack_rollout
-from grpo_core.sampling import PromptCursor, collect_batch, gfpo_keep, groups_with_signal
+from grpo_core.rollout.batch import Rollout, concat_rollouts, pack_rollout
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.sampling import PromptCursor, collect_batch, gfpo_keep, groups_with_signal
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.update.advantages import STD_EPS, compute_advantages
 
 NAN = math.nan
 
@@ -118,8 +118,8 @@ def test_dynamic_sampling_drops_no_signal_groups_and_samples_more() -> None:
     batch = _collect(cfg, engine, cursor)
     assert sorted(ROWS[i]["prompt"] for i in batch.row_idx) == ["mixed", "mixed2"]
     assert batch.ro.completion_ids.shape[0] == 8 and len(batch.rewards) == 8
-    assert batch.stats["groups_trained"] == 2 and batch.stats["groups_dropped"] == batch.stats["groups_sampled"] - 2
-    assert cursor.position == batch.stats["sampling_rounds"] == len(engine.calls)
+    assert batch.stats.groups_trained == 2 and batch.stats.groups_dropped == batch.stats.groups_sampled - 2
+    assert cursor.position == batch.stats.sampling_rounds == len(engine.calls)
     assert (batch.adv != 0).any() and torch.equal(batch.adv, compute_advantages(batch.rewards, 4))
 
 
@@ -130,7 +130,7 @@ def test_dynamic_sampling_cap_trains_on_what_it_has() -> None:
     batch = collect_batch(
         cfg, ScriptedEngine(script), ["easy", "mixed"], rows, [Exact()], PromptCursor(2, 2, 0), seed=0, step=1
     )
-    assert [rows[i]["prompt"] for i in batch.row_idx] == ["mixed"] and batch.stats["groups_dropped"] == 1
+    assert [rows[i]["prompt"] for i in batch.row_idx] == ["mixed"] and batch.stats.groups_dropped == 1
     # nothing with signal within the cap: the round is kept (zero advantages, nothing learned, still reported)
     rows = [{"prompt": p, "answer": "a"} for p in ("easy", "hard")]
     batch = collect_batch(

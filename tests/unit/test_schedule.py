@@ -1,6 +1,6 @@
 import pytest
 
-from grpo_core.schedule import lr_factor
+from grpo_core.update.schedule import lr_factor
 
 
 def test_warmup_then_decay_by_hand() -> None:

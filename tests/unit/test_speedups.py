@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from grpo_core.config import GRPOConfig
-from grpo_core.engines.base import Sampling
-from grpo_core.logprobs import completion_logprobs, shared_prefixes
-from grpo_core.trainer import load_policy
+from grpo_core.policy import load_policy
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.update.logprobs import completion_logprobs, shared_prefixes
 
 
 def _nontrivial_policy(tiny_model_dir: Path, fused_lora: bool = True) -> torch.nn.Module:
@@ -88,8 +88,8 @@ def _tokenizer(tiny_model_dir: Path) -> object:
 
 
 def test_inverse_cdf_draws_follow_the_distribution() -> None:
-    from grpo_core.engines.decode import _draw
-    from grpo_core.engines.noise import row_uniforms
+    from grpo_core.rollout.engines.decode import _draw
+    from grpo_core.rollout.engines.noise import row_uniforms
 
     probs = torch.tensor([0.5, 0.3, 0.15, 0.05, 0.0])
     logp = probs.log().expand(20_000, 5).contiguous()
@@ -102,7 +102,7 @@ def test_inverse_cdf_draws_follow_the_distribution() -> None:
 def test_merged_sampler_logprobs_are_the_trainers(tiny_model_dir: Path) -> None:
     """fp32 merged weights: the sampler's record of each token's log-prob is the trainer's, to float rounding;
     after an update and a sync it follows the new weights."""
-    from grpo_core.engines.merged import MergedEngine
+    from grpo_core.rollout.engines.merged import MergedEngine
 
     model = _nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
@@ -128,8 +128,8 @@ def test_merged_sampler_logprobs_are_the_trainers(tiny_model_dir: Path) -> None:
 
 
 def test_greedy_decode_matches_generate(tiny_model_dir: Path) -> None:
-    from grpo_core.engines.hf import sample
-    from grpo_core.engines.merged import MergedEngine
+    from grpo_core.rollout.engines.hf import sample
+    from grpo_core.rollout.engines.merged import MergedEngine
 
     model = _nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
@@ -146,7 +146,7 @@ def test_greedy_decode_matches_generate(tiny_model_dir: Path) -> None:
 
 
 def test_top_p_logprobs_are_the_renormalised_nucleus(tiny_model_dir: Path) -> None:
-    from grpo_core.engines.merged import MergedEngine
+    from grpo_core.rollout.engines.merged import MergedEngine
 
     model = _nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
@@ -167,8 +167,9 @@ def test_top_p_logprobs_are_the_renormalised_nucleus(tiny_model_dir: Path) -> No
 
 
 def test_bf16_logprobs_stay_within_the_documented_bound(tiny_model_dir: Path) -> None:
-    """precision="bf16" (bf16 base weights, autocast) against fp32 on the tiny model; README quotes the bound."""
-    from grpo_core.engines.merged import MergedEngine
+    """precision="bf16" (bf16 base weights, autocast) against fp32 on the tiny model; docs/concepts/grpo.md quotes the
+    bound."""
+    from grpo_core.rollout.engines.merged import MergedEngine
 
     batch = _batch()
     mask = batch[3].bool()
@@ -187,14 +188,14 @@ def test_bf16_logprobs_stay_within_the_documented_bound(tiny_model_dir: Path) ->
     assert float(diff.max()) < BF16_LOGP_BOUND, float(diff.max())
 
 
-# Largest |log π_bf16 − log π_fp32| per token on the tiny model (measured 0.0011; README, "Precision").
+# Largest |log π_bf16 − log π_fp32| per token on the tiny model (measured 0.0011; docs/concepts/grpo.md, "Precision").
 BF16_LOGP_BOUND = 0.005
 
 
 def test_fused_lora_layers_match_peft_in_value_and_gradient(tiny_model_dir: Path) -> None:
-    """grpo_core.lora_fused against peft's own forward: log-probs, entropy and every adapter gradient; fp32 to
+    """grpo_core.update.lora_fused against peft's own forward: log-probs, entropy and every adapter gradient; fp32 to
     rounding, bf16 autocast within bf16 rounding; the reference pass (adapter disabled) is untouched."""
-    from grpo_core.lora_fused import fuse_lora
+    from grpo_core.update.lora_fused import fuse_lora
 
     batch = _batch()
     mask = batch[3].float()
@@ -223,7 +224,7 @@ def test_fused_lora_layers_match_peft_in_value_and_gradient(tiny_model_dir: Path
 
 
 def test_token_logprob_backward_is_the_autograd_one() -> None:
-    from grpo_core.logprobs import TokenLogProb
+    from grpo_core.update.logprobs import TokenLogProb
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 5, 11, generator=g, dtype=torch.float64, requires_grad=True)
@@ -239,19 +240,16 @@ def test_token_logprob_backward_is_the_autograd_one() -> None:
     assert half.grad.dtype == torch.bfloat16 and torch.allclose(half.grad.double(), want.double(), atol=1e-2)
 
 
-def test_prepacked_bf16_sampler_computes_what_plain_bf16_linears_do(
-    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import grpo_core.engines.merged as merged
+def test_prepacked_bf16_sampler_computes_what_plain_bf16_linears_do(tiny_model_dir: Path) -> None:
+    import grpo_core.rollout.engines.merged as merged
 
-    if not merged._can_prepack(torch.bfloat16, torch.device("cpu")):
+    if not merged.can_prepack(torch.bfloat16, torch.device("cpu")):
         pytest.skip(
             "no oneDNN prepacked bf16 linear here (a torch build without it, or a CPU without AVX512/AVX-NE-CONVERT)"
         )
     model = _nontrivial_policy(tiny_model_dir)
     packed = merged.MergedEngine(model, _tokenizer(tiny_model_dir), torch.bfloat16)
-    monkeypatch.setattr(merged, "_can_prepack", lambda *a: False)
-    plain = merged.MergedEngine(model, _tokenizer(tiny_model_dir), torch.bfloat16)
+    plain = merged.MergedEngine(model, _tokenizer(tiny_model_dir), torch.bfloat16, prepack=False)
     assert packed.prepacked and not plain.prepacked
     assert sum(isinstance(m, merged.PrepackedLinear) for m in packed.model.modules()) == 14
     ids = torch.tensor([[5, 6, 7, 8, 9, 10]])

@@ -17,9 +17,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, inspect, select, text, update
 from sqlalchemy.orm import Session
 
+from api.core.settings import ApiSettings
 from api.db.models import DEFAULT_PROJECT, ApiKey, now
-from api.services import tenants
-from api.settings import ApiSettings
+from api.tenants import service as tenants
 from tests.helpers import ARITH_ROWS, ROOT, jsonl
 
 JOBS = "/v1/fine_tuning/jobs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grpo_core.metrics_schema import StepMetrics
+from grpo_core.schemas.metrics import StepMetrics
 from tests.helpers import claim, step_metrics
 from worker.settings import WorkerSettings
 from worker.tracking import Tracker, flat_metrics, tracker_for

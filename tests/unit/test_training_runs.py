@@ -14,11 +14,12 @@ import pytest
 import torch
 
 from grpo_core.checkpoint import MANIFEST, CheckpointError, load_checkpoint, read_manifest
-from grpo_core.config import GRPOConfig
-from grpo_core.engines.base import Sampling
-from grpo_core.engines.hf import sample
-from grpo_core.presets import PRESETS
-from grpo_core.trainer import load_policy, train
+from grpo_core.policy import load_policy
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.engines.hf import sample
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.presets import PRESETS
+from grpo_core.trainer import train
 from tests.training import ROWS, DigitShare, Recorder, StartsWithDigit
 
 ROOT = Path(__file__).resolve().parents[2]

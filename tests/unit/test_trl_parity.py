@@ -15,7 +15,7 @@ import types
 import pytest
 import torch
 
-from grpo_core.loss import LossInputs, StepSize, policy_loss
+from grpo_core.update.loss import LossInputs, StepSize, policy_loss
 
 trl_grpo = pytest.importorskip("trl.trainer.grpo_trainer")
 

@@ -17,9 +17,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from api.core.settings import ApiSettings
 from api.db.models import Job, now
-from api.services import webhook_dispatch, webhooks
-from api.settings import ApiSettings
+from api.webhooks import dispatch as webhook_dispatch
+from api.webhooks import service as webhooks
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from runtime import internal as api
+from runtime.internal import Refusal
 from tests.helpers import claim
 from worker.client import StaleLease
 from worker.failures import PEER_LOST, Failure, RankFailed, RanksLost
 from worker.job import Inputs
-from worker.launch import STALE_LEASE, RankFailure, RankResult, RankSpec, Torchrun
+from worker.launch import RankFailure, RankResult, RankSpec, Torchrun
 
 CLAIM = claim(epoch=3, total_steps=4, object_prefix="p/", resources=api.Resources(devices=2, nodes=3))
 
@@ -100,7 +101,7 @@ def test_nodes_that_never_joined_are_said_as_such(tmp_path: Path) -> None:
 
 def test_rank_0_losing_the_lease_stops_the_launcher_quietly(tmp_path: Path) -> None:
     run = _exited(tmp_path, 1)
-    _fail(run, 0, at=1.0, code=STALE_LEASE, message="lease epoch 3 is stale")
+    _fail(run, 0, at=1.0, code=Refusal.stale_lease, message="lease epoch 3 is stale")
     with pytest.raises(StaleLease):
         run.outcome()
 

@@ -23,9 +23,9 @@ pytest.importorskip("vllm", reason="vLLM is not installed (optional extra: pip i
 
 import torch
 
-from grpo_core.engines.base import Sampling
-from grpo_core.logprobs import completion_logprobs
-from grpo_core.rollout import Rollout
+from grpo_core.rollout.batch import Rollout
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.update.logprobs import completion_logprobs
 from tests.tiny_model import build_tiny_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -64,7 +64,7 @@ def policy(model_dir: Path) -> tuple[Any, Any]:
 
 @pytest.fixture(scope="module", params=["lora", "merged"])
 def engine(request: pytest.FixtureRequest, model_dir: Path, policy: tuple[Any, Any]):
-    from grpo_core.engines.vllm_engine import VLLMEngine
+    from grpo_core.rollout.engines.vllm_engine import VLLMEngine
 
     set_lora_b(policy[0], seed=0, scale=0.0)  # the adapter starts as the identity, as in training
     t0 = time.perf_counter()
@@ -180,9 +180,9 @@ def test_multi_turn_episodes_continue_on_vllm_with_the_trainers_log_probs(engine
     """Two-turn episodes (an environment answers the first turn) sampled by vLLM: the second turn is sampled from
     the whole trajectory's token ids, and vLLM's log-probs of every model token match the trainer's on the packed
     rollout, whose loss mask covers the model's turns only."""
-    from grpo_core.agent.episodes import AgentRollouts
-    from grpo_core.agent.sandboxed import EnvironmentRunner
-    from grpo_core.agent.schemas import EnvironmentSpec
+    from grpo_core.rollout.agent.episodes import AgentRollouts
+    from grpo_core.rollout.agent.sandboxed import EnvironmentRunner
+    from grpo_core.schemas.environment import EnvironmentSpec
 
     model, tok = policy
     set_lora_b(model, seed=3)

@@ -11,7 +11,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 pytest.importorskip("vllm", reason="vLLM is not installed (optional extra: pip install '.[vllm]')")
 
-from grpo_core.config import GRPOConfig
+from grpo_core.schemas.config import GRPOConfig
 from grpo_core.trainer import train
 from tests.tiny_model import build_tiny_model
 from tests.training import ROWS, DigitShare, Recorder

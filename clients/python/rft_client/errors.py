@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 """Contains shared errors types that can be raised from API functions"""
 
 

@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 """Contains some shared types for properties"""
 
 from collections.abc import Mapping, MutableMapping

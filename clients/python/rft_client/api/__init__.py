@@ -1,1 +1,2 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 """Contains methods for accessing the API"""

@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 """Contains all the data models used in inputs/outputs"""
 
 from .body_create_file import BodyCreateFile

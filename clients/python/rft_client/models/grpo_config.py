@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -126,8 +127,7 @@ class GRPOConfig:
             reasoning_effort (GRPOConfigReasoningEffort | Unset): OpenAI's field, accepted for compatibility; no effect here
                 (open base models have no effort setting: bound reasoning with max_completion_tokens). A value other than
                 'default' gets a warn event. Default: 'default'.
-            recipe (GRPOConfigRecipeType0 | None | Unset): A named recipe (grpo_core.presets) that fills every field you do
-                not set.
+            recipe (GRPOConfigRecipeType0 | None | Unset): A named recipe that fills every field you do not set.
             reward_aggregation (GRPOConfigRewardAggregation | Unset): Weighted sum then advantages (GRPO), or per-grader
                 group normalisation then a weighted sum whitened over the batch (GDPO). Default: 'sum_then_normalize'.
             reward_weights (list[float] | None | Unset): One weight per grader (TRL's reward_weights); default 1 each.

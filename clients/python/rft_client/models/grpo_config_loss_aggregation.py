@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 from typing import Literal
 
 GRPOConfigLossAggregation = Literal["bnpo", "seq_mean_token_mean", "seq_mean_token_sum_norm", "token_mean"]

@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 from typing import Literal
 
 GRPOConfigRecipeType0 = Literal["dapo", "deepseekmath", "dr_grpo", "gfpo", "gspo", "r1_zero", "reinforce_pp", "rloo"]

@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,8 +13,8 @@ T = TypeVar("T", bound="PreflightConfig")
 
 @_attrs_define
 class PreflightConfig:
-    """The RL-readiness probe before training (grpo_core.readiness): the base model sampled ``samples`` times on
-    ``prompts`` training prompts and scored by the job's graders; the job shows the report and a verdict.
+    """The RL-readiness probe before training: the base model sampled ``samples`` times on ``prompts`` training
+    prompts and scored by the job's graders; the job shows the report and a verdict.
 
         Attributes:
             compare_after (bool | Unset): Probe the trained adapter on the same prompts after the last step and compare per

@@ -1,3 +1,4 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote

@@ -1,0 +1,1 @@
+"""``/v1/files``: JSONL uploads checked line by line into the object store."""

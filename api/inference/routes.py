@@ -1,0 +1,89 @@
+"""``/v1/chat/completions`` and ``/v1/completions``: OpenAI's sampling routes for base models, fine-tuned models
+and checkpoints, forwarded to the inference server (api.inference.service) after the ownership check."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
+from sqlalchemy.orm import Session
+
+from api.core.deps import CurrentProject, SessionDep, SettingsDep
+from api.core.errors import ERROR_RESPONSES, Unavailable
+from api.core.settings import ApiSettings
+from api.inference import served as served_models
+from api.inference.schemas import ChatCompletionRequest, CompletionRequest
+from api.inference.service import InferenceClient
+from api.models import service as model_registry
+
+router = APIRouter(prefix="/v1", tags=["inference"], responses=ERROR_RESPONSES)
+
+_ANSWER: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "OpenAI's completion object, or with `stream: true` its chunks as server-sent events.",
+        "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {}},
+    },
+    502: {"description": "The inference server failed the request"},
+    503: {"description": "The inference server is not configured or not answering"},
+}
+
+
+def client(request: Request) -> InferenceClient:
+    inference: InferenceClient | None = request.app.state.inference
+    if inference is None:
+        raise Unavailable(
+            "inference is not configured on this service: set INFERENCE_BASE_URL to an OpenAI-compatible server "
+            "that loads LoRA adapters (python -m worker.inference_server starts one)",
+            code="inference_not_configured",
+        )
+    return inference
+
+
+async def _forward(
+    request: Request,
+    path: str,
+    body: ChatCompletionRequest | CompletionRequest,
+    session: Session,
+    settings: ApiSettings,
+    project: str,
+) -> JSONResponse | StreamingResponse:
+    inference = client(request)
+    target = await run_in_threadpool(_resolve, session, settings, project, body.model)
+    session.close()  # nothing more to read: the connection goes back to the pool before a long generation
+    return await inference.forward(
+        path, body.model_dump(exclude_unset=True), target, cache_salt=cache_salt(settings, project)
+    )
+
+
+def _resolve(session: Session, settings: ApiSettings, project: str, model: str) -> served_models.Target:
+    """The request's target (a database read: run off the event loop)."""
+    base = [model] if model_registry.find(session, settings, model) is not None else []
+    return served_models.resolve(session, project, model, base)
+
+
+def cache_salt(settings: ApiSettings, project: str) -> str:
+    """vLLM's ``cache_salt`` for ``project``: prefix-cache blocks are shared within a project, never across (a
+    secret-keyed hash, so no caller can compute another project's salt; it replaces any salt the caller sent)."""
+    key = settings.internal_token.encode()
+    return hmac.new(key, f"inference-cache:{project}".encode(), hashlib.sha256).hexdigest()
+
+
+@router.post("/chat/completions", response_model=None, responses=_ANSWER)
+async def create_chat_completion(
+    body: ChatCompletionRequest, request: Request, session: SessionDep, settings: SettingsDep, project: CurrentProject
+) -> JSONResponse | StreamingResponse:
+    """A chat completion from a base model, a fine-tuned model or a checkpoint of this project (another project's
+    model is 404). The first request for a fine-tuned model loads its adapter into the inference server."""
+    return await _forward(request, "/chat/completions", body, session, settings, project)
+
+
+@router.post("/completions", response_model=None, responses=_ANSWER)
+async def create_completion(
+    body: CompletionRequest, request: Request, session: SessionDep, settings: SettingsDep, project: CurrentProject
+) -> JSONResponse | StreamingResponse:
+    """A text completion (no chat template) from a base model, a fine-tuned model or a checkpoint."""
+    return await _forward(request, "/completions", body, session, settings, project)

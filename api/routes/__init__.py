@@ -1,1 +1,0 @@
-"""Thin routes: parse the request, call a service, shape the answer."""

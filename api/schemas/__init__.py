@@ -1,1 +1,0 @@
-"""Request and response models of the public and internal APIs; their docstrings become the client's."""

@@ -1,1 +1,0 @@
-"""Rules and state transitions, free of FastAPI: routes parse, call a service, and shape the answer."""

@@ -1,0 +1,1 @@
+"""Training inputs: JSONL rows checked and rendered into prompts, and prompt-token counting (no torch)."""

@@ -1,1 +1,0 @@
-"""Rollout engines behind one protocol (grpo_core.engines.base)."""

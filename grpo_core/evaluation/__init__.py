@@ -1,0 +1,1 @@
+"""Probing a policy: validation during training, eval runs, the readiness probe and report, health."""

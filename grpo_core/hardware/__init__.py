@@ -1,0 +1,1 @@
+"""Where a job runs: device and precision, distributed ranks, memory planning, sharding."""

@@ -1,0 +1,143 @@
+"""Memory levers: gradient checkpointing, ``micro_batch_size: auto``, the vLLM engine's share of a GPU, and the
+out-of-memory failure a user can act on.
+
+Sizing is an estimate from the model's config, not a trial allocation: a trial would have to run the worst-case
+micro-batch (longest prompt + longest completion) and still could not see the next step's lengths. The estimate
+is deliberately high (every sequence at ``max_prompt_tokens + max_completion_tokens``, the logits in fp32 three
+times over), and only ``SAFETY`` of the free memory is planned for, so ``auto`` should never be what runs out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from grpo_core.errors import DeviceOutOfMemory
+from grpo_core.hardware.device import Placement, device_memory_gb, peak_memory_gb
+from grpo_core.schemas.config import GRPOConfig
+
+SAFETY = 0.7  # share of the free memory the micro-batch estimate may plan for
+CPU_MICRO_BATCH = 8  # on a CPU memory is rarely the limit and bigger micro-batches do not run faster
+MAX_AUTO_MICRO_BATCH = 64
+VLLM_MAX_SHARE = 0.5  # the colocated vLLM engine never takes more than this share of the GPU by default
+
+
+def _dims(model: Any) -> tuple[int, int, int, int]:
+    """(layers, hidden, intermediate, vocab) from a transformers config."""
+    c = model.config
+    hidden = int(c.hidden_size)
+    return int(c.num_hidden_layers), hidden, int(getattr(c, "intermediate_size", 4 * hidden)), int(c.vocab_size)
+
+
+def sequence_bytes(model: Any, cfg: GRPOConfig, *, checkpointing: bool, precision_bytes: int) -> int:
+    """Estimated activation memory of one sequence in the update (forward kept for backward, plus the logits).
+
+    Per decoder layer and token a LLaMA-style block keeps about 12·h + 4·i values for its backward (norm inputs,
+    q/k/v/o and MLP inputs, the gate/up outputs and the activation, the residuals; Korthikanti et al., 2022, with
+    no s² attention term under SDPA). With checkpointing only each layer's input (h values) is kept, plus one
+    layer's full set while it is recomputed. The head's (C, V) logits are fp32 (log-softmax and its gradient).
+    """
+    layers, h, inter, vocab = _dims(model)
+    tokens = cfg.max_prompt_tokens + cfg.max_completion_tokens
+    per_layer = 12 * h + 4 * inter
+    kept = layers * h + per_layer if checkpointing else layers * per_layer
+    return tokens * kept * precision_bytes + cfg.max_completion_tokens * vocab * 4 * 3
+
+
+def auto_micro_batch(model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool) -> int:
+    """``micro_batch_size: auto``: as many sequences as ``SAFETY`` of the GPU's free memory holds, at most the
+    step's sequences; ``CPU_MICRO_BATCH`` on a CPU. Called after the rollout engine started, so a colocated vLLM
+    engine's reservation is already taken."""
+    if cfg.micro_batch_size != "auto":
+        return cfg.micro_batch_size
+    step_rows = cfg.batch_size * (cfg.gfpo_sample_size or cfg.group_size)
+    mem = device_memory_gb(placement.device)
+    if mem is None:
+        return min(CPU_MICRO_BATCH, step_rows)
+    free_gb, _ = mem
+    per_seq = sequence_bytes(model, cfg, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
+    fit = int(SAFETY * free_gb * 2**30 // per_seq)
+    if fit < 1:
+        raise DeviceOutOfMemory(
+            f"one sequence of {cfg.max_prompt_tokens + cfg.max_completion_tokens} tokens needs about "
+            f"{per_seq / 2**30:.1f} GiB for the update and {placement.device} has {free_gb:.1f} GiB free: lower "
+            "max_completion_tokens or max_prompt_tokens"
+            + ("" if checkpointing else ", or set gradient_checkpointing: true")
+        )
+    return max(1, min(fit, step_rows, MAX_AUTO_MICRO_BATCH))
+
+
+def vllm_memory_share(model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool) -> float:
+    """The vLLM engine's ``gpu_memory_utilization`` when it shares the GPU with training: the configured value, or
+    what is free once the training's own need (one micro-batch of at least 4 sequences, plus 2 GiB for the
+    optimizer and allocator slack) is set aside, capped at ``VLLM_MAX_SHARE``. vLLM counts the share against the
+    device's total memory and refuses to start if that much is not free."""
+    if cfg.vllm_gpu_memory_utilization is not None:
+        return cfg.vllm_gpu_memory_utilization
+    mem = device_memory_gb(placement.device)
+    if mem is None:
+        raise ValueError("vllm_memory_share is for a GPU")
+    free_gb, total_gb = mem
+    per_seq = sequence_bytes(model, cfg, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
+    training_gb = 4 * per_seq / 2**30 / SAFETY + 2.0
+    share = (free_gb - training_gb) / total_gb
+    if share < 0.05:
+        raise DeviceOutOfMemory(
+            f"{placement.device} has {free_gb:.1f} GiB free after loading the model; training needs about "
+            f"{training_gb:.1f} GiB, which leaves the vLLM engine nothing: use rollout_engine 'merged' or "
+            "'transformers', or lower max_completion_tokens"
+        )
+    return round(min(VLLM_MAX_SHARE, share), 3)
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Turn on transformers' per-layer activation checkpointing (non-reentrant), to be switched on around the
+    update by ``checkpointing``; the model stays in eval mode (no dropout) everywhere else."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+@contextlib.contextmanager
+def checkpointing(model: Any, enabled: bool) -> Iterator[None]:
+    """Activation checkpointing for the duration of an update.
+
+    transformers checkpoints a decoder layer only when that layer's ``training`` flag is set. Setting the flag on
+    the decoder layers alone (not recursively) turns checkpointing on without turning on any dropout: attention
+    and MLP modules keep their own flags, so the policy stays deterministic and the μ = 1 ratio stays exactly 1.
+    Checkpointed layers drop a KV cache, so the update's shared-prefix path is off while this is on
+    (grpo_core.update.step passes ``share_prefix=False``).
+    """
+    if not enabled:
+        yield
+        return
+    layers = [m for m in model.modules() if getattr(m, "gradient_checkpointing", False)]
+    if not layers:
+        raise RuntimeError("checkpointing(model, True) needs enable_checkpointing(model) first")
+    for m in layers:
+        m.training = True
+    try:
+        yield
+    finally:
+        for m in layers:
+            m.training = False
+
+
+def out_of_memory(step: int, phase: str, placement: Placement, cfg: GRPOConfig) -> DeviceOutOfMemory:
+    """The user's error for a ``torch.OutOfMemoryError`` in ``phase`` of ``step``: where, the peak, the remedies
+    (``cfg`` is the run's resolved config)."""
+    peak = ""
+    if placement.is_cuda:
+        peak = f" (peak {peak_memory_gb(placement.device):.1f} GiB of {placement.total_gb:.1f} GiB)"
+    if phase == "sampling":
+        remedies = ["lower group_size or batch_size", "lower max_completion_tokens"]
+        if cfg.rollout_engine == "vllm":
+            remedies.append("lower vllm_gpu_memory_utilization")
+    else:
+        remedies = [f"lower micro_batch_size (it was {cfg.micro_batch})"]
+        if not cfg.gradient_checkpointing:
+            remedies.append("set gradient_checkpointing: true")
+        remedies.append("lower max_completion_tokens")
+    return DeviceOutOfMemory(
+        f"out of memory on {placement.device} in the {phase} of step {step}{peak}: " + ", or ".join(remedies)
+    )

@@ -1,0 +1,254 @@
+"""A lean batched sampling loop: the prompt prefill once per distinct prompt, then one forward per new token.
+
+Why not ``model.generate``: on a small model the per-token work outside the forward pass (generate's input
+preparation, processors, stopping criteria) is a sizeable share of a step, and the loop here also records the
+log-prob of every sampled token under the distribution that drew it (after temperature and top-p) as it goes,
+with one (B, V) row of scores alive at a time — what the truncated importance-sampling correction needs when the
+sampler's weights are not bit-identical to the trainer's (grpo_core.rollout.engines.merged).
+
+Sampling draws counter-based uniforms keyed by (seed, the row's step-wide number, token)
+(grpo_core.rollout.engines.noise), so a rollout is a function of (weights, prompt, seed, row), the same in any batch or
+on any rank, and the global RNG is untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import torch
+from torch import Tensor
+
+from grpo_core.rollout.batch import Rollout, completion_mask, eos_ids, left_padded
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.engines.noise import row_uniforms
+from grpo_core.update.logprobs import prefill_cache
+
+
+def _preallocated_layer_class() -> type:
+    from transformers.cache_utils import DynamicLayer
+
+    class PreallocatedLayer(DynamicLayer):  # type: ignore[no-untyped-call]  # transformers' cache: untyped
+        """A DynamicLayer whose keys/values live in a buffer sized for the whole rollout, written in place.
+
+        DynamicLayer concatenates the whole cache on every token (O(length) copying per step, per layer); here a
+        token costs a write of its own keys/values and the attention reads a view of the filled part.
+        """
+
+        def __init__(self, capacity: int) -> None:
+            cast("Callable[[], None]", super().__init__)()  # DynamicLayer.__init__ is unannotated in transformers
+            self.capacity, self.length = capacity, 0
+
+        def update(self, key_states: Tensor, value_states: Tensor, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
+            if not self.is_initialized:
+                self.dtype, self.device = key_states.dtype, key_states.device
+                b, h, _, dk = key_states.shape
+                self.k_buf = key_states.new_empty((b, h, self.capacity, dk))
+                self.v_buf = value_states.new_empty((b, value_states.shape[1], self.capacity, value_states.shape[3]))
+                self.is_initialized = True
+            n = key_states.shape[-2]
+            self.k_buf[:, :, self.length : self.length + n] = key_states
+            self.v_buf[:, :, self.length : self.length + n] = value_states
+            self.length += n
+            self.keys, self.values = self.k_buf[:, :, : self.length], self.v_buf[:, :, : self.length]
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self.length
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            if self.length:
+                self.k_buf = self.k_buf.repeat_interleave(repeats, dim=0)
+                self.v_buf = self.v_buf.repeat_interleave(repeats, dim=0)
+                self.keys, self.values = self.k_buf[:, :, : self.length], self.v_buf[:, :, : self.length]
+
+    return PreallocatedLayer
+
+
+def _new_cache(model: Any, capacity: int) -> Any:
+    """A DynamicCache for ``model``; full-attention layers preallocated to ``capacity`` tokens (sliding-window and
+    other special layers keep their own classes)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    cache = DynamicCache(config=model.config)
+    layer_cls = _preallocated_layer_class()
+    cache.layers = [layer_cls(capacity) if type(x) is DynamicLayer else x for x in cache.layers]
+    return cache
+
+
+def _prefill(model: Any, ids: Tensor, mask: Tensor, group_size: int, capacity: int) -> Any:
+    """KV cache of every prompt token but the last, one row per distinct prompt, repeated ``group_size`` times."""
+    cache = _new_cache(model, capacity)
+    if ids.shape[1] > 1:
+        prefill_cache(model, ids, mask, cache)
+        cache.batch_repeat_interleave(group_size)
+    return cache
+
+
+def _step_shapes(
+    tokenizer: Any, ids: Tensor, mask: Tensor, step_prompts: tuple[str, ...]
+) -> tuple[Tensor, Tensor, bool]:
+    """A share's ``ids``/``mask`` left-padded to the widest prompt of the step, and whether the step as a whole is
+    padding-free (every prompt of one length), as one process sampling the whole step would compute them."""
+    lengths = [len(x) for x in tokenizer(list(step_prompts), add_special_tokens=False)["input_ids"]]
+    width = max(lengths)
+    if width > ids.shape[1]:
+        pad = width - ids.shape[1]
+        ids = torch.cat([ids.new_full((ids.shape[0], pad), tokenizer.pad_token_id), ids], dim=1)
+        mask = torch.cat([mask.new_zeros((mask.shape[0], pad)), mask], dim=1)
+    return ids, mask, len(set(lengths)) == 1
+
+
+def _draw(logp: Tensor, uniforms: Tensor) -> Tensor:
+    """One token per row from exp(``logp``) by inverting the CDF with the row's uniform draw (``uniforms`` (B, 1)).
+
+    torch.multinomial draws V exponentials per row; this is one cumulative sum. The
+    CDF is in float64 so the last bins keep their mass on large vocabularies.
+    """
+    cdf = logp.double().exp().cumsum(dim=-1)
+    u = uniforms.to(cdf.device) * cdf[:, -1:]
+    return torch.searchsorted(cdf, u).squeeze(1).clamp(max=logp.shape[1] - 1)
+
+
+def _nucleus(logp: Tensor, top_p: float) -> Tensor:
+    """``logp`` (B, V) restricted to the smallest set of tokens whose mass reaches ``top_p``, renormalised."""
+    sorted_lp, order = logp.sort(dim=-1, descending=True)
+    mass_before = sorted_lp.exp().cumsum(dim=-1) - sorted_lp.exp()
+    drop_sorted = mass_before >= top_p  # the top token is always kept (mass before it is 0)
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return torch.log_softmax(logp.masked_fill(drop, float("-inf")), dim=-1)
+
+
+def decode(
+    model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, *, stop_ids: list[int] | None = None
+) -> Rollout:
+    """``group_size`` completions per prompt (rows grouped by prompt), greedy at temperature 0.
+
+    ``Rollout.sampling_logp`` holds each sampled token's log-prob under the sampling distribution (softmax of
+    logits / T, restricted to the top-p nucleus); None when greedy (no distribution drew the tokens).
+
+    The loop runs under ``torch.inference_mode`` (no autograd bookkeeping per op); the
+    returned tensors are cloned outside it, because the trainer later uses the ids inside autograd, which
+    inference tensors may not enter.
+    """
+    with torch.inference_mode():
+        ro = _decode(model, tokenizer, prompts, sampling, stop_ids)
+    return Rollout(
+        prompt_ids=ro.prompt_ids.clone(),
+        prompt_mask=ro.prompt_mask.clone(),
+        completion_ids=ro.completion_ids.clone(),
+        completion_mask=ro.completion_mask.clone(),
+        truncated=ro.truncated.clone(),
+        texts=ro.texts,
+        sampling_logp=None if ro.sampling_logp is None else ro.sampling_logp.clone(),
+    )
+
+
+def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, stop_ids: list[int] | None) -> Rollout:
+    stop = stop_ids or eos_ids(model, tokenizer)
+    if tokenizer.pad_token is None:  # masks never depend on the pad id (grpo_core.rollout.batch)
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(stop[0])
+    tokenizer.padding_side = "left"
+    device = next(model.parameters()).device
+    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    ids, mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)
+    # Prompts of one length (no left padding): no attention mask at all, so the model builds none per token;
+    # tokens after a row's EOS are masked out of the loss later and, attention being causal, change nothing.
+    padding_free = bool(mask.all())
+    if sampling.step_prompts:  # a rank's share: the whole step's shapes (Sampling.step_prompts says why)
+        ids, mask, padding_free = _step_shapes(tokenizer, ids, mask, sampling.step_prompts)
+    cache = _prefill(model, ids, mask, sampling.group_size, capacity=ids.shape[1] + sampling.max_new_tokens)
+    ids, mask = ids.repeat_interleave(sampling.group_size, dim=0), mask.repeat_interleave(sampling.group_size, dim=0)
+    rows = torch.arange(sampling.first_row, sampling.first_row + ids.shape[0], device=device)
+    completion_ids, logps = _sample_tokens(model, cache, ids, mask, rows, sampling, stop, padding_free)
+    cmask, truncated = completion_mask(completion_ids, stop)
+    texts = [
+        tokenizer.decode(row[: int(m.sum())], skip_special_tokens=True)
+        for row, m in zip(completion_ids.tolist(), cmask, strict=True)
+    ]
+    sampling_logp = logps.cpu() * cmask.cpu() if logps is not None else None
+    return Rollout(
+        prompt_ids=ids.cpu(),
+        prompt_mask=mask.cpu(),
+        completion_ids=completion_ids.cpu(),
+        completion_mask=cmask.cpu(),
+        truncated=truncated.cpu(),
+        texts=texts,
+        sampling_logp=sampling_logp,
+    )
+
+
+def _sample_tokens(
+    model: Any,
+    cache: Any,
+    ids: Tensor,
+    mask: Tensor,
+    rows: Tensor,
+    sampling: Sampling,
+    stop: list[int],
+    padding_free: bool,
+) -> tuple[Tensor, Tensor | None]:
+    """(B, T) sampled ids (rows that stopped repeat their stop id) and their (B, T) sampling log-probs (None when
+    greedy), from a ``cache`` holding every token of ``ids`` but the last; ``rows`` key each row's noise."""
+    n, device, temperature = ids.shape[0], ids.device, sampling.temperature
+    position = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # of the last prompt token
+    stop_t = torch.tensor(stop, device=device)
+    tokens, logps = [], []
+    done = torch.zeros(n, dtype=torch.bool, device=device)
+    step_input, attn = ids[:, -1:], mask
+    for t in range(sampling.max_new_tokens):
+        logits = (
+            model(
+                input_ids=step_input,
+                attention_mask=None if padding_free else attn,
+                position_ids=position,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            .logits[:, -1, :]
+            .float()
+        )
+        if temperature > 0:
+            logp = torch.log_softmax(logits.div_(temperature), dim=-1)
+            if sampling.top_p < 1.0:
+                logp = _nucleus(logp, sampling.top_p)
+            token = _draw(logp, row_uniforms(sampling.seed, rows, t))
+            logps.append(logp.gather(1, token.unsqueeze(1)).squeeze(1))
+        else:
+            token = logits.argmax(dim=-1)
+        token = token.masked_fill(done, stop[0])  # finished rows repeat EOS: masked out, never content
+        tokens.append(token)
+        done |= torch.isin(token, stop_t)
+        if bool(done.all()):
+            break
+        step_input = token.unsqueeze(1)
+        attn = torch.cat([attn, attn.new_ones((n, 1))], dim=1)
+        position = position + 1
+    return torch.stack(tokens, dim=1), torch.stack(logps, dim=1) if logps else None
+
+
+def decode_continuations(
+    model: Any,
+    sequences: list[list[int]],
+    sampling: Sampling,
+    rows: list[int],
+    *,
+    stop_ids: list[int],
+    pad_id: int,
+) -> list[tuple[list[int], list[float] | None]]:
+    """One turn for each token sequence (a multi-turn trajectory so far, grpo_core.rollout.agent.episodes): the sampled
+    ids, up to and including the first stop id, and their sampling log-probs (None when greedy). ``rows`` are the
+    trajectories' step-wide numbers, which key their noise (``sampling.seed`` is the turn's)."""
+    with torch.inference_mode():
+        device = next(model.parameters()).device
+        ids, mask = left_padded(sequences, pad_id, device)
+        cache = _prefill(model, ids, mask, 1, capacity=ids.shape[1] + sampling.max_new_tokens)
+        rows_t = torch.tensor(rows, dtype=torch.long, device=device)
+        out, logps = _sample_tokens(model, cache, ids, mask, rows_t, sampling, stop_ids, bool(mask.all()))
+        cmask, _ = completion_mask(out, stop_ids)
+        lengths = cmask.sum(dim=1).tolist()
+        out_l = out.tolist()
+        lp_l = logps.tolist() if logps is not None else None
+    return [(out_l[i][:n], None if lp_l is None else lp_l[i][:n]) for i, n in enumerate(lengths)]
