@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile clients/python/setup.py | sha1sum | cut -c1-10)
 
 .PHONY: install test test-gpu test-unit test-integration test-browser lint typecheck services sandbox browser dashboard demo bench \
-	clean openapi check-openapi images test-deploy
+	clean openapi check-openapi images test-deploy docs docs-check
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,7 +65,7 @@ test-integration: install services sandbox
 test-browser: install services sandbox browser
 	$(BIN)/python -m pytest -q tests/browser
 
-test: install services sandbox browser lint typecheck check-openapi
+test: install services sandbox browser lint typecheck check-openapi docs-check
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 # The GPU suite (tests/gpu) and the GPU bench, on a machine with CUDA: refuses to start without one (on a CPU-only
@@ -84,6 +84,17 @@ openapi: install
 check-openapi: install
 	$(BIN)/python -m scripts.openapi check
 
+# The documentation site (mkdocs.yml, docs/) into site/. Its API reference is rendered from openapi.json and its CLI
+# reference from rft_cli at build time (docs/hooks/), so neither is a copy that can drift. NO_MKDOCS_2_WARNING
+# quiets the theme's notice about a future MkDocs, which says nothing about this site.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The same strict build in `make test`, before pytest: a broken link or anchor, or a page missing from the nav
+# (mkdocs.yml's validation:), fails the tests. Built under .state so it leaves a `make docs` site alone.
+docs-check: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .state/docs-check
+
 demo: install sandbox
 	$(BIN)/python -m scripts.demo
 
@@ -92,7 +103,7 @@ demo: install sandbox
 bench: install
 	$(BIN)/python -m bench.grpo_vs_trl --quick
 
-# The deploy files built and run for real (deploy/README.md): the API and CPU worker images, with Docker or else
+# The deploy files built and run for real (docs/operations/deploy.md): the API and CPU worker images, with Docker or else
 # Podman (installed from Debian when missing; on a local Debian base where no registry answers), then the
 # containerised stack (migration, API, worker) drives a job to `succeeded` against this machine's services.
 images: install
