@@ -14,15 +14,29 @@ on any rank, and the global RNG is untouched.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import torch
 from torch import Tensor
 
 from grpo_core.rollout.batch import Rollout, completion_mask, eos_ids, left_padded
 from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.engines.graphs import StaticDecoder
 from grpo_core.rollout.engines.noise import row_uniforms
 from grpo_core.update.logprobs import prefill_cache
+
+
+class Steps(Protocol):
+    """A rollout's decode steps: ``logits()`` predicts the position after the tokens fed so far ((n, V) fp32);
+    ``feed`` appends the next (n,) tokens. Eager (``_EagerSteps``) or on static buffers (graphs.DecodeRun).
+    ``check_every``: how many tokens apart the loop asks whether every row has finished (each ask waits for the
+    device)."""
+
+    check_every: int
+
+    def logits(self) -> Tensor: ...
+
+    def feed(self, tokens: Tensor) -> None: ...
 
 
 def _preallocated_layer_class() -> type:
@@ -86,6 +100,51 @@ def _prefill(model: Any, ids: Tensor, mask: Tensor, group_size: int, capacity: i
     return cache
 
 
+class _EagerSteps:
+    """Decode steps through transformers' forward on a growing cache: the fed tokens' attention mask grows by a
+    column per token (None when no row is padded), positions count from each row's last prompt token."""
+
+    check_every = 1  # an eager step is long next to the wait for its result
+
+    def __init__(self, model: Any, cache: Any, ids: Tensor, mask: Tensor, padding_free: bool) -> None:
+        self.model, self.cache, self.padding_free = model, cache, padding_free
+        self.position = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # of the last prompt token
+        self.step_input, self.attn = ids[:, -1:], mask
+
+    def logits(self) -> Tensor:
+        out = self.model(
+            input_ids=self.step_input,
+            attention_mask=None if self.padding_free else self.attn,
+            position_ids=self.position,
+            past_key_values=self.cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        logits: Tensor = out.logits[:, -1, :].float()
+        return logits
+
+    def feed(self, tokens: Tensor) -> None:
+        self.step_input = tokens.unsqueeze(1)
+        self.attn = torch.cat([self.attn, self.attn.new_ones((self.attn.shape[0], 1))], dim=1)
+        self.position = self.position + 1
+
+
+def _steps(
+    model: Any, ids: Tensor, mask: Tensor, group_size: int, max_new_tokens: int, padding_free: bool, static: Any
+) -> Steps:
+    """The decode steps of a rollout of the distinct prompts ``ids``/``mask`` × ``group_size``: on the engine's
+    static buffers (grpo_core.rollout.engines.graphs; CUDA graphs on a GPU) when it has them, else eagerly."""
+    width = ids.shape[1]
+    if static is not None:
+        cache = _prefill(model, ids, mask, group_size, capacity=width)
+        rows, rmask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
+        run: Steps = static.start(cache, rows, rmask, max_new_tokens)
+        return run
+    cache = _prefill(model, ids, mask, group_size, capacity=width + max_new_tokens)
+    rows, rmask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
+    return _EagerSteps(model, cache, rows, rmask, padding_free)
+
+
 def _step_shapes(
     tokenizer: Any, ids: Tensor, mask: Tensor, step_prompts: tuple[str, ...]
 ) -> tuple[Tensor, Tensor, bool]:
@@ -121,19 +180,27 @@ def _nucleus(logp: Tensor, top_p: float) -> Tensor:
 
 
 def decode(
-    model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, *, stop_ids: list[int] | None = None
+    model: Any,
+    tokenizer: Any,
+    prompts: list[str],
+    sampling: Sampling,
+    *,
+    stop_ids: list[int] | None = None,
+    static: StaticDecoder | None = None,
 ) -> Rollout:
     """``group_size`` completions per prompt (rows grouped by prompt), greedy at temperature 0.
 
     ``Rollout.sampling_logp`` holds each sampled token's log-prob under the sampling distribution (softmax of
     logits / T, restricted to the top-p nucleus); None when greedy (no distribution drew the tokens).
+    ``static``: run the decode steps on these static buffers (CUDA graphs on a GPU; grpo_core.rollout.engines.graphs)
+    instead of transformers' growing cache.
 
     The loop runs under ``torch.inference_mode`` (no autograd bookkeeping per op); the
     returned tensors are cloned outside it, because the trainer later uses the ids inside autograd, which
     inference tensors may not enter.
     """
     with torch.inference_mode():
-        ro = _decode(model, tokenizer, prompts, sampling, stop_ids)
+        ro = _decode(model, tokenizer, prompts, sampling, stop_ids, static)
     return Rollout(
         prompt_ids=ro.prompt_ids.clone(),
         prompt_mask=ro.prompt_mask.clone(),
@@ -145,7 +212,14 @@ def decode(
     )
 
 
-def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, stop_ids: list[int] | None) -> Rollout:
+def _decode(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[str],
+    sampling: Sampling,
+    stop_ids: list[int] | None,
+    static: StaticDecoder | None,
+) -> Rollout:
     stop = stop_ids or eos_ids(model, tokenizer)
     if tokenizer.pad_token is None:  # masks never depend on the pad id (grpo_core.rollout.batch)
         tokenizer.pad_token = tokenizer.convert_ids_to_tokens(stop[0])
@@ -158,10 +232,11 @@ def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, 
     padding_free = bool(mask.all())
     if sampling.step_prompts:  # a rank's share: the whole step's shapes (Sampling.step_prompts says why)
         ids, mask, padding_free = _step_shapes(tokenizer, ids, mask, sampling.step_prompts)
-    cache = _prefill(model, ids, mask, sampling.group_size, capacity=ids.shape[1] + sampling.max_new_tokens)
-    ids, mask = ids.repeat_interleave(sampling.group_size, dim=0), mask.repeat_interleave(sampling.group_size, dim=0)
+    g = sampling.group_size
+    steps = _steps(model, ids, mask, g, sampling.max_new_tokens, padding_free, static)
+    ids, mask = ids.repeat_interleave(g, dim=0), mask.repeat_interleave(g, dim=0)
     rows = torch.arange(sampling.first_row, sampling.first_row + ids.shape[0], device=device)
-    completion_ids, logps = _sample_tokens(model, cache, ids, mask, rows, sampling, stop, padding_free)
+    completion_ids, logps = _sample_tokens(steps, rows, sampling, stop)
     cmask, truncated = completion_mask(completion_ids, stop)
     texts = [
         tokenizer.decode(row[: int(m.sum())], skip_special_tokens=True)
@@ -179,39 +254,22 @@ def _decode(model: Any, tokenizer: Any, prompts: list[str], sampling: Sampling, 
     )
 
 
-def _sample_tokens(
-    model: Any,
-    cache: Any,
-    ids: Tensor,
-    mask: Tensor,
-    rows: Tensor,
-    sampling: Sampling,
-    stop: list[int],
-    padding_free: bool,
-) -> tuple[Tensor, Tensor | None]:
+def _sample_tokens(steps: Steps, rows: Tensor, sampling: Sampling, stop: list[int]) -> tuple[Tensor, Tensor | None]:
     """(B, T) sampled ids (rows that stopped repeat their stop id) and their (B, T) sampling log-probs (None when
-    greedy), from a ``cache`` holding every token of ``ids`` but the last; ``rows`` key each row's noise."""
-    n, device, temperature = ids.shape[0], ids.device, sampling.temperature
-    position = (mask.sum(dim=1, keepdim=True) - 1).clamp(min=0)  # of the last prompt token
+    greedy), from ``steps`` whose first ``logits()`` predicts the first new token; ``rows`` key each row's noise."""
+    n, device, temperature = rows.shape[0], rows.device, sampling.temperature
     stop_t = torch.tensor(stop, device=device)
-    tokens, logps = [], []
+    every = steps.check_every
+    tokens: list[Tensor] = []
+    logps: list[Tensor] = []
+    all_done: list[Tensor] = []
     done = torch.zeros(n, dtype=torch.bool, device=device)
-    step_input, attn = ids[:, -1:], mask
     for t in range(sampling.max_new_tokens):
-        logits = (
-            model(
-                input_ids=step_input,
-                attention_mask=None if padding_free else attn,
-                position_ids=position,
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,
-            )
-            .logits[:, -1, :]
-            .float()
-        )
+        if t:
+            steps.feed(tokens[-1])
+        logits = steps.logits()
         if temperature > 0:
-            logp = torch.log_softmax(logits.div_(temperature), dim=-1)
+            logp = torch.log_softmax(logits / temperature, dim=-1)
             if sampling.top_p < 1.0:
                 logp = _nucleus(logp, sampling.top_p)
             token = _draw(logp, row_uniforms(sampling.seed, rows, t))
@@ -220,13 +278,16 @@ def _sample_tokens(
             token = logits.argmax(dim=-1)
         token = token.masked_fill(done, stop[0])  # finished rows repeat EOS: masked out, never content
         tokens.append(token)
-        done |= torch.isin(token, stop_t)
-        if bool(done.all()):
+        done = done | torch.isin(token, stop_t)
+        all_done.append(done.all())
+        if (t + 1) % every == 0 and bool(all_done[-1]):
             break
-        step_input = token.unsqueeze(1)
-        attn = torch.cat([attn, attn.new_ones((n, 1))], dim=1)
-        position = position + 1
-    return torch.stack(tokens, dim=1), torch.stack(logps, dim=1) if logps else None
+    length = len(tokens)
+    if every > 1:  # cut at the first step after which every row had finished: what a check per token keeps
+        finished = torch.stack(all_done).nonzero()
+        length = int(finished[0, 0]) + 1 if finished.numel() else length
+    ids = torch.stack(tokens[:length], dim=1)
+    return ids, torch.stack(logps[:length], dim=1) if logps else None
 
 
 def decode_continuations(
@@ -237,16 +298,18 @@ def decode_continuations(
     *,
     stop_ids: list[int],
     pad_id: int,
+    static: StaticDecoder | None = None,
 ) -> list[tuple[list[int], list[float] | None]]:
     """One turn for each token sequence (a multi-turn trajectory so far, grpo_core.rollout.agent.episodes): the sampled
     ids, up to and including the first stop id, and their sampling log-probs (None when greedy). ``rows`` are the
-    trajectories' step-wide numbers, which key their noise (``sampling.seed`` is the turn's)."""
+    trajectories' step-wide numbers, which key their noise (``sampling.seed`` is the turn's); ``static`` as in
+    ``decode``."""
     with torch.inference_mode():
         device = next(model.parameters()).device
         ids, mask = left_padded(sequences, pad_id, device)
-        cache = _prefill(model, ids, mask, 1, capacity=ids.shape[1] + sampling.max_new_tokens)
+        steps = _steps(model, ids, mask, 1, sampling.max_new_tokens, bool(mask.all()), static)
         rows_t = torch.tensor(rows, dtype=torch.long, device=device)
-        out, logps = _sample_tokens(model, cache, ids, mask, rows_t, sampling, stop_ids, bool(mask.all()))
+        out, logps = _sample_tokens(steps, rows_t, sampling, stop_ids)
         cmask, _ = completion_mask(out, stop_ids)
         lengths = cmask.sum(dim=1).tolist()
         out_l = out.tolist()

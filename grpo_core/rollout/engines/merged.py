@@ -12,12 +12,17 @@ model when the dtypes agree, so the copy costs the adapted layers' weights once 
 The sampler's log-probs differ from the trainer's by float rounding (fp32: ~1e-6; bf16: up to ~1e-1 on a
 135M model), so every rollout carries ``sampling_logp`` and the loss applies the truncated importance-sampling
 correction (``tis_cap``), exactly as for vLLM.
+
+On a GPU the decode steps run on static buffers and are replayed as CUDA graphs, one per batch-size bucket,
+captured once per engine (grpo_core.rollout.engines.graphs): a decode step there is launch-bound, and a replay is
+one launch instead of a few hundred. ``sync`` writes the merged weights in place, so the graphs, which read the
+weights where they are, sample the new policy without being captured again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import torch
 
@@ -25,6 +30,12 @@ from grpo_core.hardware.sharding import full
 from grpo_core.rollout.batch import Rollout, eos_ids
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.engines.decode import decode, decode_continuations
+from grpo_core.rollout.engines.graphs import StaticDecoder, unsupported_reason
+
+# How the merged engine runs its decode steps: "eager" (transformers' forward on a growing cache), "static" (fixed
+# buffers, each step run eagerly: what tests check on a CPU), "graphs" (fixed buffers, each step a replayed CUDA
+# graph), "auto" (graphs on CUDA for a model they support, eager elsewhere).
+DecodeMode = Literal["auto", "eager", "static", "graphs"]
 
 
 def _lora_layers(peft_model: Any) -> dict[str, Any]:
@@ -88,10 +99,19 @@ class PrepackedLinear(torch.nn.Module):
 class MergedEngine:
     name = "merged"
 
-    def __init__(self, model: Any, tokenizer: Any, dtype: torch.dtype = torch.float32, *, prepack: bool = True) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        dtype: torch.dtype = torch.float32,
+        *,
+        prepack: bool = True,
+        decode_mode: DecodeMode = "auto",
+    ) -> None:
         """A sampling copy of the PEFT ``model`` in ``dtype``; ``prepack``: hold the adapted bf16 linears prepacked
         where ``can_prepack`` says this machine runs them (False: plain bf16 linears, what bench/sampler.py and the
-        tests compare them with)."""
+        tests compare them with); ``decode_mode``: how decode steps run (``DecodeMode``; "graphs" and "static" are
+        refused with the reason for a model whose cache or attention they cannot hold)."""
         from transformers import AutoModelForCausalLM
 
         self.tokenizer = tokenizer
@@ -129,7 +149,15 @@ class MergedEngine:
             raise RuntimeError(f"merged sampler: tensors without a source in the policy: {leftover[:5]}")
         plain.eval()
         self.model = plain
+        self.static = _static_decoder(plain, decode_mode)
         self.sync(model, 0)
+
+    def reserve(self, rows: int, positions: int) -> None:
+        """Allocate the static decode buffers for rollouts of ``rows`` rows and ``positions`` positions (prompt plus
+        completion) now, before the trainer sizes its micro-batches from the free memory, instead of at the first
+        rollout; a no-op without static buffers (eager decoding allocates per rollout)."""
+        if self.static is not None:
+            self.static.reserve(rows, positions)
 
     @torch.no_grad()
     def sync(self, model: Any, step: int) -> None:
@@ -145,14 +173,33 @@ class MergedEngine:
                 module.set_weight(target)
 
     def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
-        return decode(self.model, self.tokenizer, prompts, sampling, stop_ids=self.stop)
+        return decode(self.model, self.tokenizer, prompts, sampling, stop_ids=self.stop, static=self.static)
 
     def continue_turns(
         self, sequences: list[list[int]], sampling: Sampling, rows: list[int]
     ) -> list[tuple[list[int], list[float] | None]]:
         pad = self.tokenizer.pad_token_id
         pad_id = pad if pad is not None else self.stop[0]
-        return decode_continuations(self.model, sequences, sampling, rows, stop_ids=self.stop, pad_id=pad_id)
+        return decode_continuations(
+            self.model, sequences, sampling, rows, stop_ids=self.stop, pad_id=pad_id, static=self.static
+        )
+
+    def suspend(self) -> None:
+        """Nothing to free: the static buffers and graphs are kept for the whole job (captured once, and counted in
+        the memory the trainer sizes its micro-batches from, ``reserve``)."""
 
     def close(self) -> None:
         self.model = None
+        self.static = None  # its buffers and graphs
+
+
+def _static_decoder(model: Any, mode: DecodeMode) -> StaticDecoder | None:
+    """The static decoder ``mode`` asks for on ``model``'s device, or None for eager decoding."""
+    if mode == "eager":
+        return None
+    on_cuda = next(model.parameters()).device.type == "cuda"
+    if mode == "auto":
+        if not on_cuda or unsupported_reason(model) is not None:
+            return None
+        mode = "graphs"
+    return StaticDecoder(model, graphs=mode == "graphs")

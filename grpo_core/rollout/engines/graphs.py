@@ -1,0 +1,286 @@
+"""Decode steps on static buffers, replayed as CUDA graphs: the merged sampler's per-token forward on a GPU.
+
+Why: on a GPU a decode step of a small or mid-sized model is launch-bound. transformers' forward issues a few
+hundred small kernels per token from Python (norms, projections, rotary embedding, attention, MLP, per layer), and
+the GPU waits for the launches, not for the arithmetic. A CUDA graph records one decode step's kernels once and
+replays them with a single launch per token (vLLM and SGLang capture their decode the same way).
+
+What a graph needs, and how this module meets it:
+
+- **Fixed shapes and addresses.** A batch of ``n`` rows runs padded to a bucket (``batch_bucket``); every tensor
+  the step reads or writes lives in buffers a ``StaticDecoder`` allocates once: per layer the KV cache at
+  (rows, kv heads, capacity, head dim), and the fed token, its position, the cache column it is written to and the
+  attention mask over the whole capacity. A smaller bucket uses the leading rows of the same buffers, so one KV
+  allocation serves every bucket.
+- **No host decision inside the step.** The model gets a 4D boolean mask (transformers passes a 4D mask through
+  as-is and builds none), explicit position ids, and a cache whose layers write at the column held in a device
+  tensor (``_SlotLayer``); nothing in the forward reads a Python-side length, so the recorded kernels are right for
+  every later token. Sampling (temperature, nucleus, the counter-based draw of grpo_core.rollout.engines.noise)
+  runs eagerly on the replayed logits: a handful of kernels per token, and its inputs change every step.
+- **Captured once per bucket per engine, i.e. once per job.** The first step of a bucket runs the step twice on a
+  side stream (cuBLAS and the caching allocator warm up; the step is idempotent: it rewrites the same cache column
+  and mask entry), records it, then replays it. Every later token of every later rollout only replays. The
+  buffers grow, and every graph is captured again, only when a rollout needs more rows or positions than they
+  hold; capacity grows in steps of ``CAPACITY_STEP`` positions, so a job recaptures a bounded number of times.
+
+Attention then runs over the whole capacity every token with the unused columns masked: for the prompt lengths and
+budgets of RL jobs (hundreds to a few thousand positions) this costs little next to the projections, and it is
+what keeps the shapes fixed. The unused columns hold zeros or an earlier rollout's finite keys/values, never
+uninitialised memory, because a masked column still enters the softmax's weighted sum with weight 0 (0 · NaN is
+NaN).
+
+With ``graphs=False`` the very same step function is called eagerly on the same buffers: that is how tests check
+the bookkeeping (buckets, buffers, columns, masks) on a CPU, and what runs if a capture fails (the reason is kept
+in ``StaticDecoder.failure`` and the job samples correctly, only slower). Models whose cache has layers other
+than plain full attention (sliding windows, linear attention) or that attend with something other than SDPA are
+not handled here (``unsupported_reason``); the merged engine keeps its eager loop for them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+CAPACITY_STEP = 256  # positions: the KV buffers grow in these steps (a job recaptures a bounded number of times)
+_SMALL_BUCKETS = (1, 2, 4, 8)
+_WARMUP_RUNS = 2  # eager runs on a side stream before a capture (cuBLAS handles, allocator blocks)
+
+
+def batch_bucket(rows: int) -> int:
+    """The captured batch size that holds ``rows``: 1, 2, 4, 8, then multiples of 16 up to 256, then of 64.
+
+    A bucket is a graph (and its activation memory); the steps between buckets bound the padded rows' waste at
+    under 16 rows (under 25 % above 64 rows)."""
+    if rows < 1:
+        raise ValueError(f"a decode step needs at least one row, not {rows}")
+    for size in _SMALL_BUCKETS:
+        if rows <= size:
+            return size
+    step = 16 if rows <= 256 else 64
+    return -(-rows // step) * step
+
+
+def capacity_bucket(positions: int) -> int:
+    """``positions`` rounded up to a multiple of ``CAPACITY_STEP``."""
+    return -(-max(positions, 1) // CAPACITY_STEP) * CAPACITY_STEP
+
+
+def unsupported_reason(model: Any) -> str | None:
+    """Why ``model``'s decode step cannot run on static buffers, or None when it can: every cache layer must be a
+    plain full-attention layer (transformers' ``DynamicLayer``) and attention must be SDPA (a boolean mask)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    impl = getattr(model.config, "_attn_implementation", None)
+    if impl != "sdpa":
+        return f"it attends with {impl!r}, not 'sdpa'"
+    layers = DynamicCache(config=model.config).layers
+    if not layers:
+        return "its cache does not say what its layers are"
+    other = sorted({type(x).__name__ for x in layers if type(x) is not DynamicLayer})
+    if other:
+        return f"its cache has {', '.join(other)} layers (only full attention runs on static buffers)"
+    return None
+
+
+class _SlotLayer:
+    """One layer's KV cache on static buffers: ``update`` writes the new token's keys/values at the column held in
+    the shared ``column`` tensor and returns the whole buffers (the mask hides the unused columns).
+
+    Duck-typed to transformers' cache-layer interface (``Cache.update`` calls ``update``); the other methods answer
+    the questions transformers may ask of a layer, though with explicit positions and a 4D mask it asks none."""
+
+    is_compileable = True
+    is_sliding = False
+    is_initialized = True
+
+    def __init__(self, keys: Tensor, values: Tensor, column: Tensor) -> None:
+        self.keys, self.values, self.column = keys, values, column
+
+    def update(self, key_states: Tensor, value_states: Tensor, *args: Any, **kwargs: Any) -> tuple[Tensor, Tensor]:
+        self.keys.index_copy_(2, self.column, key_states)
+        self.values.index_copy_(2, self.column, value_states)
+        return self.keys, self.values
+
+    def lazy_initialization(self, key_states: Tensor, value_states: Tensor) -> None:
+        """Nothing to do: the buffers exist before the first step."""
+
+    def get_mask_sizes(self, query_length: int, *args: Any) -> tuple[int, int]:
+        return int(self.keys.shape[2]), 0
+
+    def get_seq_length(self) -> int:
+        return int(self.keys.shape[2])
+
+    def get_max_length(self) -> int:
+        return int(self.keys.shape[2])
+
+
+class DecodeRun:
+    """One rollout's decode steps on a ``StaticDecoder``: ``logits()`` gives the (n, V) fp32 logits of the position
+    after the fed tokens; ``feed(tokens)`` puts the next (n,) tokens in and advances position and column.
+
+    ``check_every``: finished rows are checked for every this many tokens (grpo_core.rollout.engines.decode). The
+    check waits for the GPU, and a replayed step is short enough that a wait per token would leave the GPU idle
+    while the next launches are queued; the tokens past the step where every row had finished are cut off
+    afterwards, so the rollout is the same as with a check per token."""
+
+    check_every = 8
+
+    def __init__(self, decoder: StaticDecoder, rows: int, bucket: int) -> None:
+        self._decoder, self.rows, self.bucket = decoder, rows, bucket
+
+    def logits(self) -> Tensor:
+        return self._decoder.run_step(self.bucket)[: self.rows]
+
+    def feed(self, tokens: Tensor) -> None:
+        d = self._decoder
+        d.tokens[: self.rows, 0].copy_(tokens)
+        d.position.add_(1)
+        d.column.add_(1)
+
+
+class StaticDecoder:
+    """The static buffers and captured graphs of one engine's decode steps (see the module doc).
+
+    ``graphs``: record each bucket's step as a CUDA graph and replay it (CUDA only); False runs the same step
+    eagerly on the same buffers. ``captures`` counts the graphs recorded, ``allocations`` the times the buffers
+    were (re)allocated; ``failure`` says why graphs were turned off, if a capture failed."""
+
+    def __init__(self, model: Any, *, graphs: bool) -> None:
+        reason = unsupported_reason(model)
+        if reason is not None:
+            raise ValueError(f"static decoding is not available for this model: {reason}")
+        self.model = model
+        param = next(model.parameters())
+        self.device, self.dtype = param.device, param.dtype
+        if graphs and self.device.type != "cuda":
+            raise ValueError(f"CUDA graphs need a CUDA device; the model is on {self.device}")
+        self.graphs = graphs
+        c = model.config
+        self.layers = int(c.num_hidden_layers)
+        self.kv_heads = int(getattr(c, "num_key_value_heads", None) or c.num_attention_heads)
+        self.head_dim = int(getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads)
+        self.rows = self.capacity = 0
+        self.captures = self.allocations = 0
+        self.failure: str | None = None
+        self._caches: dict[int, Any] = {}
+        self._graphs: dict[int, tuple[Any, Tensor]] = {}
+        self._pool: Any = None
+
+    def reserve(self, rows: int, positions: int) -> None:
+        """Buffers for at least ``rows`` rows (rounded up to their bucket) of ``positions`` positions (rounded up to
+        ``CAPACITY_STEP``); a no-op when the current ones hold them, else a new allocation and, later, new graphs."""
+        rows, capacity = batch_bucket(rows), capacity_bucket(positions)
+        if rows <= self.rows and capacity <= self.capacity:
+            return
+        rows, capacity = max(rows, self.rows), max(capacity, self.capacity)
+        self._caches.clear()
+        self._graphs.clear()
+        self.k = self.v = []  # drop the old buffers before the new ones are allocated
+        kv = (rows, self.kv_heads, capacity, self.head_dim)
+        # zeros: a masked column still enters attention's weighted sum with weight 0, and 0 · NaN is NaN
+        self.k = [torch.zeros(kv, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+        self.v = [torch.zeros(kv, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+        self.tokens = torch.zeros((rows, 1), dtype=torch.long, device=self.device)
+        self.position = torch.zeros((rows, 1), dtype=torch.long, device=self.device)
+        self.column = torch.zeros((1,), dtype=torch.long, device=self.device)
+        self.valid = torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=self.device)
+        self.rows, self.capacity = rows, capacity
+        self.allocations += 1
+
+    def start(self, prefix: Any, ids: Tensor, mask: Tensor, max_new_tokens: int) -> DecodeRun:
+        """A rollout of ``ids``/``mask`` (n, P) (left-padded, every row's tokens but the last already in ``prefix``,
+        a cache with (n, kv heads, P - 1, head dim) keys/values per layer, or None when P = 1) that decodes up to
+        ``max_new_tokens`` tokens: the prefix copied into the buffers, the last prompt tokens ready to feed."""
+        n, width = ids.shape
+        self.reserve(n, width + max_new_tokens)
+        bucket = batch_bucket(n)
+        if width > 1:
+            for i, layer in enumerate(prefix.layers):
+                self.k[i][:n, :, : width - 1].copy_(layer.keys[:, :, : width - 1])
+                self.v[i][:n, :, : width - 1].copy_(layer.values[:, :, : width - 1])
+        self.valid[:bucket].zero_()
+        self.valid[:n, 0, 0, :width].copy_(mask.bool())
+        self.tokens[:bucket].zero_()
+        self.tokens[:n, 0].copy_(ids[:, -1])
+        self.position[:bucket].zero_()
+        self.position[:n, 0].copy_((mask.sum(dim=1) - 1).clamp(min=0))
+        self.column.fill_(width - 1)
+        return DecodeRun(self, n, bucket)
+
+    def _step_fn(self, bucket: int) -> Callable[[], Tensor]:
+        """The decode step of the first ``bucket`` rows: the fed token's column becomes visible, one forward, the
+        next position's logits in fp32. Everything it touches is a fixed buffer or a view of one."""
+        cache: Any = self._caches.get(bucket)
+        if cache is None:
+            from transformers import DynamicCache
+
+            cache = DynamicCache(config=self.model.config)  # its layers are replaced below
+            pairs = zip(self.k, self.v, strict=True)
+            cache.layers = [_SlotLayer(k[:bucket], v[:bucket], self.column) for k, v in pairs]
+            self._caches[bucket] = cache
+        tokens, position, valid = self.tokens[:bucket], self.position[:bucket], self.valid[:bucket]
+
+        def step() -> Tensor:
+            valid.index_fill_(3, self.column, True)
+            out = self.model(
+                input_ids=tokens,
+                attention_mask=valid,
+                position_ids=position,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            logits: Tensor = out.logits[:, -1, :].float()
+            return logits
+
+        return step
+
+    def run_step(self, bucket: int) -> Tensor:
+        """The logits of one decode step of the first ``bucket`` rows: the bucket's graph replayed (captured on its
+        first use), or the step run eagerly when graphs are off."""
+        if not self.graphs:
+            return self._step_fn(bucket)()
+        captured = self._graphs.get(bucket)
+        if captured is None:
+            captured = self._capture(bucket)
+            if captured is None:  # the capture failed: this engine runs eagerly from now on
+                return self._step_fn(bucket)()
+            self._graphs[bucket] = captured
+        graph, out = captured
+        graph.replay()
+        return out
+
+    def _capture(self, bucket: int) -> tuple[Any, Tensor] | None:
+        step = self._step_fn(bucket)
+        current = torch.cuda.current_stream(self.device)
+        stream: Any = torch.cuda.Stream  # unannotated in torch
+        side = stream(self.device)
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            for _ in range(_WARMUP_RUNS):
+                step()
+        current.wait_stream(side)
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()  # one activation pool shared by every bucket's graph
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, pool=self._pool):
+                out = step()
+        except RuntimeError as exc:  # a kernel that cannot be captured: keep sampling, without graphs
+            self.failure = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            self.graphs = False
+            self._graphs.clear()
+            warnings.warn(
+                f"CUDA graph capture of the merged sampler's decode step failed ({self.failure}); it decodes "
+                "eagerly on the same buffers (correct, slower)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return None
+        self.captures += 1
+        return graph, out
