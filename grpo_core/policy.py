@@ -30,6 +30,7 @@ from torch import Tensor
 from grpo_core.data.rows import prompt_text
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_device, vllm_on_cuda
 from grpo_core.hardware.memory import enable_checkpointing, vllm_memory_share
+from grpo_core.hardware.vllm_support import supported_vllm
 from grpo_core.models.catalog import base_model_name
 from grpo_core.rewards.base import Grader, GraderResult
 from grpo_core.rewards.combine import Scores, grade, scores_of, weighted_total
@@ -106,13 +107,21 @@ def resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRPO
         enable_checkpointing(model)
     engine = cfg.rollout_engine
     if engine == "auto":
-        # fsdp samples with the merged engine (grpo_core.hardware.sharding)
-        engine = "vllm" if placement.is_cuda and vllm_on_cuda() and cfg.sharding != "fsdp" else "merged"
-    share = None
+        # fsdp samples with the merged engine (grpo_core.hardware.sharding); a vLLM release the service does not
+        # run on is left alone (an explicit rollout_engine "vllm" is refused with the versions that work)
+        use_vllm = placement.is_cuda and cfg.sharding != "fsdp" and vllm_on_cuda() and supported_vllm()
+        engine = "vllm" if use_vllm else "merged"
+    share, sleep = None, None
     if engine == "vllm" and placement.is_cuda:
-        share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint)
+        sleep = True if cfg.vllm_sleep_mode is None else cfg.vllm_sleep_mode
+        share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint, sleeping=sleep)
     return cfg.model_copy(
-        update={"gradient_checkpointing": checkpoint, "rollout_engine": engine, "vllm_gpu_memory_utilization": share}
+        update={
+            "gradient_checkpointing": checkpoint,
+            "rollout_engine": engine,
+            "vllm_gpu_memory_utilization": share,
+            "vllm_sleep_mode": sleep,
+        }
     )
 
 
@@ -142,14 +151,24 @@ def start_engine(
     seed: int,
     autocast: torch.dtype | None,
     episode_tokens: int,
+    rollout_rows: int | None = None,
 ) -> RolloutEngine:
     """The configured rollout engine, synced to ``model``; ``rollout_engine`` is resolved (never ``auto``,
     ``resolve_execution``). ``episode_tokens``: the most tokens a sample holds after its prompt (a multi-turn
-    episode's budget)."""
+    episode's budget). ``rollout_rows``: the rows of one step's rollout on this process; the merged engine's
+    static decode buffers are allocated for them now (before the trainer sizes its micro-batches from what is
+    free), not at the first rollout."""
     if cfg.rollout_engine == "transformers":
         return make_engine("transformers", model, tokenizer, model_dir, autocast_dtype=autocast)
     if cfg.rollout_engine == "merged":
-        return make_engine("merged", model, tokenizer, model_dir, dtype=autocast or torch.float32)
+        mode = "auto" if cfg.sampler_cuda_graphs else "eager"
+        merged: Any = make_engine(
+            "merged", model, tokenizer, model_dir, dtype=autocast or torch.float32, decode_mode=mode
+        )
+        if rollout_rows:
+            merged.reserve(rollout_rows, cfg.max_prompt_tokens + max(cfg.max_completion_tokens, episode_tokens))
+        engine: RolloutEngine = merged
+        return engine
     dtype = "bfloat16" if cfg.precision == "bf16" else "float32"
     return make_engine(
         "vllm",
@@ -163,6 +182,7 @@ def start_engine(
         sync=cfg.vllm_weight_sync,
         gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         device=cfg.device,  # resolved: cuda:LOCAL_RANK on a rank of a multi-GPU job
+        sleep=cfg.vllm_sleep_mode,
     )
 
 

@@ -197,11 +197,14 @@ def _train(
     sizing = cfg.model_copy(update={"max_completion_tokens": max(cfg.max_completion_tokens, episode_tokens)})
     sizing = resolve_execution(sizing, model, placement)
     cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
-    engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens)
+    lo, hi = world.shard(cfg.batch_size)  # this rank's prompts of a step (grpo_core.rollout.sampling)
+    rollout_rows = (hi - lo) * (cfg.gfpo_sample_size or cfg.group_size)
+    engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout_rows)
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
         shard(model, world, placement.device)
+    engine.suspend()  # the micro-batches are sized from what the update will have: the engine asleep where it sleeps
     micro_batch = auto_micro_batch(model, sizing, placement, checkpointing=bool(cfg.gradient_checkpointing))
     # every rank must plan the same micro-batches (grpo_core.update.step): the size that fits on the fullest device
     micro_batch = distributed.agree_min(world, micro_batch, placement.device)
@@ -239,6 +242,7 @@ def _train(
             except torch.OutOfMemoryError:
                 raise out_of_memory(state.step + 1, "sampling", placement, cfg) from None  # frees the frames
             t1 = time.perf_counter()
+            engine.suspend()  # what sampling holds on the device goes to the update (vLLM's sleep mode)
             ro = batch.ro
             # DAPO's overlong filtering: a truncated completion keeps its place in the group but gets no loss.
             if cfg.mask_truncated_completions:

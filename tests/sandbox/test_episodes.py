@@ -60,6 +60,9 @@ class Scripted:
     def sync(self, model: Any, step: int) -> None:
         pass
 
+    def suspend(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 

@@ -1,7 +1,8 @@
 """The rollout-engine protocol: what the training loop needs from whatever samples completions.
 
-The loop only ever calls ``generate`` (one step's prompts × G) and ``sync`` (after each optimizer step, so the
-next ``generate`` samples from the updated policy). Engines:
+The loop calls ``generate`` (one step's prompts × G), ``suspend`` (before each update: an engine that holds GPU
+memory for sampling may hand it to the update) and ``sync`` (after each optimizer step, so the next ``generate``
+samples from the updated policy). Engines:
 
 - ``transformers`` (grpo_core.rollout.engines.hf): the trainer's own model and ``generate``; no weight copy, no sync
   cost, and its log-probs are the trainer's, so no importance-sampling correction is needed.
@@ -66,6 +67,11 @@ class RolloutEngine(Protocol):
 
     def sync(self, model: Any, step: int) -> None:
         """Make the next ``generate`` sample from ``model``'s current weights (called after each update)."""
+        ...
+
+    def suspend(self) -> None:
+        """Free what sampling holds on the device until the next ``sync`` or ``generate`` (called before each
+        update); engines with nothing to free do nothing."""
         ...
 
     def close(self) -> None: ...

@@ -56,6 +56,9 @@ class TransformersEngine:
     def sync(self, model: Any, step: int) -> None:
         """Nothing to do: the engine samples with the trainer's model itself."""
 
+    def suspend(self) -> None:
+        """Nothing to free: ``generate`` holds its cache only while it runs."""
+
     def close(self) -> None:
         pass
 

@@ -1,7 +1,11 @@
 """vLLM as the rollout engine: the base weights live in a vLLM engine, ``sync`` hands it the current policy.
 
+Supported releases: vLLM 0.26 to 0.32 (tested: 0.26.0's CUDA build and 0.32.0's CPU build, one code path;
+grpo_core.hardware.vllm_support refuses others when the engine starts).
+
 Two sync paths (``sync=`` option), both checked against the trainer's log-probs on vLLM's CPU build
-(tests/vllm); the default ``"auto"`` takes ``"merged"`` on vLLM's CPU platform and ``"lora"`` elsewhere:
+(tests/vllm) and on CUDA (tests/gpu); the default ``"auto"`` takes ``"merged"`` on vLLM's CPU platform and for
+fp32 weights on a GPU (vLLM's LoRA kernels take fp16/bf16 only), and ``"lora"`` elsewhere:
 
 - ``"lora"`` — **LoRA hot swap**. vLLM's CPU build supports LoRA (``PunicaWrapperCPU``): ``sync`` saves the PEFT
   adapter to ``<tmp>/step-N`` and the next ``generate`` passes ``LoRARequest("step-N", N + 1, path)``. Every step
@@ -15,6 +19,14 @@ Two sync paths (``sync=`` option), both checked against the trainer's log-probs 
   a worker extension calling vLLM's ``reload_weights``), and the prefix cache is reset (its KV blocks were
   computed with the old weights). Base-model speed; costs a write + read of the whole model per step (~2 s for
   SmolLM2-135M in fp32).
+
+Sleep mode (on a GPU, ``sleep=``): the engine shares the GPU with the trainer, and sampling and the update take
+turns. ``suspend`` (called by the trainer before each update) puts vLLM to sleep: its KV cache is freed and its
+weights are copied to host memory (level 1, LoRA sync) or dropped (level 2, merged sync, which reloads every
+weight anyway), so the update gets the memory the engine held; the next ``sync`` or ``generate`` wakes it (torch's
+cached blocks are handed back to the driver first, or vLLM could not map its memory again). vLLM maps the
+memory back at the same addresses, so its captured CUDA graphs stay valid, and its prefix cache is reset by the
+sleep. vLLM's CPU platform has no sleep mode.
 
 Log-probs: vLLM runs with ``logprobs_mode="processed_logprobs"``, i.e. the log-softmax of the logits *after*
 temperature scaling (and after top-k/top-p filtering), which is what the trainer's
@@ -46,6 +58,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from grpo_core.hardware.vllm_support import require_supported_vllm
 from grpo_core.rollout.batch import Rollout, eos_ids, pack_rollout
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.schemas.config import WeightSync
@@ -137,6 +150,21 @@ def merged_state_dict(model: Any) -> dict[str, Any]:
     return out
 
 
+def resolve_sync(sync: WeightSync, dtype: str, *, cpu: bool) -> WeightSync:
+    """The weight sync ``"auto"`` stands for, and a refusal of LoRA sync where vLLM cannot run it: on vLLM's CPU
+    build merged weights (its LoRA kernels are reference torch ops, slow); on a GPU LoRA hot swap, except for fp32
+    weights, which vLLM's LoRA kernels do not take (fp16/bf16 only): merged weights then."""
+    fp32 = dtype in ("float32", "fp32")
+    if sync == "auto":
+        return "merged" if cpu or fp32 else "lora"
+    if sync == "lora" and fp32 and not cpu:
+        raise ValueError(
+            "vLLM's LoRA kernels on a GPU take fp16/bf16 weights, and this engine runs in float32: use "
+            "vllm_weight_sync 'merged' (or 'auto'), or precision 'bf16'"
+        )
+    return sync
+
+
 class VLLMEngine:
     """Samples G completions per prompt with vLLM; ``sync`` swaps in the trainer's current LoRA adapter."""
 
@@ -157,6 +185,7 @@ class VLLMEngine:
         enforce_eager: bool | None = None,
         llm_kwargs: dict[str, Any] | None = None,
         device: str | None = None,
+        sleep: bool | None = None,
     ) -> None:
         """Start a vLLM engine on the base model in ``model_dir`` (a plain HF folder, read offline).
 
@@ -167,19 +196,26 @@ class VLLMEngine:
         torch.compile and CUDA graphs; None = on vLLM's CPU build only, where compiling costs more on 2 cores than
         a short rollout gains (and the CPU build turns compilation off with LoRA anyway), off on a GPU.
         ``llm_kwargs`` go to ``vllm.LLM`` unchanged and win over these. ``device``: the trainer's device; on
-        ``cuda:N`` the engine runs on that GPU (one engine per rank of a multi-GPU job).
+        ``cuda:N`` the engine runs on that GPU (one engine per rank of a multi-GPU job). ``sleep``: use vLLM's sleep
+        mode between rollouts (module doc); None = where the platform has it (CUDA), never on vLLM's CPU build.
         """
         if sync not in ("auto", "lora", "merged"):
             raise ValueError(f"sync must be 'auto', 'lora' or 'merged', not {sync!r}")
-        _cpu_env_defaults()
+        require_supported_vllm()
+        _cpu_env_defaults()  # before vLLM reads its environment; vLLM's GPU platforms ignore these variables
         from transformers import GenerationConfig
         from vllm import LLM
         from vllm.platforms import current_platform
 
-        if sync == "auto":
-            sync = "merged" if current_platform.is_cpu() else "lora"
+        cpu = bool(current_platform.is_cpu())
+        sync = resolve_sync(sync, dtype, cpu=cpu)
         if enforce_eager is None:
-            enforce_eager = bool(current_platform.is_cpu())
+            enforce_eager = cpu
+        can_sleep = bool(current_platform.is_sleep_mode_available())
+        if sleep and not can_sleep:
+            raise ValueError(f"vLLM has no sleep mode on the {current_platform.device_name} platform")
+        self._sleep = can_sleep if sleep is None else sleep
+        self._asleep = False
 
         self._tokenizer = tokenizer
         try:
@@ -209,7 +245,10 @@ class VLLMEngine:
             kwargs |= {"enable_lora": True, "max_lora_rank": rank, "max_loras": 1, "max_cpu_loras": 2}
         else:
             kwargs["worker_extension_cls"] = f"{__name__}._WeightSync"
+        if self._sleep:
+            kwargs["enable_sleep_mode"] = True
         kwargs.update(llm_kwargs or {})
+        self._sleep = bool(kwargs.get("enable_sleep_mode"))  # llm_kwargs may have turned it off
         self._sync_mode = sync
         with _engine_env(device):
             self._llm: Any = LLM(**kwargs)
@@ -226,6 +265,7 @@ class VLLMEngine:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
+        self._wake()
         prompt_ids = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         g = sampling.group_size
         params = [
@@ -272,6 +312,7 @@ class VLLMEngine:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
+        self._wake()
         params = [
             SamplingParams(
                 n=1,
@@ -304,12 +345,15 @@ class VLLMEngine:
 
             path = self._dir / f"merged-step-{step}.safetensors"
             save_file(merged_state_dict(model), str(path))
+            self._wake(["weights"])  # the weights' memory first (level 2 dropped it): the reload fills it
             self._llm.collective_rpc("grpo_reload_weights", args=(str(path),))
+            self._wake()
             self._llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
             path.unlink()
             return
         from vllm.lora.request import LoRARequest
 
+        self._wake()
         path = self._dir / f"step-{step}"
         if path.exists():  # a re-sync of the same step (e.g. after a resume): never reuse stale files
             shutil.rmtree(path)
@@ -320,6 +364,25 @@ class VLLMEngine:
             self._llm.llm_engine.remove_lora(old.lora_int_id)
             if old.lora_path != self._lora.lora_path:
                 shutil.rmtree(old.lora_path, ignore_errors=True)
+
+    def suspend(self) -> None:
+        """Hand the GPU memory sampling holds to the update: vLLM's sleep (module doc); nothing without sleep mode.
+        Level 2 (weights dropped) with merged sync, which reloads every weight at the next ``sync``; level 1
+        (weights kept in host memory) with LoRA sync, whose base weights never change."""
+        if self._sleep and not self._asleep:
+            self._llm.sleep(level=2 if self._sync_mode == "merged" else 1)
+            self._asleep = True
+
+    def _wake(self, tags: list[str] | None = None) -> None:
+        """Wake the sleeping engine (``tags``: only those parts; None: all of it, which lets it schedule again)."""
+        if not self._asleep:
+            return
+        import torch
+
+        torch.cuda.empty_cache()  # the update's cached blocks back to the driver: vLLM maps its memory again
+        self._llm.wake_up(tags=tags)
+        if tags is None:
+            self._asleep = False
 
     def close(self) -> None:
         """Stop vLLM's engine processes and free its memory, so another engine can start in this process.

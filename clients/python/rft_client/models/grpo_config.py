@@ -137,6 +137,9 @@ class GRPOConfig:
                 log-probs); vllm = a vLLM engine (optional extra); auto = vllm on a GPU when it is installed, merged otherwise.
                 Default: 'auto'.
             sample_log_count (int | Unset): Rollouts per step kept in the metrics event for inspection. Default: 4.
+            sampler_cuda_graphs (bool | Unset): The merged sampler on a GPU records its decode step as a CUDA graph per
+                batch-size bucket, once per job, and replays it per token (models with full attention; others decode eagerly).
+                false: always decode eagerly. Default: True.
             scale_rewards (GRPOConfigScaleRewards | Unset): Divide advantages by the group's reward std (GRPO), the batch's
                 (Lite-PPO), or not at all (Dr. GRPO). Default: 'group'.
             sharding (GRPOConfigSharding | Unset): With several devices (resources.devices × nodes > 1): replicate = every
@@ -153,8 +156,12 @@ class GRPOConfig:
                 of tokens with the highest entropy in each micro-batch; 1 keeps all. Default: 1.0.
             top_p (float | Unset): Nucleus sampling. Default: 1.0.
             vllm_gpu_memory_utilization (float | None | Unset): Share of the GPU's memory the colocated vLLM engine may take
-                (weights, activations, KV cache); null = auto: what is left after the training's own estimated need, at most
-                0.5.
+                (weights, activations, KV cache); null = auto: with sleep mode what is free after the model is loaded, less 3
+                GiB, at most 0.8 (the engine and the update take turns); without it what is left after the training's own
+                estimated need, at most 0.5.
+            vllm_sleep_mode (bool | None | Unset): Put the colocated vLLM engine to sleep during each update (its KV cache
+                freed, its weights moved to host memory or dropped and reloaded), so the update gets that memory. null = auto:
+                on a GPU (vLLM's CPU build has no sleep mode).
             vllm_weight_sync (GRPOConfigVllmWeightSync | Unset): How the vLLM engine gets each step's policy: LoRA hot swap
                 (fast on GPU), merged weights (fast on vLLM's CPU build, whose LoRA kernels are slow), or auto (merged on CPU,
                 LoRA elsewhere). Default: 'auto'.
@@ -210,6 +217,7 @@ class GRPOConfig:
     reward_weights: list[float] | None | Unset = UNSET
     rollout_engine: GRPOConfigRolloutEngine | Unset = "auto"
     sample_log_count: int | Unset = 4
+    sampler_cuda_graphs: bool | Unset = True
     scale_rewards: GRPOConfigScaleRewards | Unset = "group"
     sharding: GRPOConfigSharding | Unset = "replicate"
     temperature: float | Unset = 1.0
@@ -217,6 +225,7 @@ class GRPOConfig:
     top_entropy_quantile: float | Unset = 1.0
     top_p: float | Unset = 1.0
     vllm_gpu_memory_utilization: float | None | Unset = UNSET
+    vllm_sleep_mode: bool | None | Unset = UNSET
     vllm_weight_sync: GRPOConfigVllmWeightSync | Unset = "auto"
     warmup_ratio: float | Unset = 0.0
     weight_decay: float | Unset = 0.0
@@ -395,6 +404,8 @@ class GRPOConfig:
 
         sample_log_count = self.sample_log_count
 
+        sampler_cuda_graphs = self.sampler_cuda_graphs
+
         scale_rewards: str | Unset = UNSET
         if not isinstance(self.scale_rewards, Unset):
             scale_rewards = self.scale_rewards
@@ -420,6 +431,12 @@ class GRPOConfig:
             vllm_gpu_memory_utilization = UNSET
         else:
             vllm_gpu_memory_utilization = self.vllm_gpu_memory_utilization
+
+        vllm_sleep_mode: bool | None | Unset
+        if isinstance(self.vllm_sleep_mode, Unset):
+            vllm_sleep_mode = UNSET
+        else:
+            vllm_sleep_mode = self.vllm_sleep_mode
 
         vllm_weight_sync: str | Unset = UNSET
         if not isinstance(self.vllm_weight_sync, Unset):
@@ -528,6 +545,8 @@ class GRPOConfig:
             field_dict["rollout_engine"] = rollout_engine
         if sample_log_count is not UNSET:
             field_dict["sample_log_count"] = sample_log_count
+        if sampler_cuda_graphs is not UNSET:
+            field_dict["sampler_cuda_graphs"] = sampler_cuda_graphs
         if scale_rewards is not UNSET:
             field_dict["scale_rewards"] = scale_rewards
         if sharding is not UNSET:
@@ -542,6 +561,8 @@ class GRPOConfig:
             field_dict["top_p"] = top_p
         if vllm_gpu_memory_utilization is not UNSET:
             field_dict["vllm_gpu_memory_utilization"] = vllm_gpu_memory_utilization
+        if vllm_sleep_mode is not UNSET:
+            field_dict["vllm_sleep_mode"] = vllm_sleep_mode
         if vllm_weight_sync is not UNSET:
             field_dict["vllm_weight_sync"] = vllm_weight_sync
         if warmup_ratio is not UNSET:
@@ -820,6 +841,8 @@ class GRPOConfig:
 
         sample_log_count = d.pop("sample_log_count", UNSET)
 
+        sampler_cuda_graphs = d.pop("sampler_cuda_graphs", UNSET)
+
         _scale_rewards = d.pop("scale_rewards", UNSET)
         scale_rewards: GRPOConfigScaleRewards | Unset
         if isinstance(_scale_rewards, Unset):
@@ -857,6 +880,15 @@ class GRPOConfig:
             return cast(float | None | Unset, data)
 
         vllm_gpu_memory_utilization = _parse_vllm_gpu_memory_utilization(d.pop("vllm_gpu_memory_utilization", UNSET))
+
+        def _parse_vllm_sleep_mode(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        vllm_sleep_mode = _parse_vllm_sleep_mode(d.pop("vllm_sleep_mode", UNSET))
 
         _vllm_weight_sync = d.pop("vllm_weight_sync", UNSET)
         vllm_weight_sync: GRPOConfigVllmWeightSync | Unset
@@ -918,6 +950,7 @@ class GRPOConfig:
             reward_weights=reward_weights,
             rollout_engine=rollout_engine,
             sample_log_count=sample_log_count,
+            sampler_cuda_graphs=sampler_cuda_graphs,
             scale_rewards=scale_rewards,
             sharding=sharding,
             temperature=temperature,
@@ -925,6 +958,7 @@ class GRPOConfig:
             top_entropy_quantile=top_entropy_quantile,
             top_p=top_p,
             vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
+            vllm_sleep_mode=vllm_sleep_mode,
             vllm_weight_sync=vllm_weight_sync,
             warmup_ratio=warmup_ratio,
             weight_decay=weight_decay,
