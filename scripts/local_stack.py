@@ -21,13 +21,18 @@ BIN = Path(sys.executable).parent
 
 
 def api_command(port: int) -> list[str]:
-    return [str(BIN / "uvicorn"), "--factory", "api.main:create_app", "--host", "127.0.0.1", "--port", str(port)]
+    """uvicorn through this interpreter (``-m``): also where the packages were installed with ``pip --target``
+    and no console script is on PATH (a GPU machine without network, docs/guides/gpu.md)."""
+    app = ["--factory", "api.main:create_app", "--host", "127.0.0.1", "--port", str(port)]
+    return [sys.executable, "-m", "uvicorn", *app]
 
 
 def worker_command(name: str | None = None) -> list[str]:
     """One prefork Celery worker with concurrency 1 on the ``gpu`` queue (one training job per process)."""
     cmd = [
-        str(BIN / "celery"),
+        sys.executable,
+        "-m",
+        "celery",
         "-A",
         "worker.celery_app",
         "worker",

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import torch
 
-from tests.integration.conftest import api, services_stack, worker  # noqa: F401  (fixtures for the service test)
+from tests.integration.conftest import api, worker  # noqa: F401  (fixtures for the service test)
+from tests.integration.stack import Stack, production_env, running_api
 
 HAS_CUDA = torch.cuda.is_available()
 NO_CUDA = "no CUDA device on this machine: the GPU suite runs with `make test-gpu` on a machine with one"
@@ -61,6 +62,43 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         )
     )
     print(f"\nGPU test results: {out}")
+
+
+def _postgres_answers() -> bool:
+    """Whether the test Postgres (tests/services.py) takes connections: on a GPU box without it the service test
+    runs on the embedded defaults instead."""
+    import socket
+    from urllib.parse import urlparse
+
+    from tests.services import PG
+
+    url = urlparse(PG)
+    try:
+        socket.create_connection((url.hostname or "127.0.0.1", url.port or 5432), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def services_stack(
+    request: pytest.FixtureRequest, catalog_dir: Path, tmp_path_factory: pytest.TempPathFactory, logs_dir: Path
+) -> Iterator[Stack]:
+    """The API for the GPU service test: on Postgres, Redis and S3 where they answer (``make test-gpu`` on a
+    machine that runs them), else on the embedded defaults (SQLite, the filesystem broker, a local object store:
+    what ``make demo`` runs), so a bare GPU machine without those services still runs a job through the API and a
+    Celery worker process. The production shape itself is covered by tests/integration on every machine."""
+    state = tmp_path_factory.mktemp("state")
+    if _postgres_answers():
+        pg, redis, s3 = (request.getfixturevalue(name) for name in ("pg_url", "redis_url", "s3"))
+        env = production_env(pg, redis, s3, catalog_dir, state)
+    else:
+        from tests.helpers import migrate
+
+        migrate(f"sqlite:///{state.resolve() / 'rft.db'}")
+        env = {"MODEL_CATALOG_DIR": str(catalog_dir), "STATE_DIR": str(state)}
+    with running_api(env, logs_dir) as stack:
+        yield stack
 
 
 @pytest.fixture(scope="session")

@@ -13,10 +13,12 @@ from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 
 
-def submit(api: httpx.Client, *, validation: bool = False, **hp: Any) -> dict[str, Any]:
+def submit(
+    api: httpx.Client, *, validation: bool = False, grader: dict[str, Any] | None = None, **hp: Any
+) -> dict[str, Any]:
     f = api.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", jsonl(ARITH_ROWS))})
     assert f.status_code == 201, f.text
-    body = job_body(TINY_ID, f.json()["id"], **hp)
+    body = job_body(TINY_ID, f.json()["id"], grader=grader, **hp)
     if validation:
         body["validation_file"] = f.json()["id"]
     r = api.post("/v1/fine_tuning/jobs", json=body)
@@ -36,8 +38,11 @@ def all_events(api: httpx.Client, job_id: str) -> list[dict[str, Any]]:
         after = page["data"][-1]["id"]
 
 
-def check_succeeded_job(api: httpx.Client, job: dict[str, Any], tiny_model_dir: Path, tmp_path: Path) -> list[str]:
-    """Events, checkpoints and the downloaded adapter of a finished 3-step job; returns the checkpoint keys."""
+def check_succeeded_job(
+    api: httpx.Client, job: dict[str, Any], tiny_model_dir: Path, tmp_path: Path, *, on_cpu: bool = True
+) -> list[str]:
+    """Events, checkpoints and the downloaded adapter of a finished 3-step job; returns the checkpoint keys.
+    ``on_cpu``: also what a CPU worker resolves and says (a GPU test checks its own device instead)."""
     assert job["status"] == "succeeded", job
     assert job["fine_tuned_model"] and job["steps_done"] == 3 and job["trained_tokens"] > 0
     events = all_events(api, job["id"])
@@ -53,15 +58,16 @@ def check_succeeded_job(api: httpx.Client, job: dict[str, Any], tiny_model_dir: 
         assert set(e["data"]["timing"]["step"]) >= {"sampling", "scoring", "training"}
     messages = [e["message"] for e in events]
     assert any(m.startswith("Fine-tuning job started") for m in messages)
-    # the worker's first event names where it trains; the job object keeps what `auto` resolved to
-    ex = job["execution"]
-    assert ex["device"] == "cpu" and ex["rollout_engine"] == "merged" and ex["micro_batch_size"] == 8, ex
-    started = messages.index(next(m for m in messages if m.startswith("Fine-tuning job started")))
-    where = f"CPU, {ex['threads']} threads, {ex['precision']} ({ex['precision_reason']})"
-    assert messages[started + 1].startswith(f"Training {job['model']} with GRPO on {where}:"), messages
-    assert f"Training on {where}: micro_batch_size 8" in " ".join(messages)
     assert all(e["data"]["memory"]["peak_allocated_gb"] > 0 for e in metrics)
-    assert any(m.startswith("Python graders run in the bwrap sandbox") for m in messages)  # the boot self-test
+    if on_cpu:
+        # the worker's first event names where it trains; the job object keeps what `auto` resolved to
+        ex = job["execution"]
+        assert ex["device"] == "cpu" and ex["rollout_engine"] == "merged" and ex["micro_batch_size"] == 8, ex
+        started = messages.index(next(m for m in messages if m.startswith("Fine-tuning job started")))
+        where = f"CPU, {ex['threads']} threads, {ex['precision']} ({ex['precision_reason']})"
+        assert messages[started + 1].startswith(f"Training {job['model']} with GRPO on {where}:"), messages
+        assert f"Training on {where}: micro_batch_size 8" in " ".join(messages)
+        assert any(m.startswith("Python graders run in the bwrap sandbox") for m in messages)  # the boot self-test
     assert messages[-1] == "The job has successfully completed"
 
     ckpts = api.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints").json()["data"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,12 +18,13 @@ from typing import Any
 
 import httpx
 
-from scripts.local_stack import BIN, ROOT, Proc, api_command, free_port, wait_http, worker_command
+from scripts.local_stack import ROOT, Proc, api_command, free_port, wait_http, worker_command
 
 
 def service_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "BROKER_", "S3_", "AWS_"))}
-    env.update({"PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}, **extra)
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # carried wheels stay
+    env.update({"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}, **extra)
     return env
 
 
@@ -54,7 +56,8 @@ def production_env(
 @contextmanager
 def moto_s3(log_dir: Path) -> Iterator[str]:
     port = free_port()
-    proc = Proc("moto", [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], service_env({}), log_dir)
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    proc = Proc("moto", command, service_env({}), log_dir)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(url, proc=proc.popen)
