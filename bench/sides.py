@@ -30,6 +30,33 @@ VARIANTS: dict[str, dict[str, Any]] = {
 ABLATIONS = ("prefix", "merged", "bf16", "fused", "math_attention")
 
 
+def memory_plan(model: Any, sizing: Any, placement: Any, *, checkpointing: bool) -> dict[str, Any]:
+    """What ``micro_batch_size: auto`` plans (grpo_core.hardware.memory) for this run's model and shape: the
+    estimated update memory of one sequence, the free device memory it divides, the size auto would choose (0:
+    not even one sequence fits) and how many sequences would fit without auto's caps. Set beside the measured
+    update peak by bench/real_models.py, which is how the estimate is calibrated."""
+    from grpo_core.errors import DeviceOutOfMemory
+    from grpo_core.hardware.device import device_memory_gb
+    from grpo_core.hardware.memory import SAFETY, auto_micro_batch, sequence_bytes
+
+    per_seq = sequence_bytes(model, sizing, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
+    mem = device_memory_gb(placement.device)
+    try:
+        auto = auto_micro_batch(
+            model, sizing.model_copy(update={"micro_batch_size": "auto"}), placement, checkpointing=checkpointing
+        )
+    except DeviceOutOfMemory:
+        auto = 0
+    return {
+        "sequence_bytes": per_seq,
+        "tokens_per_sequence": sizing.max_prompt_tokens + sizing.max_completion_tokens,
+        "checkpointing": checkpointing,
+        "free_gb": None if mem is None else mem[0],
+        "auto_micro_batch": auto,
+        "fits_uncapped": None if mem is None else int(SAFETY * mem[0] * 2**30 // per_seq),
+    }
+
+
 def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) -> None:
     """grpo_core.trainer.train, gated per step through Callbacks.should_stop."""
     model_dir = side_model_dir(a)
@@ -71,15 +98,27 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
     }
     if a.device == "cuda":  # the same share of the GPU as TRL's colocated engine (on a CPU the KV cache is sized)
         settings["vllm_gpu_memory_utilization"] = a.vllm_gpu_memory_utilization
+    if getattr(a, "max_prompt_tokens", None):  # the longest prompt, so the memory plan is the run's real shape
+        settings["max_prompt_tokens"] = a.max_prompt_tokens
     cfg = GRPOConfig(**(settings | VARIANTS.get(variant or "", {})))
     update: dict[str, float] = {}
-    original = tr.policy_update
+    plan: dict[str, Any] = {}
+    original, original_micro_batch = tr.policy_update, tr.auto_micro_batch
+
+    def planned_micro_batch(model: Any, cfg: Any, placement: Any, *, checkpointing: bool) -> int:
+        plan.update(memory_plan(model, cfg, placement, checkpointing=checkpointing))
+        return original_micro_batch(model, cfg, placement, checkpointing=checkpointing)
 
     def timed_update(model: Any, ro: Any, *args: Any, **kw: Any) -> Any:
+        if a.device == "cuda":  # the update's own peak over what it starts with: its activations, for the plan
+            update["cuda_sampling_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
+            update["cuda_before_update_mb"] = torch.cuda.memory_allocated() / 2**20
+            torch.cuda.reset_peak_memory_stats()
         t = time.perf_counter()
         out = original(model, ro, *args, **kw)
         if a.device == "cuda":
             torch.cuda.synchronize()  # the backward's last kernels are part of the update's time
+            update["cuda_update_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
         update["policy_update_s"] = time.perf_counter() - t
         # tokens the forward passes really process: each distinct prompt once (shared prefix), then every row's
         # last prompt token and completion; padding excluded
@@ -90,7 +129,8 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
         update["params"] = float(sum(p.numel() for p in model.parameters()))  # frozen + LoRA, tied head once
         return out
 
-    tr.policy_update = timed_update  # the loop calls it by this module-level name
+    tr.policy_update = timed_update  # the loop calls both by these module-level names
+    tr.auto_micro_batch = planned_micro_batch
 
     class Gate:
         t0 = 0.0
@@ -99,12 +139,15 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
             pass
 
         def on_start(self, execution: Any) -> None:  # model loaded, engine started: what auto resolved to
-            conn.send({"ready": True, "execution": execution.model_dump()})
+            conn.send({"ready": True, "execution": execution.model_dump(), "memory_plan": plan})
 
         def on_step(self, m: Any) -> None:  # grpo_core.schemas.metrics.StepMetrics
             wall = step_end(a.device) - self.t0
             ph = {k: getattr(m.timing.step, k) for k in ("sampling", "scoring", "training")}
             ph["update"] = wall - ph["sampling"] - ph["scoring"]
+            stats = device_stats(a.device)
+            if "cuda_sampling_peak_mb" in update:  # the update reset the peak: the step's is the larger of the two
+                stats["cuda_peak_mb"] = max(stats["cuda_peak_mb"] or 0.0, update["cuda_sampling_peak_mb"])
             conn.send(
                 {
                     "wall": wall,
@@ -112,7 +155,7 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
                     "completion_tokens": m.tokens,
                     "reward": m.scores.train_reward_mean,
                     **update,
-                    **device_stats(a.device),
+                    **stats,
                 }
             )
 
