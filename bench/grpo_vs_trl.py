@@ -367,6 +367,12 @@ def main() -> None:
             a.precision = resolve_precision("auto", torch.device("cpu"))[0]
         print(f"matmul peaks: fp32 {peaks['fp32']:.0f}, bf16 {peaks['bf16']:.0f} GFLOP/s -> ours runs in {a.precision}")
     else:
+        if a.precision == "auto":  # ours resolves it on the GPU; TRL must be told (bench/trl_side.py)
+            import torch
+
+            from grpo_core.hardware.device import resolve_precision
+
+            a.precision = resolve_precision("auto", torch.device("cuda"))[0]
         peaks = cuda_peaks(a.device_name)
         known = (
             f", datasheet {peaks['bf16_spec'] / 1000:.0f} (dense)"
