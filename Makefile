@@ -68,10 +68,11 @@ test-browser: install services sandbox browser
 test: install services sandbox browser lint typecheck check-openapi docs-check
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
-# The GPU suite (tests/gpu) and the GPU benches, on a machine with CUDA: refuses to start without one (on a CPU-only
-# machine `make test` runs tests/gpu and reports each test skipped, with the reason). Results JSON: bench/results/.
-# GPU_PYTHON=python3 runs them with that interpreter as it is, its own torch and the packages scripts/gpu_wheels.py
-# carried on PYTHONPATH: a GPU machine without network, where `install` cannot run (docs/guides/gpu.md).
+# The GPU suite (tests/gpu) and the GPU benches (scripts/gpu_checks.sh), on a machine with CUDA: refuses to start
+# without one (on a CPU-only machine `make test` runs tests/gpu and reports each test skipped, with the reason).
+# Logs and results JSON: bench/results/. GPU_PYTHON=python3 runs them with that interpreter as it is, its own torch
+# and the packages scripts/gpu_wheels.py carried on PYTHONPATH: a GPU machine without network, where `install`
+# cannot run (docs/guides/gpu.md).
 GPU_PYTHON ?=
 ifeq ($(strip $(GPU_PYTHON)),)
 GPU_PY   := $(BIN)/python
@@ -82,12 +83,7 @@ GPU_DEPS :=
 endif
 
 test-gpu: $(GPU_DEPS)
-	$(GPU_PY) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
-		'make test-gpu needs a GPU and a CUDA build of torch: torch.cuda.is_available() is False here')"
-	$(GPU_PY) -m pytest -q -p no:cacheprovider -rs tests/gpu
-	mkdir -p bench/results
-	$(GPU_PY) -m bench.sampler --device cuda --json bench/results/sampler-cuda-$$(date +%Y%m%d-%H%M%S).json
-	$(GPU_PY) -m bench.grpo_vs_trl --device cuda --quick
+	GPU_PYTHON=$(GPU_PY) bash scripts/gpu_checks.sh
 
 # openapi.json and the generated client (clients/python) from api.main:create_app() (scripts/openapi.py);
 # check-openapi regenerates both into a temporary folder and fails on any drift (a route changed, no regeneration).

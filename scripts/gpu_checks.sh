@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The GPU checks: tests/gpu, then the GPU benches (bench.sampler, bench.grpo_vs_trl), with their logs and results
+# JSON in bench/results/ (or $OUT when it is set). `make test-gpu` runs this with the venv's python; on a GPU
+# machine without network it runs as it is, with the machine's own python3 and torch and the packages
+# scripts/gpu_wheels.py carried there (docs/guides/gpu.md, "A GPU machine without network"):
+#
+#   bash scripts/gpu_checks.sh [--install /tmp/gpu-parts] [--real-models qwen2.5-0.5b,...] [--only tests|benches]
+#
+# --install PARTS: first check and install the parts in PARTS into PARTS/site (skipped when already installed).
+# GPU_PYTHON: the interpreter (default python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${GPU_PYTHON:-python3}
+PARTS="" REAL="" ONLY=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --install) PARTS=$2; shift 2 ;;
+    --real-models) REAL=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    *) echo "gpu_checks: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+RESULTS=${OUT:-bench/results}
+mkdir -p "$RESULTS" bench/results
+if [ -n "$PARTS" ]; then
+  SITE="$PARTS/site"
+  [ -d "$SITE" ] || "$PY" -m scripts.gpu_wheels install --parts "$PARTS" --target "$SITE"
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" PATH="$SITE/bin:$PATH"
+fi
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+"$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+  'the GPU checks need a GPU and a CUDA build of torch: torch.cuda.is_available() is False here')"
+stamp=$(date +%Y%m%d-%H%M%S)
+status=0
+if [ "$ONLY" != benches ]; then
+  GPU_RESULTS="$RESULTS/gpu-tests-$stamp.json" "$PY" -m pytest -q -p no:cacheprovider -rs tests/gpu 2>&1 \
+    | tee "$RESULTS/gpu-tests-$stamp.log" || status=1
+fi
+if [ "$ONLY" != tests ]; then
+  "$PY" -m bench.sampler --device cuda --json "$RESULTS/sampler-cuda-$stamp.json" 2>&1 \
+    | tee "$RESULTS/sampler-cuda-$stamp.log" || status=1
+  "$PY" -m bench.grpo_vs_trl --device cuda --quick 2>&1 | tee "$RESULTS/grpo-vs-trl-cuda-$stamp.log" || status=1
+  if [ -n "$REAL" ]; then
+    "$PY" -m bench.real_models run --models "$REAL" 2>&1 | tee "$RESULTS/real-models-$stamp.log" || status=1
+  fi
+  [ "$RESULTS" = bench/results ] || cp bench/results/*.json "$RESULTS"/ 2>/dev/null || true
+fi
+exit $status
