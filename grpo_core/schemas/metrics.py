@@ -226,6 +226,9 @@ class Execution(BaseModel):
     gradient_checkpointing: bool
     rollout_engine: ResolvedEngine
     vllm_gpu_memory_utilization: float | None = Field(None, description="The vLLM engine's share of the GPU.")
+    vllm_sleep_mode: bool | None = Field(
+        None, description="Whether the vLLM engine sleeps during each update (its GPU memory handed to the update)."
+    )
     device_total_gb: float | None = Field(None, description="The GPU's total memory in GiB; null on a CPU.")
     world_size: int = Field(1, description="Training processes (ranks) of this attempt, over all nodes.")
     ranks_per_node: int = Field(1, description="Ranks on each node; `device` and `threads` are rank 0's.")
@@ -246,7 +249,8 @@ class Execution(BaseModel):
             where += f" × {self.world_size} ranks ({layout})"
         engine: str = self.rollout_engine
         if self.vllm_gpu_memory_utilization is not None:
-            engine += f" ({self.vllm_gpu_memory_utilization:.0%} of the GPU)"
+            sleeps = ", asleep during updates" if self.vllm_sleep_mode else ""
+            engine += f" ({self.vllm_gpu_memory_utilization:.0%} of the GPU{sleeps})"
         gc = "on" if self.gradient_checkpointing else "off"
         return (
             f"Training on {where}: micro_batch_size {self.micro_batch_size}, gradient checkpointing {gc}, "

@@ -35,6 +35,8 @@ class Execution:
             weights sharded with FSDP2; null for one rank.
         threads (int | None | Unset): torch's CPU threads (the CPUs the worker may use); null on a GPU.
         vllm_gpu_memory_utilization (float | None | Unset): The vLLM engine's share of the GPU.
+        vllm_sleep_mode (bool | None | Unset): Whether the vLLM engine sleeps during each update (its GPU memory handed
+            to the update).
         world_size (int | Unset): Training processes (ranks) of this attempt, over all nodes. Default: 1.
     """
 
@@ -51,6 +53,7 @@ class Execution:
     sharding: ExecutionShardingType0 | None | Unset = UNSET
     threads: int | None | Unset = UNSET
     vllm_gpu_memory_utilization: float | None | Unset = UNSET
+    vllm_sleep_mode: bool | None | Unset = UNSET
     world_size: int | Unset = 1
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -105,6 +108,12 @@ class Execution:
         else:
             vllm_gpu_memory_utilization = self.vllm_gpu_memory_utilization
 
+        vllm_sleep_mode: bool | None | Unset
+        if isinstance(self.vllm_sleep_mode, Unset):
+            vllm_sleep_mode = UNSET
+        else:
+            vllm_sleep_mode = self.vllm_sleep_mode
+
         world_size = self.world_size
 
         field_dict: dict[str, Any] = {}
@@ -132,6 +141,8 @@ class Execution:
             field_dict["threads"] = threads
         if vllm_gpu_memory_utilization is not UNSET:
             field_dict["vllm_gpu_memory_utilization"] = vllm_gpu_memory_utilization
+        if vllm_sleep_mode is not UNSET:
+            field_dict["vllm_sleep_mode"] = vllm_sleep_mode
         if world_size is not UNSET:
             field_dict["world_size"] = world_size
 
@@ -217,6 +228,15 @@ class Execution:
 
         vllm_gpu_memory_utilization = _parse_vllm_gpu_memory_utilization(d.pop("vllm_gpu_memory_utilization", UNSET))
 
+        def _parse_vllm_sleep_mode(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        vllm_sleep_mode = _parse_vllm_sleep_mode(d.pop("vllm_sleep_mode", UNSET))
+
         world_size = d.pop("world_size", UNSET)
 
         execution = cls(
@@ -233,6 +253,7 @@ class Execution:
             sharding=sharding,
             threads=threads,
             vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
+            vllm_sleep_mode=vllm_sleep_mode,
             world_size=world_size,
         )
 
