@@ -151,11 +151,11 @@ def start_engine(
     seed: int,
     autocast: torch.dtype | None,
     episode_tokens: int,
-    rollout_rows: int | None = None,
+    rollout: tuple[int, int] | None = None,
 ) -> RolloutEngine:
     """The configured rollout engine, synced to ``model``; ``rollout_engine`` is resolved (never ``auto``,
     ``resolve_execution``). ``episode_tokens``: the most tokens a sample holds after its prompt (a multi-turn
-    episode's budget). ``rollout_rows``: the rows of one step's rollout on this process; the merged engine's
+    episode's budget). ``rollout``: (rows, positions) of one step's rollout on this process; the merged engine's
     static decode buffers are allocated for them now (before the trainer sizes its micro-batches from what is
     free), not at the first rollout."""
     if cfg.rollout_engine == "transformers":
@@ -165,8 +165,8 @@ def start_engine(
         merged: Any = make_engine(
             "merged", model, tokenizer, model_dir, dtype=autocast or torch.float32, decode_mode=mode
         )
-        if rollout_rows:
-            merged.reserve(rollout_rows, cfg.max_prompt_tokens + max(cfg.max_completion_tokens, episode_tokens))
+        if rollout is not None:
+            merged.reserve(*rollout)
         engine: RolloutEngine = merged
         return engine
     dtype = "bfloat16" if cfg.precision == "bf16" else "float32"

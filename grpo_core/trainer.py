@@ -173,8 +173,10 @@ def _train(
     if environment is not None:  # the engine is set below: prompts (with the tools) are checked before it starts
         agent = make_agent(environment, tokenizer, eos_ids(model, tokenizer), cfg.chat_template_kwargs, sandbox_tier)
     prompts_all = prompts_of(rows, tokenizer, cfg.chat_template_kwargs, agent)
+    longest = 0  # prompt tokens: the merged engine's decode buffers are sized for it
     for i, p in enumerate(prompts_all):
         n_tok = len(tokenizer(p, add_special_tokens=False)["input_ids"])
+        longest = max(longest, n_tok)
         if n_tok > cfg.max_prompt_tokens:
             raise UserError(
                 f"training row {i + 1}: prompt is {n_tok} tokens, over max_prompt_tokens={cfg.max_prompt_tokens}"
@@ -198,8 +200,8 @@ def _train(
     sizing = resolve_execution(sizing, model, placement)
     cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
     lo, hi = world.shard(cfg.batch_size)  # this rank's prompts of a step (grpo_core.rollout.sampling)
-    rollout_rows = (hi - lo) * (cfg.gfpo_sample_size or cfg.group_size)
-    engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout_rows)
+    rollout = ((hi - lo) * (cfg.gfpo_sample_size or cfg.group_size), longest + episode_tokens)
+    engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
