@@ -109,15 +109,10 @@ def _distance(model: Any, ro: Any, temperature: float, device: str) -> tuple[flo
     """Mean and max |sampler − trainer| log-prob over the completion tokens."""
     from grpo_core.update.logprobs import completion_logprobs
 
-    dev = next(model.parameters()).device
-    with torch.no_grad(), torch.autocast(dev.type, dtype=torch.bfloat16, enabled=device == "cuda"):
+    r = ro.to(next(model.parameters()).device)
+    with torch.no_grad(), torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
         want = completion_logprobs(
-            model,
-            ro.prompt_ids.to(dev),
-            ro.prompt_mask.to(dev),
-            ro.completion_ids.to(dev),
-            ro.completion_mask.to(dev),
-            temperature=temperature,
+            model, r.prompt_ids, r.prompt_mask, r.completion_ids, r.completion_mask, temperature=temperature
         )
     diff = (want.float().cpu() - ro.sampling_logp)[ro.completion_mask.bool()].abs()
     return float(diff.mean()), float(diff.max())

@@ -14,7 +14,7 @@ from grpo_core.policy import load_policy, prompts_of
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.engines.merged import MergedEngine
 from grpo_core.schemas.config import GRPOConfig
-from grpo_core.update.logprobs import completion_logprobs
+from tests.gpu.helpers import trainer_logprobs
 
 ROWS = [{"prompt": f"What is {a} + {b}?"} for a, b in ((2, 3), (14, 27), (6, 9))]
 
@@ -26,20 +26,6 @@ def _policy(model_dir: Path, precision: str) -> tuple[Any, Any]:
             if "lora_B" in name:
                 p.normal_(std=0.002, generator=torch.Generator(device=p.device).manual_seed(0))
     return model, tok
-
-
-def _trainer_logps(model: Any, ro: Any, precision: str) -> torch.Tensor:
-    dev = next(model.parameters()).device
-    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
-        lp = completion_logprobs(
-            model,
-            ro.prompt_ids.to(dev),
-            ro.prompt_mask.to(dev),
-            ro.completion_ids.to(dev),
-            ro.completion_mask.to(dev),
-            temperature=0.7,
-        )
-    return lp.float().cpu()
 
 
 def test_replayed_graphs_sample_what_the_eager_static_steps_sample(smollm2_dir: Path) -> None:
@@ -58,7 +44,7 @@ def test_replayed_graphs_sample_what_the_eager_static_steps_sample(smollm2_dir: 
         assert a.sampling_logp is not None and b.sampling_logp is not None
         torch.testing.assert_close(a.sampling_logp, b.sampling_logp, atol=1e-5, rtol=0)
         m = a.completion_mask.bool()
-        want = _trainer_logps(model, a, "fp32")
+        want = trainer_logprobs(model, a, 0.7, "fp32")
         assert float((a.sampling_logp[m] - want[m]).abs().max()) < 1e-3
         with torch.no_grad():
             for name, p in model.named_parameters():
@@ -82,7 +68,7 @@ def test_bf16_graphs_stay_within_the_eager_samplers_distance_to_the_trainer(smol
         ro = engine.generate(prompts, kw)
         m = ro.completion_mask.bool()
         assert ro.sampling_logp is not None and bool(torch.isfinite(ro.sampling_logp).all())
-        distance[mode] = float((ro.sampling_logp[m] - _trainer_logps(model, ro, "bf16")[m]).abs().mean())
+        distance[mode] = float((ro.sampling_logp[m] - trainer_logprobs(model, ro, 0.7, "bf16")[m]).abs().mean())
     assert distance["graphs"] < 1.5 * distance["eager"] + 0.01, distance
 
 

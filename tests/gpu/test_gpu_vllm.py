@@ -16,7 +16,7 @@ from grpo_core.policy import load_policy, prompts_of
 from grpo_core.rollout.batch import Rollout
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.schemas.config import GRPOConfig
-from grpo_core.update.logprobs import completion_logprobs
+from tests.gpu.helpers import trainer_logprobs
 
 pytestmark = pytest.mark.skipif(not vllm_on_cuda(), reason="no CUDA build of vLLM here (docs/guides/gpu.md)")
 
@@ -58,20 +58,6 @@ def _generate(engine: Any, tok: Any, seed: int) -> Rollout:
     return engine.generate(prompts_of(ROWS, tok), kw)
 
 
-def _trainer(model: Any, ro: Rollout, precision: str) -> torch.Tensor:
-    dev = next(model.parameters()).device
-    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
-        lp = completion_logprobs(
-            model,
-            ro.prompt_ids.to(dev),
-            ro.prompt_mask.to(dev),
-            ro.completion_ids.to(dev),
-            ro.completion_mask.to(dev),
-            temperature=T,
-        )
-    return lp.float().cpu()
-
-
 def _distance(ro: Rollout, want: torch.Tensor, precision: str) -> float:
     assert ro.sampling_logp is not None
     diff = (ro.sampling_logp - want)[ro.completion_mask.bool()].abs()
@@ -93,9 +79,9 @@ def test_each_sync_samples_the_new_policy_with_the_trainers_log_probs(setup: tup
         _set_lora_b(model, seed=step)
         engine.sync(model, step)
         ro = _generate(engine, tok, seed=10 + step)
-        near = _distance(ro, _trainer(model, ro, precision), precision)
+        near = _distance(ro, trainer_logprobs(model, ro, T, precision), precision)
         with model.disable_adapter():
-            far = _distance(ro, _trainer(model, ro, precision), precision)
+            far = _distance(ro, trainer_logprobs(model, ro, T, precision), precision)
         print(f"\n{engine._sync_mode} {precision} step {step}: |vLLM - policy| {near:.2e}, |vLLM - base| {far:.2e}")
         assert near < bound and far > 4 * near
         if engine._sync_mode == "lora":  # the previous step's adapter was removed
@@ -122,4 +108,4 @@ def test_sleep_hands_the_engines_memory_to_the_update_and_wakes_for_the_next_ste
     assert not engine._asleep
     ro = _generate(engine, tok, seed=5)
     bound = FP32_MAX if precision == "fp32" else BF16_MEAN
-    assert _distance(ro, _trainer(model, ro, precision), precision) < bound
+    assert _distance(ro, trainer_logprobs(model, ro, T, precision), precision) < bound
