@@ -9,8 +9,10 @@ worker.inference_server for serving):
 
 Every vLLM interface the two modules use (``LLM`` and its engine arguments, ``SamplingParams``, ``TokensPrompt``,
 ``LoRARequest``, ``collective_rpc``, the worker's ``reload_weights``, ``sleep``/``wake_up``, the server's flags and
-its run-time LoRA routes) has the same signature and meaning in every release from 0.26 to 0.32, so releases in
-that range are accepted; others are refused when an engine or the server starts, with the versions that work,
+its run-time LoRA routes) has the same signature in every release from 0.26 to 0.32, and the engine uses them the
+way both mean alike (one difference met: 0.26's ``wake_up(tags=None)`` maps every memory pool again, also one a
+partial wake already mapped, so the engine always names the tags it wakes), so releases in that range are
+accepted; others are refused when an engine or the server starts, with the versions that work,
 because a changed interface would otherwise fail deep inside a job with vLLM's own words.
 ``RFT_ALLOW_UNSUPPORTED_VLLM=1`` lets an operator try another release anyway.
 """

@@ -83,14 +83,18 @@ _LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_
 
 
 @contextlib.contextmanager
-def _engine_env(device: str | None) -> Iterator[None]:
+def _engine_env(device: str | None, fp32: bool = False) -> Iterator[None]:
     """The environment vLLM's engine process is spawned with: a world of one, and on ``cuda:N`` only that GPU
     visible (vLLM places its engine on the first visible device; a rank of a multi-GPU job trains on
-    ``cuda:LOCAL_RANK``, grpo_core.hardware.distributed). Restored after the engine started."""
-    saved = {k: os.environ.get(k) for k in (*_LAUNCHER_ENV, "CUDA_VISIBLE_DEVICES")}
+    ``cuda:LOCAL_RANK``, grpo_core.hardware.distributed). ``fp32``: Triton's fp32 dots in full precision (vLLM's
+    fp32 attention on a GPU is a Triton kernel, whose dots default to TF32: log-probs 1e-3 from the trainer's
+    instead of float rounding). Restored after the engine started."""
+    saved = {k: os.environ.get(k) for k in (*_LAUNCHER_ENV, "CUDA_VISIBLE_DEVICES", "TRITON_F32_DEFAULT")}
     try:
         for k in _LAUNCHER_ENV:
             os.environ.pop(k, None)
+        if fp32:
+            os.environ.setdefault("TRITON_F32_DEFAULT", "ieee")
         if device is not None and device.startswith("cuda:"):
             index = int(device.split(":", 1)[1])
             visible = saved["CUDA_VISIBLE_DEVICES"]
@@ -215,7 +219,8 @@ class VLLMEngine:
         if sleep and not can_sleep:
             raise ValueError(f"vLLM has no sleep mode on the {current_platform.device_name} platform")
         self._sleep = can_sleep if sleep is None else sleep
-        self._asleep = False
+        self._asleep: set[str] = set()  # the memory tags (vLLM's) asleep now
+        self._synced = False  # whether sync() has run (a merged sync rewrites every weight)
 
         self._tokenizer = tokenizer
         try:
@@ -250,7 +255,7 @@ class VLLMEngine:
         kwargs.update(llm_kwargs or {})
         self._sleep = bool(kwargs.get("enable_sleep_mode"))  # llm_kwargs may have turned it off
         self._sync_mode = sync
-        with _engine_env(device):
+        with _engine_env(device, fp32=dtype in ("float32", "fp32")):
             self._llm: Any = LLM(**kwargs)
         self._dir = Path(tempfile.mkdtemp(prefix="vllm-sync-"))
         self._lora: Any = None  # the LoRARequest of the current policy; None = base weights
@@ -350,6 +355,7 @@ class VLLMEngine:
             self._wake()
             self._llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
             path.unlink()
+            self._synced = True
             return
         from vllm.lora.request import LoRARequest
 
@@ -364,25 +370,29 @@ class VLLMEngine:
             self._llm.llm_engine.remove_lora(old.lora_int_id)
             if old.lora_path != self._lora.lora_path:
                 shutil.rmtree(old.lora_path, ignore_errors=True)
+        self._synced = True
 
     def suspend(self) -> None:
         """Hand the GPU memory sampling holds to the update: vLLM's sleep (module doc); nothing without sleep mode.
-        Level 2 (weights dropped) with merged sync, which reloads every weight at the next ``sync``; level 1
-        (weights kept in host memory) with LoRA sync, whose base weights never change."""
+        Level 2 (weights dropped) with merged sync once a sync has run, as the next ``sync`` reloads every weight;
+        level 1 (weights kept in host memory) with LoRA sync, whose base weights never change, and before the first
+        merged sync (the base weights are not in any file of ours to reload from)."""
         if self._sleep and not self._asleep:
-            self._llm.sleep(level=2 if self._sync_mode == "merged" else 1)
-            self._asleep = True
+            self._llm.sleep(level=2 if self._sync_mode == "merged" and self._synced else 1)
+            self._asleep = {"weights", "kv_cache"}
 
     def _wake(self, tags: list[str] | None = None) -> None:
-        """Wake the sleeping engine (``tags``: only those parts; None: all of it, which lets it schedule again)."""
-        if not self._asleep:
+        """Wake the sleeping engine: ``tags`` (vLLM's memory tags) only, or None for all that still sleep, after
+        which it schedules again. The tags are always named: vLLM 0.26's ``wake_up(None)`` maps every pool again,
+        also one a partial wake already mapped, and fails."""
+        wake = sorted(self._asleep if tags is None else self._asleep & set(tags))
+        if not wake:
             return
         import torch
 
         torch.cuda.empty_cache()  # the update's cached blocks back to the driver: vLLM maps its memory again
-        self._llm.wake_up(tags=tags)
-        if tags is None:
-            self._asleep = False
+        self._llm.wake_up(tags=wake)
+        self._asleep -= set(wake)
 
     def close(self) -> None:
         """Stop vLLM's engine processes and free its memory, so another engine can start in this process.
