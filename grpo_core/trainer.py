@@ -199,8 +199,7 @@ def _train(
     sizing = cfg.model_copy(update={"max_completion_tokens": max(cfg.max_completion_tokens, episode_tokens)})
     sizing = resolve_execution(sizing, model, placement)
     cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
-    lo, hi = world.shard(cfg.batch_size)  # this rank's prompts of a step (grpo_core.rollout.sampling)
-    rollout = ((hi - lo) * (cfg.gfpo_sample_size or cfg.group_size), longest + episode_tokens)
+    rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, valid_rows, agent)
     engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
     if agent is not None:
         agent.engine = engine
@@ -322,6 +321,29 @@ def _save(
     if world.is_main:
         save_checkpoint(model, optimizer, state, path, scheduler, rng_states=rngs)
     return path
+
+
+def _rollout_shape(
+    cfg: GRPOConfig,
+    world: World,
+    tokenizer: Any,
+    longest: int,
+    episode_tokens: int,
+    valid_rows: list[dict[str, Any]] | None,
+    agent: AgentRollouts | None,
+) -> tuple[int, int]:
+    """(rows, positions) of the largest rollout this rank samples: its share of a step's prompts × G, or a batch
+    of its share of the validation rows × eval_samples (``_validate``), each prompt plus its completion budget; the
+    merged engine holds its decode buffers (and on a GPU captures its graph) at this size for the whole job."""
+    lo, hi = world.shard(cfg.batch_size)  # this rank's prompts of a step (grpo_core.rollout.sampling)
+    rows = (hi - lo) * (cfg.gfpo_sample_size or cfg.group_size)
+    if valid_rows:
+        lo, hi = world.shard(len(valid_rows))
+        per_batch = max(1, cfg.batch_size * cfg.group_size // cfg.eval_samples)  # as _validate batches them
+        rows = max(rows, min(per_batch, hi - lo) * cfg.eval_samples)
+        prompts = prompts_of(valid_rows, tokenizer, cfg.chat_template_kwargs, agent)
+        longest = max([longest, *(len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts)])
+    return max(rows, 1), longest + episode_tokens
 
 
 def _execution(cfg: GRPOConfig, placement: Placement, world: World) -> Execution:

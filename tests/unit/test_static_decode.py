@@ -211,13 +211,16 @@ def _tiny(kind: str) -> Any:
 
 
 @pytest.mark.parametrize("kind", ["llama", "qwen2", "qwen3"])
-def test_a_decode_step_has_nothing_a_cuda_graph_cannot_capture(kind: str) -> None:
+def test_a_decode_step_has_nothing_a_cuda_graph_cannot_capture(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The step a graph records, for each architecture: no host synchronisation and no tensor from Python data
-    (the whole of what a capture refuses, seen on a CPU), and logits equal to transformers' own forward of the
-    same tokens."""
+    (the whole of what a capture refuses, seen on a CPU), grouped key/value heads never expanded over the cache,
+    and logits equal to transformers' own forward of the same tokens."""
+    import transformers.integrations.sdpa_attention as sdpa
+
     from grpo_core.rollout.engines.decode import _prefill
 
     model = _tiny(kind)
+    assert model.config.num_key_value_heads < model.config.num_attention_heads  # grouped
     assert unsupported_reason(model) is None
     static = StaticDecoder(model, graphs=False)
     ids = torch.tensor([[0, 0, 5, 6, 7, 8], [9, 3, 4, 8, 2, 1], [0, 11, 12, 13, 14, 15]])
@@ -225,9 +228,13 @@ def test_a_decode_step_has_nothing_a_cuda_graph_cannot_capture(kind: str) -> Non
     with torch.inference_mode():
         run = static.start(_prefill(model, ids, mask, 1, capacity=6), ids, mask, max_new_tokens=4)
         recorder = _HostSyncs()
+        expanded = sdpa.repeat_kv
+        monkeypatch.setattr(sdpa, "repeat_kv", lambda *a: pytest.fail("the decode step copied the cache per head"))
         with recorder:
             step = static._step_fn(run.bucket)
             logits = step()[:3]
+        monkeypatch.setattr(sdpa, "repeat_kv", expanded)
+        assert model.config._attn_implementation == "sdpa"  # switched for the step only
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         want = model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[:, -1].float()
     assert recorder.ops > 50 and recorder.found == [], recorder.found
@@ -250,9 +257,30 @@ def test_what_static_buffers_cannot_hold_is_refused_with_the_reason(tiny_model_d
         StaticDecoder(model, graphs=False)
     model.config._attn_implementation = "eager"
     assert unsupported_reason(model) == "it attends with 'eager', not 'sdpa'"
+    dynamic = _tiny("llama")
+    dynamic.config.rope_parameters = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
+    assert unsupported_reason(dynamic) == "its RoPE (dynamic) depends on the sequence length"
     policy = _nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     with pytest.raises(ValueError, match="CUDA graphs need a CUDA device"):
         MergedEngine(policy, tok, torch.float32, decode_mode="graphs")
     assert MergedEngine(policy, tok, torch.float32).static is None  # auto on a CPU: the eager loop
     assert MergedEngine(policy, tok, torch.float32, decode_mode="eager").static is None
+
+
+def test_grouped_decode_attention_is_sdpa_over_the_repeated_heads() -> None:
+    """One query position per row: the query heads of a key/value head attend as that head's positions, which is
+    SDPA over ``repeat_kv``'s expanded heads to rounding, under a padding mask."""
+    from transformers.integrations.sdpa_attention import repeat_kv
+
+    from grpo_core.rollout.engines.graphs import _decode_attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(3, 8, 1, 16, generator=g), torch.randn(3, 2, 40, 16, generator=g), torch.randn(3, 2, 40, 16)
+    mask = (torch.arange(40) < torch.tensor([[7], [40], [1]])).view(3, 1, 1, 40)
+    out, _ = _decode_attention(None, q, k, v, mask, scaling=0.25)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q, repeat_kv(k, 4), repeat_kv(v, 4), attn_mask=mask, scale=0.25
+    ).transpose(1, 2)
+    assert out.shape == (3, 1, 8, 16)
+    torch.testing.assert_close(out, want, atol=1e-6, rtol=1e-5)

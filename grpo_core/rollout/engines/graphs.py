@@ -32,8 +32,10 @@ NaN).
 With ``graphs=False`` the very same step function is called eagerly on the same buffers: that is how tests check
 the bookkeeping (buckets, buffers, columns, masks) on a CPU, and what runs if a capture fails (the reason is kept
 in ``StaticDecoder.failure`` and the job samples correctly, only slower). Models whose cache has layers other
-than plain full attention (sliding windows, linear attention) or that attend with something other than SDPA are
-not handled here (``unsupported_reason``); the merged engine keeps its eager loop for them.
+than plain full attention (sliding windows, linear attention), that attend with something other than SDPA, or whose
+rotary embedding depends on the sequence length are not handled here (``unsupported_reason``); the merged engine
+keeps its eager loop for them. The decode steps attend through ``_decode_attention``: the grouped query heads of
+one new token against the unexpanded cache.
 """
 
 from __future__ import annotations
@@ -69,6 +71,42 @@ def capacity_bucket(positions: int) -> int:
     return -(-max(positions, 1) // CAPACITY_STEP) * CAPACITY_STEP
 
 
+_DECODE_ATTENTION = "grpo_static_decode"  # the attention the decode steps run with (``_decode_attention``)
+
+
+def _decode_attention(
+    module: Any, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None, **kwargs: Any
+) -> tuple[Tensor, None]:
+    """SDPA for one new token per row against the whole static cache, without expanding the grouped K/V.
+
+    transformers' SDPA path repeats every key/value head for its query heads (``repeat_kv``) whenever a mask is
+    given on CUDA: on static buffers that is a copy of the whole cache, per layer, per token. With one query
+    position, the query heads that share a key/value head can stand as that head's query positions instead:
+    ``q`` (B, H, 1, D) viewed as (B, KV, H/KV, D) attends to ``key``/``value`` (B, KV, cap, D) under the (B, 1, 1,
+    cap) mask, which holds for every one of them. The same sums, no copy (heads are grouped as ``repeat_kv``
+    orders them: head h reads key/value head h // (H/KV)). Anything else goes to transformers' own SDPA."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    b, heads, q_len, dim = query.shape
+    groups = key.shape[1]
+    if q_len != 1 or attention_mask is None or attention_mask.dim() != 4 or heads % groups:
+        out: tuple[Tensor, None] = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+        return out
+    q = query.view(b, groups, heads // groups, dim)
+    scale = kwargs.get("scaling")
+    o = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=attention_mask, scale=scale)
+    return o.reshape(b, heads, 1, dim).transpose(1, 2).contiguous(), None  # (B, 1, H, D), as transformers returns
+
+
+def _register_decode_attention() -> None:
+    """Make ``_DECODE_ATTENTION`` a name transformers' models attend (and build masks) with; idempotent."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(_DECODE_ATTENTION, _decode_attention)
+    AttentionMaskInterface.register(_DECODE_ATTENTION, sdpa_mask)
+
+
 def unsupported_reason(model: Any) -> str | None:
     """Why ``model``'s decode step cannot run on static buffers, or None when it can: every cache layer must be a
     plain full-attention layer (transformers' ``DynamicLayer``) and attention must be SDPA (a boolean mask)."""
@@ -78,6 +116,10 @@ def unsupported_reason(model: Any) -> str | None:
     impl = getattr(model.config, "_attn_implementation", None)
     if impl != "sdpa":
         return f"it attends with {impl!r}, not 'sdpa'"
+    rope = getattr(model.config, "rope_parameters", None) or getattr(model.config, "rope_scaling", None) or {}
+    rope_type = str(rope.get("rope_type") or rope.get("type") or "default") if isinstance(rope, dict) else "default"
+    if rope_type in ("dynamic", "longrope"):  # their rotary tables change with the sequence length, on the host
+        return f"its RoPE ({rope_type}) depends on the sequence length"
     layers = DynamicCache(config=model.config).layers
     if not layers:
         return "its cache does not say what its layers are"
@@ -154,6 +196,7 @@ class StaticDecoder:
         reason = unsupported_reason(model)
         if reason is not None:
             raise ValueError(f"static decoding is not available for this model: {reason}")
+        _register_decode_attention()
         self.model = model
         param = next(model.parameters())
         self.device, self.dtype = param.device, param.dtype
@@ -180,6 +223,7 @@ class StaticDecoder:
         rows, capacity = max(rows, self.rows), max(capacity, self.capacity)
         self._caches.clear()
         self._graphs.clear()
+        self._pool = None  # a new pool for the new graphs: blocks of the old one may still be alive
         self.k = self.v = []  # drop the old buffers before the new ones are allocated
         kv = (rows, self.kv_heads, capacity, self.head_dim)
         # zeros: a masked column still enters attention's weighted sum with weight 0, and 0 · NaN is NaN
@@ -191,6 +235,16 @@ class StaticDecoder:
         self.valid = torch.zeros((rows, 1, 1, capacity), dtype=torch.bool, device=self.device)
         self.rows, self.capacity = rows, capacity
         self.allocations += 1
+
+    def prepare(self, rows: int, positions: int) -> None:
+        """``reserve``, and with graphs capture the step of ``rows``' bucket now: the job's buffers and its main
+        graph (and the activation memory the graph holds) exist before anything sizes itself from the free memory.
+        The capture runs the step on the fresh buffers (every mask entry off but the written column), which every
+        rollout's ``start`` overwrites."""
+        self.reserve(rows, positions)
+        if self.graphs:
+            with torch.inference_mode():
+                self.run_step(batch_bucket(rows))
 
     def start(self, prefix: Any, ids: Tensor, mask: Tensor, max_new_tokens: int) -> DecodeRun:
         """A rollout of ``ids``/``mask`` (n, P) (left-padded, every row's tokens but the last already in ``prefix``,
@@ -225,16 +279,22 @@ class StaticDecoder:
             self._caches[bucket] = cache
         tokens, position, valid = self.tokens[:bucket], self.position[:bucket], self.valid[:bucket]
 
+        config = self.model.config
+
         def step() -> Tensor:
             valid.index_fill_(3, self.column, True)
-            out = self.model(
-                input_ids=tokens,
-                attention_mask=valid,
-                position_ids=position,
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=1,
-            )
+            sdpa, config._attn_implementation = config._attn_implementation, _DECODE_ATTENTION
+            try:  # host-side only: a captured graph holds the kernels this call launches
+                out = self.model(
+                    input_ids=tokens,
+                    attention_mask=valid,
+                    position_ids=position,
+                    past_key_values=cache,
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
+            finally:
+                config._attn_implementation = sdpa
             logits: Tensor = out.logits[:, -1, :].float()
             return logits
 

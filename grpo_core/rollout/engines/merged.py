@@ -154,10 +154,11 @@ class MergedEngine:
 
     def reserve(self, rows: int, positions: int) -> None:
         """Allocate the static decode buffers for rollouts of ``rows`` rows and ``positions`` positions (prompt plus
-        completion) now, before the trainer sizes its micro-batches from the free memory, instead of at the first
-        rollout; a no-op without static buffers (eager decoding allocates per rollout)."""
+        completion), and on a GPU capture their graph, now, before the trainer sizes its micro-batches from the free
+        memory, instead of at the first rollout; a no-op without static buffers (eager decoding allocates per
+        rollout)."""
         if self.static is not None:
-            self.static.reserve(rows, positions)
+            self.static.prepare(rows, positions)
 
     @torch.no_grad()
     def sync(self, model: Any, step: int) -> None:
