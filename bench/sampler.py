@@ -85,7 +85,11 @@ def _variants(a: argparse.Namespace, model: Any, tok: Any, model_dir: Path) -> l
         )
         engine.sync(model, 1)
         out.append(("vllm bf16 (LoRA)", engine.generate))
+        _OPEN.append(engine)
     return out
+
+
+_OPEN: list[Any] = []  # engines with processes of their own, closed at the end
 
 
 def _timed(fn: Any, prompts: list[str], kw: Any, device: str, repeats: int) -> tuple[float, float, Any]:
@@ -176,6 +180,8 @@ def main() -> None:
     if a.json:
         meta = {"device": where, "rows": rows, "max_tokens": a.max_tokens, "torch": torch.__version__}
         Path(a.json).write_text(json.dumps({**meta, "results": results}, indent=2))
+    for engine in _OPEN:
+        engine.close()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import torch
 
-from grpo_core.hardware.device import vllm_on_cuda
+from grpo_core.hardware.device import release_device_memory, vllm_on_cuda
 from grpo_core.models.catalog import SMOLLM2_ID
 from grpo_core.policy import load_adapter, prompts_of
 from grpo_core.schemas.config import GRPOConfig
@@ -57,11 +57,12 @@ def test_the_server_serves_an_adapter_trained_on_the_gpu(smollm2_dir: Path, tmp_
     result = train(cfg, smollm2_dir, ROWS, [DigitShare()], callbacks=Recorder(), work_dir=tmp_path / "w", seed=0)
     adapter = result.final_checkpoint
     assert adapter is not None and (adapter / "adapter_config.json").is_file()
+    release_device_memory()  # the trainer's cached blocks: the server's vLLM measures what is free
 
     port = free_port()
     env = dict(os.environ, MODEL_CATALOG_DIR=str(smollm2_dir.parent), STATE_DIR=str(tmp_path / "state"))
     command = [sys.executable, "-m", "worker.inference_server", SMOLLM2_ID, "--port", str(port)]
-    command += ["--max-model-len", "1024"]
+    command += ["--max-model-len", "1024", "--", "--gpu-memory-utilization", "0.5"]
     server = Proc("inference-gpu", command, env, logs_dir)
     base = f"http://127.0.0.1:{port}/v1"
     try:

@@ -71,7 +71,9 @@ def test_smollm2_trains_on_the_gpu_with_each_engine(smollm2_dir: Path, tmp_path:
 
 
 def test_auto_engine_is_vllm_on_a_gpu_when_installed(tiny_model_dir: Path, tmp_path: Path) -> None:
-    rec = _run(tiny_model_dir, tmp_path, max_steps=1)
+    # head_dim 64, as above: with vLLM installed, auto starts its engine on this model
+    model_dir = build_tiny_model(tmp_path, "tiny-hd64", hidden_size=128, num_attention_heads=2)
+    rec = _run(model_dir if vllm_on_cuda() else tiny_model_dir, tmp_path, max_steps=1)
     expected = "vllm" if vllm_on_cuda() else "merged"
     assert rec.execution is not None and rec.execution.rollout_engine == expected
 
