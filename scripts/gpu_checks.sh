@@ -7,7 +7,8 @@
 #   bash scripts/gpu_checks.sh [--install /tmp/gpu-parts] [--real-models qwen2.5-0.5b,...] [--only tests|benches]
 #
 # --install PARTS: first check and install the parts in PARTS into PARTS/site (skipped when already installed).
-# GPU_PYTHON: the interpreter (default python3).
+# GPU_PYTHON: the interpreter (default python3). GPU_TESTS: what pytest runs (default tests/gpu; e.g.
+# "tests/gpu/test_gpu_vllm.py -k lora" to spread the suite over several short runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${GPU_PYTHON:-python3}
@@ -33,7 +34,8 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 stamp=$(date +%Y%m%d-%H%M%S)
 status=0
 if [ "$ONLY" != benches ]; then
-  GPU_RESULTS="$RESULTS/gpu-tests-$stamp.json" "$PY" -m pytest -q -p no:cacheprovider -rs tests/gpu 2>&1 \
+  # shellcheck disable=SC2086  # GPU_TESTS is a list of pytest arguments
+  GPU_RESULTS="$RESULTS/gpu-tests-$stamp.json" "$PY" -m pytest -q -p no:cacheprovider -rs ${GPU_TESTS:-tests/gpu} 2>&1 \
     | tee "$RESULTS/gpu-tests-$stamp.log" || status=1
 fi
 if [ "$ONLY" != tests ]; then
