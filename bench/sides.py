@@ -37,9 +37,9 @@ def memory_plan(model: Any, sizing: Any, placement: Any, *, checkpointing: bool)
     update peak by bench/real_models.py, which is how the estimate is calibrated."""
     from grpo_core.errors import DeviceOutOfMemory
     from grpo_core.hardware.device import device_memory_gb
-    from grpo_core.hardware.memory import SAFETY, auto_micro_batch, sequence_bytes
+    from grpo_core.hardware.memory import auto_micro_batch, planned_sequence_bytes, sequences_fit
 
-    per_seq = sequence_bytes(model, sizing, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
+    per_seq = planned_sequence_bytes(model, sizing, placement, checkpointing=checkpointing)
     mem = device_memory_gb(placement.device)
     try:
         auto = auto_micro_batch(
@@ -53,7 +53,7 @@ def memory_plan(model: Any, sizing: Any, placement: Any, *, checkpointing: bool)
         "checkpointing": checkpointing,
         "free_gb": None if mem is None else mem[0],
         "auto_micro_batch": auto,
-        "fits_uncapped": None if mem is None else int(SAFETY * mem[0] * 2**30 // per_seq),
+        "fits_uncapped": None if mem is None else sequences_fit(mem[0], per_seq),
     }
 
 

@@ -162,13 +162,8 @@ def start_engine(
         return make_engine("transformers", model, tokenizer, model_dir, autocast_dtype=autocast)
     if cfg.rollout_engine == "merged":
         mode = "auto" if cfg.sampler_cuda_graphs else "eager"
-        merged: Any = make_engine(
-            "merged", model, tokenizer, model_dir, dtype=autocast or torch.float32, decode_mode=mode
-        )
-        if rollout is not None:
-            merged.reserve(*rollout)
-        engine: RolloutEngine = merged
-        return engine
+        precision = autocast or torch.float32
+        return make_engine("merged", model, tokenizer, model_dir, dtype=precision, decode_mode=mode, reserve=rollout)
     dtype = "bfloat16" if cfg.precision == "bf16" else "float32"
     return make_engine(
         "vllm",

@@ -357,7 +357,7 @@ def _execution(cfg: GRPOConfig, placement: Placement, world: World) -> Execution
         gradient_checkpointing=bool(cfg.gradient_checkpointing),
         rollout_engine=_RESOLVED_ENGINES[cfg.rollout_engine],
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
-        vllm_sleep_mode=cfg.vllm_sleep_mode if cfg.rollout_engine == "vllm" else None,
+        vllm_sleep_mode=cfg.vllm_sleep_mode,  # resolve_execution: set for a vLLM engine on a GPU alone
         device_total_gb=placement.total_gb,
         world_size=world.size,
         ranks_per_node=world.local_size,

@@ -149,17 +149,11 @@ def model_folder(name: str) -> Path:
 def main(argv: list[str] | None = None) -> None:
     args, passthrough = parse(sys.argv[1:] if argv is None else argv)
     model_dir = model_folder(args.model)
-    from grpo_core.hardware.vllm_support import TESTED_CPU, TESTED_CUDA, installed_vllm, refusal
+    from grpo_core.hardware.vllm_support import TESTED_CPU, TESTED_CUDA, vllm_problem
 
-    found = installed_vllm()
-    if found is None:
-        sys.exit(
-            f"vLLM is not installed here: `pip install {TESTED_CPU}` on a CPU, {TESTED_CUDA} on a GPU "
-            "(docs/guides/gpu.md, docs/operations/deploy.md)"
-        )
-    reason = refusal(found[1], f"install {TESTED_CUDA} (GPU) or {TESTED_CPU} (CPU)")
-    if reason is not None:
-        sys.exit(reason)
+    problem = vllm_problem(f"install {TESTED_CUDA} on a GPU or {TESTED_CPU} on a CPU (docs/operations/deploy.md)")
+    if problem is not None:
+        sys.exit(problem)
     import torch  # after the argument checks: `--help` and a wrong model id answer at once
 
     cpu = not torch.cuda.is_available()

@@ -50,6 +50,16 @@ def sequence_bytes(model: Any, cfg: GRPOConfig, *, checkpointing: bool, precisio
     return tokens * kept * precision_bytes + cfg.max_completion_tokens * vocab * 4 * 3
 
 
+def planned_sequence_bytes(model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool) -> int:
+    """``sequence_bytes`` in the precision ``placement`` trains in: what every plan here divides memory by."""
+    return sequence_bytes(model, cfg, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
+
+
+def sequences_fit(free_gb: float, per_sequence: int) -> int:
+    """Sequences of ``per_sequence`` bytes that ``SAFETY`` of ``free_gb`` holds (before auto's caps)."""
+    return int(SAFETY * free_gb * 2**30 // per_sequence)
+
+
 def auto_micro_batch(model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool) -> int:
     """``micro_batch_size: auto``: as many sequences as ``SAFETY`` of the GPU's free memory holds, at most the
     step's sequences; ``CPU_MICRO_BATCH`` on a CPU. Called after the rollout engine started, so a colocated vLLM
@@ -61,8 +71,8 @@ def auto_micro_batch(model: Any, cfg: GRPOConfig, placement: Placement, *, check
     if mem is None:
         return min(CPU_MICRO_BATCH, step_rows)
     free_gb, _ = mem
-    per_seq = sequence_bytes(model, cfg, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
-    fit = int(SAFETY * free_gb * 2**30 // per_seq)
+    per_seq = planned_sequence_bytes(model, cfg, placement, checkpointing=checkpointing)
+    fit = sequences_fit(free_gb, per_seq)
     if fit < 1:
         raise DeviceOutOfMemory(
             f"one sequence of {cfg.max_prompt_tokens + cfg.max_completion_tokens} tokens needs about "
@@ -92,8 +102,7 @@ def vllm_memory_share(
         training_gb = VLLM_SLEEP_RESERVE_GB
         cap = VLLM_MAX_SHARE_SLEEPING
     else:
-        width = 2 if placement.autocast else 4
-        per_seq = sequence_bytes(model, cfg, checkpointing=checkpointing, precision_bytes=width)
+        per_seq = planned_sequence_bytes(model, cfg, placement, checkpointing=checkpointing)
         training_gb = 4 * per_seq / 2**30 / SAFETY + 2.0
         cap = VLLM_MAX_SHARE
     share = (free_gb - training_gb) / total_gb

@@ -69,20 +69,22 @@ def refusal(version: str, remedy: str) -> str | None:
 
 def supported_vllm() -> bool:
     """A vLLM is installed and is one the service runs on (or the operator allowed any)."""
-    found = installed_vllm()
-    return found is not None and refusal(found[1], "") is None
+    return vllm_problem("") is None
 
 
-def require_supported_vllm() -> str:
-    """The installed vLLM's version, for a job whose rollout engine is vLLM; a ``UserError`` saying what to do when
-    there is none or it is not supported."""
+def vllm_problem(remedy: str) -> str | None:
+    """What is wrong with this machine's vLLM, ending with ``remedy`` (what the caller's user can do): none is
+    installed, or its release is refused; None when a supported one is (or the operator allowed any). The one
+    check behind the rollout engine's start (``require_supported_vllm``) and the inference server's."""
     found = installed_vllm()
     if found is None:
-        raise UserError(
-            "rollout_engine 'vllm' needs vLLM, which is not installed on this worker: use rollout_engine 'merged' "
-            f"(or 'auto'), or install vLLM ({TESTED}; docs/guides/gpu.md)"
-        )
-    reason = refusal(found[1], "install one of those (docs/guides/gpu.md) or use rollout_engine 'merged'")
-    if reason is not None:
-        raise UserError(reason)
-    return found[1]
+        return f"vLLM is not installed on this worker: {remedy} (tested: {TESTED}; docs/guides/gpu.md)"
+    return refusal(found[1], remedy)
+
+
+def require_supported_vllm() -> None:
+    """For a job whose rollout engine is vLLM: a ``UserError`` saying what to do when this worker has none or one
+    the service does not run on."""
+    problem = vllm_problem("install a supported release or use rollout_engine 'merged' (or 'auto')")
+    if problem is not None:
+        raise UserError(problem)

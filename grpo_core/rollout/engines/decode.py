@@ -96,7 +96,8 @@ def _prefill(model: Any, ids: Tensor, mask: Tensor, group_size: int, capacity: i
     cache = _new_cache(model, capacity)
     if ids.shape[1] > 1:
         prefill_cache(model, ids, mask, cache)
-        cache.batch_repeat_interleave(group_size)
+        if group_size > 1:
+            cache.batch_repeat_interleave(group_size)
     return cache
 
 
@@ -130,19 +131,23 @@ class _EagerSteps:
 
 
 def _steps(
-    model: Any, ids: Tensor, mask: Tensor, group_size: int, max_new_tokens: int, padding_free: bool, static: Any
-) -> Steps:
-    """The decode steps of a rollout of the distinct prompts ``ids``/``mask`` × ``group_size``: on the engine's
-    static buffers (grpo_core.rollout.engines.graphs; CUDA graphs on a GPU) when it has them, else eagerly."""
-    width = ids.shape[1]
-    if static is not None:
-        cache = _prefill(model, ids, mask, group_size, capacity=width)
-        rows, rmask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
-        run: Steps = static.start(cache, rows, rmask, max_new_tokens)
-        return run
-    cache = _prefill(model, ids, mask, group_size, capacity=width + max_new_tokens)
-    rows, rmask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
-    return _EagerSteps(model, cache, rows, rmask, padding_free)
+    model: Any,
+    ids: Tensor,
+    mask: Tensor,
+    group_size: int,
+    max_new_tokens: int,
+    padding_free: bool,
+    static: StaticDecoder | None,
+) -> tuple[Steps, Tensor, Tensor]:
+    """The decode steps of a rollout of the distinct prompts ``ids``/``mask`` × ``group_size`` (on the engine's
+    static buffers when it has them, grpo_core.rollout.engines.graphs; else eagerly), and the rollout's rows: each
+    prompt's ids and mask repeated ``group_size`` times."""
+    rows, rows_mask = ids.repeat_interleave(group_size, dim=0), mask.repeat_interleave(group_size, dim=0)
+    if static is not None:  # each prompt's prefix once: start() copies it into every row of its group
+        prefix = _prefill(model, ids, mask, 1, capacity=ids.shape[1])
+        return static.start(prefix, rows, rows_mask, max_new_tokens, group_size), rows, rows_mask
+    cache = _prefill(model, ids, mask, group_size, capacity=ids.shape[1] + max_new_tokens)
+    return _EagerSteps(model, cache, rows, rows_mask, padding_free), rows, rows_mask
 
 
 def _step_shapes(
@@ -232,9 +237,7 @@ def _decode(
     padding_free = bool(mask.all())
     if sampling.step_prompts:  # a rank's share: the whole step's shapes (Sampling.step_prompts says why)
         ids, mask, padding_free = _step_shapes(tokenizer, ids, mask, sampling.step_prompts)
-    g = sampling.group_size
-    steps = _steps(model, ids, mask, g, sampling.max_new_tokens, padding_free, static)
-    ids, mask = ids.repeat_interleave(g, dim=0), mask.repeat_interleave(g, dim=0)
+    steps, ids, mask = _steps(model, ids, mask, sampling.group_size, sampling.max_new_tokens, padding_free, static)
     rows = torch.arange(sampling.first_row, sampling.first_row + ids.shape[0], device=device)
     completion_ids, logps = _sample_tokens(steps, rows, sampling, stop)
     cmask, truncated = completion_mask(completion_ids, stop)
@@ -307,7 +310,7 @@ def decode_continuations(
     with torch.inference_mode():
         device = next(model.parameters()).device
         ids, mask = left_padded(sequences, pad_id, device)
-        steps = _steps(model, ids, mask, 1, sampling.max_new_tokens, bool(mask.all()), static)
+        steps, _, _ = _steps(model, ids, mask, 1, sampling.max_new_tokens, bool(mask.all()), static)
         rows_t = torch.tensor(rows, dtype=torch.long, device=device)
         out, logps = _sample_tokens(steps, rows_t, sampling, stop_ids)
         cmask, _ = completion_mask(out, stop_ids)

@@ -210,7 +210,7 @@ class StaticDecoder:
         self.rows = self.capacity = 0
         self.captures = self.allocations = 0
         self.failure: str | None = None
-        self._caches: dict[int, Any] = {}
+        self._steps: dict[int, Callable[[], Tensor]] = {}  # per bucket, on the current buffers
         self._graphs: dict[int, tuple[Any, Tensor]] = {}
         self._pool: Any = None
 
@@ -221,7 +221,7 @@ class StaticDecoder:
         if rows <= self.rows and capacity <= self.capacity:
             return
         rows, capacity = max(rows, self.rows), max(capacity, self.capacity)
-        self._caches.clear()
+        self._steps.clear()
         self._graphs.clear()
         self._pool = None  # a new pool for the new graphs: blocks of the old one may still be alive
         self.k = self.v = []  # drop the old buffers before the new ones are allocated
@@ -246,17 +246,21 @@ class StaticDecoder:
             with torch.inference_mode():
                 self.run_step(batch_bucket(rows))
 
-    def start(self, prefix: Any, ids: Tensor, mask: Tensor, max_new_tokens: int) -> DecodeRun:
-        """A rollout of ``ids``/``mask`` (n, P) (left-padded, every row's tokens but the last already in ``prefix``,
-        a cache with (n, kv heads, P - 1, head dim) keys/values per layer, or None when P = 1) that decodes up to
-        ``max_new_tokens`` tokens: the prefix copied into the buffers, the last prompt tokens ready to feed."""
+    def start(self, prefix: Any, ids: Tensor, mask: Tensor, max_new_tokens: int, group_size: int = 1) -> DecodeRun:
+        """A rollout of ``ids``/``mask`` (n, P) (left-padded; rows grouped by prompt, ``group_size`` each) that
+        decodes up to ``max_new_tokens`` tokens. ``prefix``: the cache of every prompt token but the last, one row
+        per distinct prompt ((n / group_size, kv heads, P - 1, head dim) per layer; None when P = 1), copied into
+        every row of its group by broadcasting, so no repeated copy of it is ever made. The last prompt tokens are
+        ready to feed."""
         n, width = ids.shape
         self.reserve(n, width + max_new_tokens)
         bucket = batch_bucket(n)
         if width > 1:
+            groups = n // group_size
             for i, layer in enumerate(prefix.layers):
-                self.k[i][:n, :, : width - 1].copy_(layer.keys[:, :, : width - 1])
-                self.v[i][:n, :, : width - 1].copy_(layer.values[:, :, : width - 1])
+                for buf, src in ((self.k[i], layer.keys), (self.v[i], layer.values)):
+                    rows = buf[:n].view(groups, group_size, *buf.shape[1:])  # the leading rows are contiguous
+                    rows[:, :, :, : width - 1].copy_(src[:, None, :, : width - 1])
         self.valid[:bucket].zero_()
         self.valid[:n, 0, 0, :width].copy_(mask.bool())
         self.tokens[:bucket].zero_()
@@ -269,14 +273,13 @@ class StaticDecoder:
     def _step_fn(self, bucket: int) -> Callable[[], Tensor]:
         """The decode step of the first ``bucket`` rows: the fed token's column becomes visible, one forward, the
         next position's logits in fp32. Everything it touches is a fixed buffer or a view of one."""
-        cache: Any = self._caches.get(bucket)
-        if cache is None:
-            from transformers import DynamicCache
+        known = self._steps.get(bucket)
+        if known is not None:
+            return known
+        from transformers import DynamicCache
 
-            cache = DynamicCache(config=self.model.config)  # its layers are replaced below
-            pairs = zip(self.k, self.v, strict=True)
-            cache.layers = [_SlotLayer(k[:bucket], v[:bucket], self.column) for k, v in pairs]
-            self._caches[bucket] = cache
+        cache: Any = DynamicCache(config=self.model.config)  # its layers are replaced below
+        cache.layers = [_SlotLayer(k[:bucket], v[:bucket], self.column) for k, v in zip(self.k, self.v, strict=True)]
         tokens, position, valid = self.tokens[:bucket], self.position[:bucket], self.valid[:bucket]
 
         config = self.model.config
@@ -298,6 +301,7 @@ class StaticDecoder:
             logits: Tensor = out.logits[:, -1, :].float()
             return logits
 
+        self._steps[bucket] = step
         return step
 
     def run_step(self, bucket: int) -> Tensor:

@@ -107,11 +107,13 @@ class MergedEngine:
         *,
         prepack: bool = True,
         decode_mode: DecodeMode = "auto",
+        reserve: tuple[int, int] | None = None,
     ) -> None:
         """A sampling copy of the PEFT ``model`` in ``dtype``; ``prepack``: hold the adapted bf16 linears prepacked
         where ``can_prepack`` says this machine runs them (False: plain bf16 linears, what bench/sampler.py and the
         tests compare them with); ``decode_mode``: how decode steps run (``DecodeMode``; "graphs" and "static" are
-        refused with the reason for a model whose cache or attention they cannot hold)."""
+        refused with the reason for a model whose cache or attention they cannot hold); ``reserve``: (rows,
+        positions) of the largest rollout to come (``reserve`` below)."""
         from transformers import AutoModelForCausalLM
 
         self.tokenizer = tokenizer
@@ -151,6 +153,8 @@ class MergedEngine:
         self.model = plain
         self.static = _static_decoder(plain, decode_mode)
         self.sync(model, 0)
+        if reserve is not None:
+            self.reserve(*reserve)
 
     def reserve(self, rows: int, positions: int) -> None:
         """Allocate the static decode buffers for rollouts of ``rows`` rows and ``positions`` positions (prompt plus

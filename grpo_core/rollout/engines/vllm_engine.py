@@ -218,7 +218,6 @@ class VLLMEngine:
         can_sleep = bool(current_platform.is_sleep_mode_available())
         if sleep and not can_sleep:
             raise ValueError(f"vLLM has no sleep mode on the {current_platform.device_name} platform")
-        self._sleep = can_sleep if sleep is None else sleep
         self._asleep: set[str] = set()  # the memory tags (vLLM's) asleep now
         self._synced = False  # whether sync() has run (a merged sync rewrites every weight)
 
@@ -250,10 +249,9 @@ class VLLMEngine:
             kwargs |= {"enable_lora": True, "max_lora_rank": rank, "max_loras": 1, "max_cpu_loras": 2}
         else:
             kwargs["worker_extension_cls"] = f"{__name__}._WeightSync"
-        if self._sleep:
-            kwargs["enable_sleep_mode"] = True
+        kwargs["enable_sleep_mode"] = can_sleep if sleep is None else sleep
         kwargs.update(llm_kwargs or {})
-        self._sleep = bool(kwargs.get("enable_sleep_mode"))  # llm_kwargs may have turned it off
+        self._sleep = bool(kwargs["enable_sleep_mode"])
         self._sync_mode = sync
         with _engine_env(device, fp32=dtype in ("float32", "fp32")):
             self._llm: Any = LLM(**kwargs)
