@@ -35,7 +35,7 @@ from grpo_core.evaluation.validation import reward_sums, standard_error
 from grpo_core.hardware import distributed
 from grpo_core.hardware.device import Placement, peak_memory_gb, reset_peak_memory, resolve_placement
 from grpo_core.hardware.distributed import World, all_gather_objects, any_rank, broadcast_parameters
-from grpo_core.hardware.memory import auto_micro_batch, out_of_memory
+from grpo_core.hardware.memory import auto_micro_batch, auto_micro_batch_tokens, out_of_memory
 from grpo_core.hardware.sharding import shard, sharded
 from grpo_core.metrics import step_metrics
 from grpo_core.policy import load_policy, prompts_of, resolve_execution, start_engine
@@ -47,7 +47,7 @@ from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.metrics import Execution, Level, MemoryStats, ResolvedEngine, StepMetrics
 from grpo_core.update.schedule import make_scheduler
-from grpo_core.update.step import old_logprobs, policy_update
+from grpo_core.update.step import UpdatePath, old_logprobs, policy_update, unpacked_reason, update_path
 
 
 class Callbacks(Protocol):
@@ -209,8 +209,21 @@ def _train(
     micro_batch = auto_micro_batch(model, sizing, placement, checkpointing=bool(cfg.gradient_checkpointing))
     # every rank must plan the same micro-batches (grpo_core.update.step): the size that fits on the fullest device
     micro_batch = distributed.agree_min(world, micro_batch, placement.device)
-    cfg = cfg.model_copy(update={"micro_batch_size": micro_batch})
-    callbacks.on_start(_execution(cfg, placement, world))
+    passes = update_path(model, cfg, world)  # how the update runs (packed, fused head), the same every step
+    tokens = auto_micro_batch_tokens(
+        model,
+        sizing.model_copy(update={"micro_batch_size": micro_batch}),
+        placement,
+        checkpointing=bool(cfg.gradient_checkpointing),
+        fused_head=passes.fused_head,
+    )
+    tokens = distributed.agree_min(world, tokens, placement.device)
+    cfg = cfg.model_copy(update={"micro_batch_size": micro_batch, "max_tokens_per_micro_batch": tokens})
+    if cfg.packing and not passes.packing:
+        callbacks.on_message(
+            f"Padded micro-batches: packing is off for this run, {unpacked_reason(model, cfg, world)}."
+        )
+    callbacks.on_start(_execution(cfg, placement, world, passes))
     if state.step:
         engine.sync(model, state.step)
     health = HealthMonitor(cfg.health)
@@ -250,10 +263,12 @@ def _train(
                 ro = replace(ro, completion_mask=ro.completion_mask * (~ro.truncated).unsqueeze(1))
             # π_old: the sampling policy. With μ = 1 it equals π_θ at update time (logp.detach(), no extra pass).
             try:
-                old = old_logprobs(model, ro, batch.adv, cfg, autocast, world) if cfg.num_iterations > 1 else None
+                old = (
+                    old_logprobs(model, ro, batch.adv, cfg, autocast, world, passes) if cfg.num_iterations > 1 else None
+                )
                 for _ in range(cfg.num_iterations):
                     optimizer.zero_grad(set_to_none=True)
-                    sums = policy_update(model, ro, batch.adv, cfg, autocast, old, world)
+                    sums = policy_update(model, ro, batch.adv, cfg, autocast, old, world, passes)
                     grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
                     if not math.isfinite(grad_norm):
                         raise RuntimeError(f"non-finite gradient norm at step {state.step + 1}; lower learning_rate")
@@ -346,7 +361,7 @@ def _rollout_shape(
     return max(rows, 1), longest + episode_tokens
 
 
-def _execution(cfg: GRPOConfig, placement: Placement, world: World) -> Execution:
+def _execution(cfg: GRPOConfig, placement: Placement, world: World, path: UpdatePath) -> Execution:
     return Execution(
         device=str(placement.device),
         device_name=placement.device_name,
@@ -354,6 +369,9 @@ def _execution(cfg: GRPOConfig, placement: Placement, world: World) -> Execution
         precision_reason=placement.precision_reason,
         threads=None if placement.is_cuda else placement.threads,
         micro_batch_size=cfg.micro_batch,
+        packing=path.packing,
+        max_tokens_per_micro_batch=cfg.micro_batch_tokens if path.packing else None,
+        fused_lm_head=path.fused_head,
         gradient_checkpointing=bool(cfg.gradient_checkpointing),
         rollout_engine=_RESOLVED_ENGINES[cfg.rollout_engine],
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,

@@ -1,5 +1,5 @@
-"""Memory levers: gradient checkpointing, ``micro_batch_size: auto``, the vLLM engine's share of a GPU, and the
-out-of-memory failure a user can act on.
+"""Memory levers: gradient checkpointing, ``micro_batch_size`` and ``max_tokens_per_micro_batch: auto``, the
+vLLM engine's share of a GPU, and the out-of-memory failure a user can act on.
 
 Sizing is an estimate from the model's config, not a trial allocation: a trial would have to run the worst-case
 micro-batch (longest prompt + longest completion) and still could not see the next step's lengths. The estimate
@@ -20,6 +20,7 @@ from grpo_core.schemas.config import GRPOConfig
 SAFETY = 0.7  # share of the free memory the micro-batch estimate may plan for
 CPU_MICRO_BATCH = 8  # on a CPU memory is rarely the limit and bigger micro-batches do not run faster
 MAX_AUTO_MICRO_BATCH = 64
+MAX_AUTO_TOKENS = 65_536  # a packed micro-batch's auto budget: past this, more tokens per pass buy no speed
 VLLM_MAX_SHARE = 0.5  # the colocated vLLM engine never takes more than this share of the GPU by default
 # With sleep mode the engine and the update take turns, so the engine may take most of what is free once the model
 # is loaded; what stays set aside is the trainer's memory while the engine is awake (the adapter, its gradients and
@@ -35,6 +36,13 @@ def _dims(model: Any) -> tuple[int, int, int, int]:
     return int(c.num_hidden_layers), hidden, int(getattr(c, "intermediate_size", 4 * hidden)), int(c.vocab_size)
 
 
+def token_bytes(model: Any, *, checkpointing: bool, precision_bytes: int) -> int:
+    """Estimated activation memory of one token in the update, the logits aside (``sequence_bytes``)."""
+    layers, h, inter, _ = _dims(model)
+    per_layer = 12 * h + 4 * inter
+    return (layers * h + per_layer if checkpointing else layers * per_layer) * precision_bytes
+
+
 def sequence_bytes(model: Any, cfg: GRPOConfig, *, checkpointing: bool, precision_bytes: int) -> int:
     """Estimated activation memory of one sequence in the update (forward kept for backward, plus the logits).
 
@@ -43,11 +51,10 @@ def sequence_bytes(model: Any, cfg: GRPOConfig, *, checkpointing: bool, precisio
     no s² attention term under SDPA). With checkpointing only each layer's input (h values) is kept, plus one
     layer's full set while it is recomputed. The head's (C, V) logits are fp32 (log-softmax and its gradient).
     """
-    layers, h, inter, vocab = _dims(model)
+    vocab = _dims(model)[3]
     tokens = cfg.max_prompt_tokens + cfg.max_completion_tokens
-    per_layer = 12 * h + 4 * inter
-    kept = layers * h + per_layer if checkpointing else layers * per_layer
-    return tokens * kept * precision_bytes + cfg.max_completion_tokens * vocab * 4 * 3
+    per_token = token_bytes(model, checkpointing=checkpointing, precision_bytes=precision_bytes)
+    return tokens * per_token + cfg.max_completion_tokens * vocab * 4 * 3
 
 
 def planned_sequence_bytes(model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool) -> int:
@@ -81,6 +88,26 @@ def auto_micro_batch(model: Any, cfg: GRPOConfig, placement: Placement, *, check
             + ("" if checkpointing else ", or set gradient_checkpointing: true")
         )
     return max(1, min(fit, step_rows, MAX_AUTO_MICRO_BATCH))
+
+
+def auto_micro_batch_tokens(
+    model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool, fused_head: bool
+) -> int:
+    """``max_tokens_per_micro_batch: auto`` for ``cfg`` with ``micro_batch_size`` resolved: ``micro_batch_size``
+    sequences at their longest (``GRPOConfig.micro_batch_tokens``), the memory the padded plan is sized for. On a
+    GPU with the fused head the logits no longer grow with the tokens (one chunk's, grpo_core.update.fused_head),
+    so the budget is what ``SAFETY`` of the free memory holds of activations, less a chunk's logits and their
+    gradient, at most ``MAX_AUTO_TOKENS`` and at least one sequence at its longest."""
+    if cfg.max_tokens_per_micro_batch != "auto":
+        return cfg.max_tokens_per_micro_batch
+    mem = device_memory_gb(placement.device)
+    if mem is None or not fused_head:
+        return cfg.micro_batch_tokens
+    from grpo_core.update.fused_head import CHUNK_ELEMENTS
+
+    per_token = token_bytes(model, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
+    fit = int((SAFETY * mem[0] * 2**30 - CHUNK_ELEMENTS * 4 * 3) // per_token)
+    return max(cfg.max_prompt_tokens + cfg.max_completion_tokens, min(fit, MAX_AUTO_TOKENS))
 
 
 def vllm_memory_share(

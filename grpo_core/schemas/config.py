@@ -287,6 +287,33 @@ class ExecutionConfig(BaseModel):
         description="Sequences per forward/backward; the gradient equals the full-batch one whatever the value. "
         "auto = sized from the GPU's free memory after the model is loaded; 8 on a CPU.",
     )
+    max_tokens_per_micro_batch: Auto | Annotated[int, Field(ge=16, le=1_048_576)] = Field(
+        "auto",
+        description="Tokens per packed forward/backward (``packing``): rows are concatenated without padding up to "
+        "this many, a prompt shared by its rows counted once; a row longer than it runs alone. auto = "
+        "micro_batch_size sequences at their longest (max_prompt_tokens + max_completion_tokens): the memory the "
+        "padded micro-batch is sized for.",
+    )
+    packing: bool = Field(
+        True,
+        description="Run the update's forward/backward passes on packed micro-batches: each micro-batch's rows "
+        "concatenated with no padding, positions restarting per row, attention that never crosses rows, a prompt "
+        "shared by its G completions computed once. The gradient is the same. Models it is not checked for "
+        "(sliding-window attention, post-processed logits) and FSDP sharding run padded micro-batches instead, "
+        "as does false.",
+    )
+    fused_lm_head: bool = Field(
+        True,
+        description="Compute the LM head fused with the per-token log-prob, a chunk of positions at a time (each "
+        "chunk's logits recomputed in the backward), so no (tokens × vocabulary) logits tensor exists beyond one "
+        "chunk. The numbers are the same; false materialises all the logits at once.",
+    )
+    compile_update: bool = Field(
+        False,
+        description="Run the update's decoder layers under torch.compile (dynamic shapes, compiled once per worker "
+        "process, then cached on disk). It pays on long jobs and large models; the compilation costs more than "
+        "it saves on a short job of a small model, hence off. No effect with sharding: fsdp.",
+    )
     gradient_checkpointing: bool | None = Field(
         None,
         description="Recompute each layer's activations in the backward pass instead of keeping them: far less "
@@ -397,6 +424,14 @@ class GRPOConfig(AlgorithmConfig, ExecutionConfig, MonitoringConfig, OpenAICompa
     """
 
     model_config = ConfigDict(extra="forbid")
+
+    @property
+    def micro_batch_tokens(self) -> int:
+        """The packed micro-batch's token budget; ``auto`` is ``micro_batch`` sequences at their longest (the
+        memory the padded micro-batch is sized for), unless the run resolved it (grpo_core.hardware.memory)."""
+        if self.max_tokens_per_micro_batch == "auto":
+            return self.micro_batch * (self.max_prompt_tokens + self.max_completion_tokens)
+        return self.max_tokens_per_micro_batch
 
     @model_validator(mode="before")
     @classmethod

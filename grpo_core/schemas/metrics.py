@@ -223,6 +223,11 @@ class Execution(BaseModel):
     precision_reason: str = Field(description="Why: 'requested', 'bf16 tensor cores', 'bf16 matmul 6.2x fp32', …")
     threads: int | None = Field(None, description="torch's CPU threads (the CPUs the worker may use); null on a GPU.")
     micro_batch_size: int
+    packing: bool = Field(
+        False, description="The update runs packed micro-batches (no padding); false: padded ones of micro_batch_size."
+    )
+    max_tokens_per_micro_batch: int | None = Field(None, description="The packed micro-batch's token budget.")
+    fused_lm_head: bool = Field(False, description="The LM head runs in chunks fused with the log-prob.")
     gradient_checkpointing: bool
     rollout_engine: ResolvedEngine
     vllm_gpu_memory_utilization: float | None = Field(None, description="The vLLM engine's share of the GPU.")
@@ -252,10 +257,12 @@ class Execution(BaseModel):
             sleeps = ", asleep during updates" if self.vllm_sleep_mode else ""
             engine += f" ({self.vllm_gpu_memory_utilization:.0%} of the GPU{sleeps})"
         gc = "on" if self.gradient_checkpointing else "off"
-        return (
-            f"Training on {where}: micro_batch_size {self.micro_batch_size}, gradient checkpointing {gc}, "
-            f"rollout engine {engine}"
-        )
+        if self.packing:
+            batches = f"packed micro-batches of up to {self.max_tokens_per_micro_batch} tokens"
+        else:
+            batches = f"micro_batch_size {self.micro_batch_size}"
+        head = ", LM head fused with the log-prob" if self.fused_lm_head else ""
+        return f"Training on {where}: {batches}{head}, gradient checkpointing {gc}, rollout engine {engine}"
 
 
 class CheckpointMetrics(BaseModel):

@@ -9,66 +9,14 @@ so the ratio and KL must use the same distribution — and the log-prob of each 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, overload
 
 import torch
 from torch import Tensor
 
-
-class TokenLogProb(torch.autograd.Function):
-    """log softmax(z)[index] per position, with a one-pass backward: dz = g · (onehot(index) − softmax(z)).
-
-    Autograd through ``gather(z) − logsumexp(z)`` builds, per sequence, a zero-filled scatter for the gather, a
-    softmax for the logsumexp and an add of the two — three (T, V) tensors in fp32 and their kernels; here the
-    backward writes each row's gradient once, in the logits' dtype. Forward and backward work one sequence at a
-    time, so no (B, T, V) fp32 tensor ever exists.
-    """
-
-    @staticmethod
-    def forward(ctx: Any, logits: Tensor, index: Tensor) -> Tensor:
-        out = torch.empty(index.shape, dtype=torch.float32, device=logits.device)
-        lse = torch.empty(index.shape, dtype=torch.float32, device=logits.device)
-        for i in range(logits.shape[0]):
-            row = logits[i].float()
-            lse[i] = torch.logsumexp(row, dim=-1)
-            out[i] = row.gather(-1, index[i].unsqueeze(-1)).squeeze(-1) - lse[i]
-        ctx.save_for_backward(logits, index, lse)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
-        logits, index, lse = ctx.saved_tensors
-        grad_logits = torch.empty_like(logits)
-        for i in range(logits.shape[0]):
-            g = grad[i].float().unsqueeze(-1)  # (T, 1)
-            p = (logits[i].float() - lse[i].unsqueeze(-1)).exp_().mul_(-g)
-            p.scatter_add_(-1, index[i].unsqueeze(-1), g)
-            grad_logits[i] = p
-        return grad_logits, None
-
-
-# torch.autograd.Function.apply is untyped; this is its signature for TokenLogProb
-_token_logprob: Callable[[Tensor, Tensor], Tensor] = TokenLogProb.apply
-
-
-def logprobs_and_entropy(
-    logits: Tensor, index: Tensor, *, entropy_grad: bool | None = False
-) -> tuple[Tensor, Tensor | None]:
-    """Per-token log-prob of ``index`` and the entropy H = logsumexp(z) − Σ softmax(z)·z, one sequence at a time.
-
-    ``entropy_grad=None`` skips the entropy; ``False`` computes it without gradient (a metric); ``True`` keeps
-    its gradient (for an entropy bonus).
-    """
-    logp = _token_logprob(logits, index)
-    if entropy_grad is None:
-        return logp, None
-    ents = []
-    with torch.set_grad_enabled(bool(entropy_grad) and torch.is_grad_enabled()):
-        for i in range(logits.shape[0]):  # (T, V) at a time
-            row = logits[i].float()
-            ents.append(torch.logsumexp(row, dim=-1) - (torch.softmax(row, dim=-1) * row).sum(dim=-1))
-    return logp, torch.stack(ents)
+from grpo_core.update.fused_head import head_logprobs
+from grpo_core.update.packing import pack, packed_attention
+from grpo_core.update.token_logprob import logprobs_and_entropy
 
 
 def _mask_or_none(mask: Tensor) -> Tensor | None:
@@ -127,6 +75,50 @@ def _prefix_cache(model: Any, prompt_ids: Tensor, prompt_mask: Tensor, groups: t
     return cache
 
 
+def _parts(model: Any) -> tuple[Any, Any]:
+    """(decoder, LM head) of a causal LM or its peft wrapper: the fused head runs the two itself."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.get_decoder(), base.get_output_embeddings()
+
+
+def _scattered(values: Tensor, rows: Tensor, cols: Tensor, shape: tuple[int, int]) -> Tensor:
+    """(B, C) float32 with ``values`` at (rows, cols) and 0 elsewhere (a differentiable index_put)."""
+    return values.new_zeros(shape, dtype=torch.float32).index_put((rows, cols), values.float())
+
+
+def _packed_logprobs(
+    model: Any,
+    args: tuple[Tensor, Tensor, Tensor, Tensor],
+    *,
+    temperature: float,
+    entropy_grad: bool | None,
+    share_prefix: bool,
+    fused_head: bool,
+    dense: bool,
+) -> tuple[Tensor, Tensor | None]:
+    """The padding-free path (grpo_core.update.packing): one packed sequence through the decoder, the loss tokens'
+    hidden states through the head (grpo_core.update.fused_head: in chunks when ``fused_head``)."""
+    packed = pack(*args, share_prefix=share_prefix, dense=dense)
+    decoder, head = _parts(model)
+    with packed_attention(model):
+        hidden = decoder(
+            input_ids=packed.input_ids,
+            position_ids=packed.position_ids,
+            use_cache=False,
+            packed_layout=packed.layout,
+        ).last_hidden_state[0]  # (T, H)
+    logp, entropy = head_logprobs(
+        hidden[packed.source],
+        head,
+        packed.targets,
+        temperature=temperature,
+        entropy_grad=entropy_grad,
+        chunk_rows=None if fused_head else 0,
+    )
+    out = _scattered(logp, packed.rows, packed.cols, packed.shape)
+    return out, None if entropy is None else _scattered(entropy, packed.rows, packed.cols, packed.shape)
+
+
 @overload
 def completion_logprobs(
     model: Any,
@@ -138,6 +130,9 @@ def completion_logprobs(
     temperature: float,
     entropy_grad: None = None,
     share_prefix: bool = True,
+    packing: bool = False,
+    fused_head: bool = False,
+    dense: bool = False,
 ) -> Tensor: ...
 
 
@@ -152,6 +147,9 @@ def completion_logprobs(
     temperature: float,
     entropy_grad: bool,
     share_prefix: bool = True,
+    packing: bool = False,
+    fused_head: bool = False,
+    dense: bool = False,
 ) -> tuple[Tensor, Tensor]: ...
 
 
@@ -165,16 +163,37 @@ def completion_logprobs(
     temperature: float,
     entropy_grad: bool | None = None,
     share_prefix: bool = True,
+    packing: bool = False,
+    fused_head: bool = False,
+    dense: bool = False,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """(B, C) float32 log π(completion token | prefix) at the given temperature; with ``entropy_grad`` not None,
     also the (B, C) entropy of π at each position (see ``logprobs_and_entropy``).
 
-    With ``share_prefix`` (and rows that share a prompt) each distinct prompt but its last token goes through the
-    model once; its KV cache is indexed out to the rows that share it and only [last prompt token | completion]
-    runs per row. The cache is an ordinary tensor in the autograd graph, so the backward pass accumulates every
-    row's gradient into the one prefix computation: the same loss and gradient as G separate prefixes (up to
-    float rounding) for about 1/G of the prompt's forward and backward compute.
+    ``packing``: the rows packed without padding (grpo_core.update.packing; ``dense``: one block mask for the whole
+    pack instead of attention per segment); ``fused_head``: the LM head in chunks fused with the log-prob
+    (grpo_core.update.fused_head). With either, only loss tokens (``completion_mask`` 1) get a log-prob and every
+    other position is 0; without, every completion position has its own.
+
+    Padded, with ``share_prefix`` (and rows that share a prompt) each distinct prompt but its last token goes
+    through the model once; its KV cache is indexed out to the rows that share it and only [last prompt token |
+    completion] runs per row. The cache is an ordinary tensor in the autograd graph, so the backward pass
+    accumulates every row's gradient into the one prefix computation: the same loss and gradient as G separate
+    prefixes (up to float rounding) for about 1/G of the prompt's forward and backward compute. Packed, the rows
+    of a prompt share it as one segment (the same sums, no cache).
     """
+    args = (prompt_ids, prompt_mask, completion_ids, completion_mask)
+    if packing and bool(completion_mask.any()):  # (a micro-batch without a loss token runs padded: a pass to run)
+        logp, entropy = _packed_logprobs(
+            model,
+            args,
+            temperature=temperature,
+            entropy_grad=entropy_grad,
+            share_prefix=share_prefix,
+            fused_head=fused_head,
+            dense=dense,
+        )
+        return logp if entropy is None else (logp, entropy)
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
     # Completion positions after EOS still attend normally; they are masked out of the loss, not the input,
     # so earlier positions' logits are unaffected either way (causal attention).
@@ -186,24 +205,29 @@ def completion_logprobs(
     # The C positions that predict completion tokens (the last one would predict past the completion: no head
     # matmul and no (B, C+1, V) slice to back-propagate through for it).
     if cache is None:
+        kw: dict[str, Any] = {"input_ids": input_ids, "position_ids": position_ids, "use_cache": False}
         keep = torch.arange(p - 1, p + c - 1, device=input_ids.device)
-        logits = model(
-            input_ids=input_ids,
-            attention_mask=_mask_or_none(attn),
-            position_ids=position_ids,
-            logits_to_keep=keep,
-            use_cache=False,  # no cache to fill: a scoring pass (and checkpointed layers could not keep one)
-        ).logits  # (B, C, V)
     else:
-        logits = model(
-            input_ids=input_ids[:, p - 1 :],
-            attention_mask=_mask_or_none(attn),
-            position_ids=position_ids[:, p - 1 :],
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=torch.arange(c, device=input_ids.device),
-        ).logits  # (B, C, V): position t predicts completion token t
+        kw = {
+            "input_ids": input_ids[:, p - 1 :],
+            "position_ids": position_ids[:, p - 1 :],
+            "past_key_values": cache,
+            "use_cache": True,
+        }
+        keep = torch.arange(c, device=input_ids.device)  # position t predicts completion token t
+    # use_cache=False without a prefix: a scoring pass (and checkpointed layers could not keep a cache)
+    if fused_head:
+        decoder, head = _parts(model)
+        hidden = decoder(attention_mask=_mask_or_none(attn), **kw).last_hidden_state[:, keep]  # (B, C, H)
+        rows, cols = torch.nonzero(completion_mask, as_tuple=True)
+        logp, entropy = head_logprobs(
+            hidden[rows, cols], head, completion_ids[rows, cols], temperature=temperature, entropy_grad=entropy_grad
+        )
+        shape = (completion_ids.shape[0], c)
+        out = _scattered(logp, rows, cols, shape)
+        return out if entropy is None else (out, _scattered(entropy, rows, cols, shape))
+    logits = model(attention_mask=_mask_or_none(attn), logits_to_keep=keep, **kw).logits  # (B, C, V)
     if temperature != 1.0:  # a full (B, C, V) pass: skipped when it would divide by 1
         logits = logits / temperature
-    logp, entropy = logprobs_and_entropy(logits, completion_ids, entropy_grad=entropy_grad)
-    return logp if entropy is None else (logp, entropy)
+    logp, ent = logprobs_and_entropy(logits, completion_ids, entropy_grad=entropy_grad)
+    return logp if ent is None else (logp, ent)

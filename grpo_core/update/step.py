@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
 from grpo_core.hardware.distributed import World, all_reduce_sum_, reduce_sums
 from grpo_core.hardware.memory import checkpointing
 from grpo_core.hardware.sharding import sharded
-from grpo_core.rollout.batch import Rollout
+from grpo_core.rollout.batch import HOST, Rollout
 from grpo_core.schemas.config import GRPOConfig
-from grpo_core.update.logprobs import completion_logprobs
+from grpo_core.update.compiled import compiled_layers
+from grpo_core.update.logprobs import completion_logprobs, shared_prefixes
 from grpo_core.update.loss import LossInputs, StepSize, policy_loss
+from grpo_core.update.packing import head_problem, packed_attention, packing_problem, span_lengths
 
 
 @dataclass
@@ -48,6 +50,58 @@ class UpdateSums:
         mine = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
         out = reduce_sums(world, {k: v for k, v in mine.items() if v is not None}, device)
         return UpdateSums(**out, tokens=self.tokens)
+
+
+class LogprobOptions(TypedDict):
+    """``completion_logprobs``' keywords for how a pass runs."""
+
+    share_prefix: bool
+    packing: bool
+    fused_head: bool
+    dense: bool
+
+
+@dataclass(frozen=True)
+class UpdatePath:
+    """How the update's forward passes run; the maths is the same on every path (tests/unit/test_packing.py).
+
+    ``packing``: padding-free micro-batches by tokens (grpo_core.update.packing); ``fused_head``: the LM head in
+    chunks fused with the log-prob (grpo_core.update.fused_head); ``share_prefix``: a prompt's rows share its
+    computation (packed: one segment; padded: a KV cache, which checkpointed layers cannot keep); ``dense``: the
+    pack attends under one block mask instead of per segment (bench.update_ab); ``compiled``: the decoder layers
+    under torch.compile (grpo_core.update.compiled)."""
+
+    packing: bool = False
+    fused_head: bool = False
+    share_prefix: bool = True
+    dense: bool = False
+    compiled: bool = False
+
+    def logprob_kwargs(self, *, grad: bool, checkpointed: bool) -> LogprobOptions:
+        """``completion_logprobs``' keywords for a pass: a padded pass with gradients through checkpointed layers
+        does not share prefixes."""
+        share = self.share_prefix and (self.packing or not (grad and checkpointed))
+        return LogprobOptions(share_prefix=share, packing=self.packing, fused_head=self.fused_head, dense=self.dense)
+
+
+def update_path(model: Any, cfg: GRPOConfig, world: World) -> UpdatePath:
+    """The path ``cfg`` asks for, as far as ``model`` and the layout allow. Under FSDP every pass is padded and
+    unshared: the root module's hooks must run (the decoder is not called apart from the head) and every rank must
+    run the same passes (grpo_core.hardware.sharding)."""
+    if sharded(cfg, world):
+        return UpdatePath(share_prefix=False)
+    return UpdatePath(
+        packing=cfg.packing and packing_problem(model) is None,
+        fused_head=cfg.fused_lm_head and head_problem(model) is None,
+        compiled=cfg.compile_update,
+    )
+
+
+def unpacked_reason(model: Any, cfg: GRPOConfig, world: World) -> str:
+    """Why ``update_path`` runs padded micro-batches although ``cfg.packing`` asks for packed ones."""
+    if sharded(cfg, world):
+        return "FSDP sharding runs every pass padded"
+    return packing_problem(model) or "no reason"
 
 
 def attention_kernels(device: str) -> Any:
@@ -78,18 +132,54 @@ def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return ro.prompt_ids[idx, p_start:], pmask[:, p_start:], ro.completion_ids[idx, :c_len], cmask[:, :c_len]
 
 
+def _packed_batches(ro: Rollout, active: torch.Tensor, budget: int, world: World, share: bool) -> list[torch.Tensor]:
+    """``active`` rows in micro-batches of at most ``budget`` packed tokens (a row's completion up to its last loss
+    token, its prompt once per micro-batch when rows share it), as many as a multiple of the ranks and as even as
+    the rows allow. Rows are taken by prompt, then by length, so a prompt's rows meet in as few micro-batches as
+    possible; a row longer than the budget runs alone."""
+    host = HOST
+    spans = span_lengths(ro.completion_mask).to(host)
+    prompts = ro.prompt_mask.sum(dim=1).to(host)
+    groups = shared_prefixes(ro.prompt_ids, ro.prompt_mask) if share else None
+    group = groups[1].to(host) if groups is not None else torch.arange(len(spans), device=host)
+    order = active.to(host)
+    order = order[torch.argsort(spans[order], stable=True)]
+    rows: list[int] = order[torch.argsort(group[order], stable=True)].tolist()
+    span, prompt, grp = spans.tolist(), prompts.tolist(), group.tolist()
+    total = sum(span[r] for r in rows) + sum(prompt[r] for r in {grp[r]: r for r in rows}.values())
+    count = world.size * max(1, -(-total // (world.size * budget)))
+    target = -(-total // count)
+    batches: list[list[int]] = []
+    current: list[int] = []
+    tokens, seen = 0, set[int]()
+    for r in rows:
+        cost = span[r] + (0 if grp[r] in seen else prompt[r])
+        if current and tokens + cost > target:
+            batches.append(current)
+            current, tokens, seen = [], 0, set[int]()
+            cost = span[r] + prompt[r]
+        current.append(r)
+        tokens += cost
+        seen.add(grp[r])
+    if current:
+        batches.append(current)
+    return [torch.tensor(b, dtype=torch.long, device=active.device) for b in batches]
+
+
 def plan_micro_batches(
-    ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, world: World
+    ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, world: World, path: UpdatePath = UpdatePath()
 ) -> tuple[list[torch.Tensor], StepSize]:
     """This rank's micro-batches (row indices on ``adv``'s device) and the step's global counts.
 
     The plan is made over the whole batch, identically on every rank: with β = 0 a sequence whose advantage is 0
     (its group's rewards were all equal, or it was unscorable) adds exactly 0 to the loss and its gradient, so it
-    is left out, and so is a row with no loss tokens; the rest is sorted by completion length, so little compute
-    goes to padding. ``bnpo`` and the top-entropy mask depend on a micro-batch's composition: there every row
-    stays, in sampling order, in micro-batches of ``micro_batch_size`` (TRL's order). The micro-batches are dealt
-    by ``World.owns`` (a snake order); where composition does not matter they are of equal size (at most
-    ``micro_batch_size``) and their count a multiple of the ranks, so every rank gets the same share of the work.
+    is left out, and so is a row with no loss tokens. Packed (``path.packing``), the rest fills micro-batches of
+    ``cfg.micro_batch_tokens`` tokens (``_packed_batches``); padded, it is sorted by completion length, so little
+    compute goes to padding, in micro-batches of ``micro_batch_size`` rows. ``bnpo`` and the top-entropy mask
+    depend on a micro-batch's composition: there every row stays, in sampling order, in micro-batches of
+    ``micro_batch_size`` (TRL's order), packed or not. The micro-batches are dealt by ``World.owns`` (a snake
+    order); where composition does not matter their count is a multiple of the ranks and their sizes as even as
+    the rows allow, so every rank gets the same share of the work.
     """
     device = adv.device
     n = ro.completion_ids.shape[0]
@@ -97,15 +187,19 @@ def plan_micro_batches(
     size = cfg.micro_batch
     if cfg.loss_aggregation == "bnpo" or cfg.top_entropy_quantile < 1.0:
         active = torch.arange(n, device=device)
+        batches = [active[lo : lo + size] for lo in range(0, n, size)]
     else:
         only_pg = cfg.beta == 0 and cfg.entropy_coef == 0
         keep = (lengths > 0) & (adv != 0) if only_pg else (lengths > 0)
         active = torch.nonzero(keep).flatten()
-        active = active[torch.argsort(lengths[active], stable=True)]
-        # equal micro-batches, as many as a multiple of the ranks (each rank the same count), none over the size
-        count = world.size * max(1, -(-len(active) // (world.size * size)))
-        size = max(1, -(-len(active) // count))
-    batches = [active[lo : lo + size] for lo in range(0, len(active), size)]
+        if path.packing:
+            batches = _packed_batches(ro, active, cfg.micro_batch_tokens, world, path.share_prefix)
+        else:
+            active = active[torch.argsort(lengths[active], stable=True)]
+            # equal micro-batches, as many as a multiple of the ranks (each rank the same count), none over the size
+            count = world.size * max(1, -(-len(active) // (world.size * size)))
+            size = max(1, -(-len(active) // count))
+            batches = [active[lo : lo + size] for lo in range(0, len(active), size)]
     step = StepSize(
         n_sequences=n,
         n_tokens=float(lengths.sum()),
@@ -116,16 +210,16 @@ def plan_micro_batches(
 
 
 def scheduled_micro_batches(
-    ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, world: World, *, matched: bool
+    ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, world: World, *, matched: bool, path: UpdatePath = UpdatePath()
 ) -> tuple[list[tuple[torch.Tensor, bool]], StepSize]:
     """This rank's micro-batches, each with whether it counts, and the step's counts. ``matched`` (FSDP,
     grpo_core.hardware.sharding): every rank must run as many forward/backward passes as the busiest, so a rank
     with fewer micro-batches repeats one row (the longest) that does not count: its pass runs, its loss is
     multiplied by 0."""
-    mine, step = plan_micro_batches(ro, adv, cfg, world)
+    mine, step = plan_micro_batches(ro, adv, cfg, world, path)
     scheduled = [(idx, True) for idx in mine]
     if matched and world.distributed:
-        counts = [len(plan_micro_batches(ro, adv, cfg, replace(world, rank=r))[0]) for r in range(world.size)]
+        counts = [len(plan_micro_batches(ro, adv, cfg, replace(world, rank=r), path)[0]) for r in range(world.size)]
         filler = torch.argmax(ro.completion_mask.sum(dim=1)).view(1).to(adv.device)
         scheduled += [(filler, False)] * (max(counts) - len(mine))
     return scheduled, step
@@ -133,19 +227,32 @@ def scheduled_micro_batches(
 
 @torch.no_grad()
 def old_logprobs(
-    model: Any, ro: Rollout, adv: torch.Tensor, cfg: GRPOConfig, autocast: torch.dtype | None, world: World
+    model: Any,
+    ro: Rollout,
+    adv: torch.Tensor,
+    cfg: GRPOConfig,
+    autocast: torch.dtype | None,
+    world: World,
+    path: UpdatePath | None = None,
 ) -> torch.Tensor:
     """(B, C) log-probs under the policy that sampled (before any update of this step), for the rows of this rank's
-    micro-batches (``plan_micro_batches``); 0 past each mask and on the other ranks' rows, which it never reads."""
+    micro-batches (``plan_micro_batches``, on ``path``: ``update_path`` by default, as ``policy_update``); 0 past
+    each mask and on the other ranks' rows, which it never reads."""
     device = _device(model)
+    path = path or update_path(model, cfg, world)
     ro, adv = ro.to(device), adv.to(device)
     n, c = ro.completion_ids.shape
     old = torch.zeros(n, c, device=device)
-    share_prefix = not sharded(cfg, world)
-    for idx, counts in scheduled_micro_batches(ro, adv, cfg, world, matched=sharded(cfg, world))[0]:
+    fsdp = sharded(cfg, world)
+    for idx, counts in scheduled_micro_batches(ro, adv, cfg, world, matched=fsdp, path=path)[0]:
         args = _micro_args(ro, idx)
-        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-            logp = completion_logprobs(model, *args, temperature=cfg.temperature, share_prefix=share_prefix)
+        with (
+            torch.autocast(device.type, dtype=autocast, enabled=autocast is not None),
+            compiled_layers(model, path.compiled),
+        ):
+            logp = completion_logprobs(
+                model, *args, temperature=cfg.temperature, **path.logprob_kwargs(grad=False, checkpointed=False)
+            )
         if counts:
             old[idx, : args[2].shape[1]] = logp
     return old
@@ -159,6 +266,7 @@ def policy_update(
     autocast: torch.dtype | None,
     old_logp: torch.Tensor | None = None,
     world: World | None = None,
+    path: UpdatePath | None = None,
 ) -> UpdateSums:
     """One optimizer step's gradient, accumulated over the micro-batches of ``plan_micro_batches``, summed across
     ranks, and the step's loss/clip/KL/entropy sums (over all ranks: ``UpdateSums``).
@@ -168,17 +276,16 @@ def policy_update(
     micro-batches are).
 
     The rollout, the advantages and π_old move to the model's device here, once; everything after is created on
-    that device. With gradient checkpointing on, the policy pass does not share prompt prefixes (checkpointed
-    layers drop a cache); the no-grad reference pass still does.
+    that device. ``path``: how the passes run (``update_path`` of the model and config by default).
     """
     world = world or World()
     device = _device(model)
+    path = path or update_path(model, cfg, world)
     ro, adv = ro.to(device), adv.to(device)
     old_logp = None if old_logp is None else old_logp.to(device)
     fsdp = sharded(cfg, world)
-    # prefix sharing adds a forward whose count depends on the data: not under FSDP (grpo_core.hardware.sharding)
-    share_prefix = not cfg.gradient_checkpointing and not fsdp
-    scheduled, step = scheduled_micro_batches(ro, adv, cfg, world, matched=fsdp)
+    checkpointed = bool(cfg.gradient_checkpointing)
+    scheduled, step = scheduled_micro_batches(ro, adv, cfg, world, matched=fsdp, path=path)
     params = [p for p in model.parameters() if p.requires_grad]
     # The step's gradient, summed in fp64 over micro-batches and ranks and rounded to fp32 once: the order of the
     # additions (how micro-batches fall on ranks) then never changes the result (grpo_core.hardware.distributed).
@@ -190,17 +297,20 @@ def policy_update(
         with (
             torch.autocast(device.type, dtype=autocast, enabled=autocast is not None),
             attention_kernels(device.type),
+            compiled_layers(model, path.compiled),
         ):
             if cfg.beta > 0:
                 with torch.no_grad(), model.disable_adapter():
-                    ref = completion_logprobs(model, *args, temperature=cfg.temperature, share_prefix=not fsdp)
-            with checkpointing(model, bool(cfg.gradient_checkpointing)):
+                    ref = completion_logprobs(
+                        model, *args, temperature=cfg.temperature, **path.logprob_kwargs(grad=False, checkpointed=False)
+                    )
+            with checkpointing(model, checkpointed):
                 logp, entropy = completion_logprobs(
                     model,
                     *args,
                     temperature=cfg.temperature,
                     entropy_grad=cfg.entropy_coef > 0,
-                    share_prefix=share_prefix,
+                    **path.logprob_kwargs(grad=True, checkpointed=checkpointed),
                 )
         old = logp.detach() if old_logp is None else old_logp[idx, : logp.shape[1]]
         is_weight = None
@@ -233,7 +343,12 @@ def policy_update(
             entropy_coef=cfg.entropy_coef,
             top_entropy_quantile=cfg.top_entropy_quantile,
         )
-        with attention_kernels(device.type):  # a checkpointed layer's recompute must pick the same kernels
+        # a checkpointed layer's recompute must pick the same kernels, attend per segment and run compiled again
+        with (
+            attention_kernels(device.type),
+            packed_attention(model, path.packing),
+            compiled_layers(model, path.compiled),
+        ):
             torch.autograd.backward(out.loss if counts else out.loss * 0.0)
         for acc, p in zip(grad_sum, params, strict=True):
             if p.grad is not None:

@@ -243,7 +243,7 @@ def test_every_invariant_aggregation_accumulates_exactly(aggregation: str, level
 
 
 def test_entropy_matches_the_definition() -> None:
-    from grpo_core.update.logprobs import logprobs_and_entropy
+    from grpo_core.update.token_logprob import logprobs_and_entropy
 
     torch.manual_seed(0)
     logits = torch.randn(2, 3, 11, dtype=torch.float64)

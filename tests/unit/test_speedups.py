@@ -224,7 +224,7 @@ def test_fused_lora_layers_match_peft_in_value_and_gradient(tiny_model_dir: Path
 
 
 def test_token_logprob_backward_is_the_autograd_one() -> None:
-    from grpo_core.update.logprobs import TokenLogProb
+    from grpo_core.update.token_logprob import TokenLogProb
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 5, 11, generator=g, dtype=torch.float64, requires_grad=True)

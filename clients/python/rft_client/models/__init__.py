@@ -51,6 +51,7 @@ from .grpo_config_importance_sampling_level import GRPOConfigImportanceSamplingL
 from .grpo_config_kl_estimator import GRPOConfigKlEstimator
 from .grpo_config_loss_aggregation import GRPOConfigLossAggregation
 from .grpo_config_lr_scheduler import GRPOConfigLrScheduler
+from .grpo_config_max_tokens_per_micro_batch_type_0 import GRPOConfigMaxTokensPerMicroBatchType0
 from .grpo_config_micro_batch_size_type_0 import GRPOConfigMicroBatchSizeType0
 from .grpo_config_precision import GRPOConfigPrecision
 from .grpo_config_reasoning_effort import GRPOConfigReasoningEffort
@@ -226,6 +227,7 @@ __all__ = (
     "GRPOConfigKlEstimator",
     "GRPOConfigLossAggregation",
     "GRPOConfigLrScheduler",
+    "GRPOConfigMaxTokensPerMicroBatchType0",
     "GRPOConfigMicroBatchSizeType0",
     "GRPOConfigPrecision",
     "GRPOConfigReasoningEffort",

@@ -30,6 +30,10 @@ class Execution:
         rollout_engine (ExecutionRolloutEngine):
         backend (ExecutionBackendType0 | None | Unset): torch.distributed backend; null for one rank.
         device_total_gb (float | None | Unset): The GPU's total memory in GiB; null on a CPU.
+        fused_lm_head (bool | Unset): The LM head runs in chunks fused with the log-prob. Default: False.
+        max_tokens_per_micro_batch (int | None | Unset): The packed micro-batch's token budget.
+        packing (bool | Unset): The update runs packed micro-batches (no padding); false: padded ones of
+            micro_batch_size. Default: False.
         ranks_per_node (int | Unset): Ranks on each node; `device` and `threads` are rank 0's. Default: 1.
         sharding (ExecutionShardingType0 | None | Unset): How the ranks hold the model: whole on each, or its base
             weights sharded with FSDP2; null for one rank.
@@ -49,6 +53,9 @@ class Execution:
     rollout_engine: ExecutionRolloutEngine
     backend: ExecutionBackendType0 | None | Unset = UNSET
     device_total_gb: float | None | Unset = UNSET
+    fused_lm_head: bool | Unset = False
+    max_tokens_per_micro_batch: int | None | Unset = UNSET
+    packing: bool | Unset = False
     ranks_per_node: int | Unset = 1
     sharding: ExecutionShardingType0 | None | Unset = UNSET
     threads: int | None | Unset = UNSET
@@ -85,6 +92,16 @@ class Execution:
             device_total_gb = UNSET
         else:
             device_total_gb = self.device_total_gb
+
+        fused_lm_head = self.fused_lm_head
+
+        max_tokens_per_micro_batch: int | None | Unset
+        if isinstance(self.max_tokens_per_micro_batch, Unset):
+            max_tokens_per_micro_batch = UNSET
+        else:
+            max_tokens_per_micro_batch = self.max_tokens_per_micro_batch
+
+        packing = self.packing
 
         ranks_per_node = self.ranks_per_node
 
@@ -133,6 +150,12 @@ class Execution:
             field_dict["backend"] = backend
         if device_total_gb is not UNSET:
             field_dict["device_total_gb"] = device_total_gb
+        if fused_lm_head is not UNSET:
+            field_dict["fused_lm_head"] = fused_lm_head
+        if max_tokens_per_micro_batch is not UNSET:
+            field_dict["max_tokens_per_micro_batch"] = max_tokens_per_micro_batch
+        if packing is not UNSET:
+            field_dict["packing"] = packing
         if ranks_per_node is not UNSET:
             field_dict["ranks_per_node"] = ranks_per_node
         if sharding is not UNSET:
@@ -190,6 +213,19 @@ class Execution:
             return cast(float | None | Unset, data)
 
         device_total_gb = _parse_device_total_gb(d.pop("device_total_gb", UNSET))
+
+        fused_lm_head = d.pop("fused_lm_head", UNSET)
+
+        def _parse_max_tokens_per_micro_batch(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_tokens_per_micro_batch = _parse_max_tokens_per_micro_batch(d.pop("max_tokens_per_micro_batch", UNSET))
+
+        packing = d.pop("packing", UNSET)
 
         ranks_per_node = d.pop("ranks_per_node", UNSET)
 
@@ -249,6 +285,9 @@ class Execution:
             rollout_engine=rollout_engine,
             backend=backend,
             device_total_gb=device_total_gb,
+            fused_lm_head=fused_lm_head,
+            max_tokens_per_micro_batch=max_tokens_per_micro_batch,
+            packing=packing,
             ranks_per_node=ranks_per_node,
             sharding=sharding,
             threads=threads,

@@ -15,6 +15,10 @@ from ..models.grpo_config_importance_sampling_level import (
 from ..models.grpo_config_kl_estimator import GRPOConfigKlEstimator, check_grpo_config_kl_estimator
 from ..models.grpo_config_loss_aggregation import GRPOConfigLossAggregation, check_grpo_config_loss_aggregation
 from ..models.grpo_config_lr_scheduler import GRPOConfigLrScheduler, check_grpo_config_lr_scheduler
+from ..models.grpo_config_max_tokens_per_micro_batch_type_0 import (
+    GRPOConfigMaxTokensPerMicroBatchType0,
+    check_grpo_config_max_tokens_per_micro_batch_type_0,
+)
 from ..models.grpo_config_micro_batch_size_type_0 import (
     GRPOConfigMicroBatchSizeType0,
     check_grpo_config_micro_batch_size_type_0,
@@ -54,6 +58,9 @@ class GRPOConfig:
                 prompts are rendered, e.g. {"enable_thinking": false} for Qwen3 (transformers' apply_chat_template keyword
                 arguments).
             checkpoint_interval (int | Unset): Save and upload the adapter every N steps; 0 = only at the end. Default: 0.
+            compile_update (bool | Unset): Run the update's decoder layers under torch.compile (dynamic shapes, compiled
+                once per worker process, then cached on disk). It pays on long jobs and large models; the compilation costs more
+                than it saves on a short job of a small model, hence off. No effect with sharding: fsdp. Default: False.
             compute_multiplier (float | Unset): OpenAI's field, accepted for compatibility; no effect here (exploration is
                 set explicitly by group_size and batch_size). A value other than 1 ('auto') gets a warn event. Default: 1.0.
             delta (float | None | Unset): Two-sided clip (TRL's delta): caps the unclipped ratio at delta.
@@ -72,6 +79,9 @@ class GRPOConfig:
                 after the last step. Needs a validation_file. Default: 0.
             eval_samples (int | Unset): Completions per validation prompt. Default: 1.
             eval_temperature (float | Unset): 0 = greedy validation decoding. Default: 0.0.
+            fused_lm_head (bool | Unset): Compute the LM head fused with the per-token log-prob, a chunk of positions at a
+                time (each chunk's logits recomputed in the backward), so no (tokens × vocabulary) logits tensor exists beyond
+                one chunk. The numbers are the same; false materialises all the logits at once. Default: True.
             gfpo_metric (GRPOConfigGfpoMetric | Unset): GFPO's filter: keep the shortest completions, or the highest reward
                 per token. Default: 'length'.
             gfpo_sample_size (int | None | Unset): GFPO (Shrivastava et al., 2025): sample this many completions per prompt
@@ -109,6 +119,10 @@ class GRPOConfig:
                 metrics. Default: 0.8.
             max_prompt_tokens (int | Unset): Prompts longer than this are rejected (when the job is created). Default: 1024.
             max_steps (int | None | Unset): Optimizer steps; overrides n_epochs.
+            max_tokens_per_micro_batch (GRPOConfigMaxTokensPerMicroBatchType0 | int | Unset): Tokens per packed
+                forward/backward (``packing``): rows are concatenated without padding up to this many, a prompt shared by its
+                rows counted once; a row longer than it runs alone. auto = micro_batch_size sequences at their longest
+                (max_prompt_tokens + max_completion_tokens): the memory the padded micro-batch is sized for. Default: 'auto'.
             micro_batch_size (GRPOConfigMicroBatchSizeType0 | int | Unset): Sequences per forward/backward; the gradient
                 equals the full-batch one whatever the value. auto = sized from the GPU's free memory after the model is loaded;
                 8 on a CPU. Default: 'auto'.
@@ -118,6 +132,11 @@ class GRPOConfig:
             overlong_buffer_fraction (float | None | Unset): DAPO's soft overlong punishment: the last fraction of
                 max_completion_tokens costs up to 1 reward, linearly.
             overlong_penalty (float | Unset): Scale of the soft overlong punishment. Default: 1.0.
+            packing (bool | Unset): Run the update's forward/backward passes on packed micro-batches: each micro-batch's
+                rows concatenated with no padding, positions restarting per row, attention that never crosses rows, a prompt
+                shared by its G completions computed once. The gradient is the same. Models it is not checked for (sliding-
+                window attention, post-processed logits) and FSDP sharding run padded micro-batches instead, as does false.
+                Default: True.
             precision (GRPOConfigPrecision | Unset): bf16: base weights stored in bf16, LoRA weights and optimizer in fp32,
                 forward/backward under bf16 autocast, a bf16 sampler; fp32 is exact. auto = bf16 on GPUs that have it and on
                 CPUs whose measured bf16 matmul is at least 1.5x fp32 (AMX, AVX512-BF16), fp32 elsewhere; the job's `execution`
@@ -174,6 +193,7 @@ class GRPOConfig:
     beta: float | Unset = 0.04
     chat_template_kwargs: GRPOConfigChatTemplateKwargs | Unset = UNSET
     checkpoint_interval: int | Unset = 0
+    compile_update: bool | Unset = False
     compute_multiplier: float | Unset = 1.0
     delta: float | None | Unset = UNSET
     device: str | Unset = "auto"
@@ -185,6 +205,7 @@ class GRPOConfig:
     eval_interval: int | Unset = 0
     eval_samples: int | Unset = 1
     eval_temperature: float | Unset = 0.0
+    fused_lm_head: bool | Unset = True
     gfpo_metric: GRPOConfigGfpoMetric | Unset = "length"
     gfpo_sample_size: int | None | Unset = UNSET
     gradient_checkpointing: bool | None | Unset = UNSET
@@ -204,11 +225,13 @@ class GRPOConfig:
     max_grader_error_rate: float | Unset = 0.8
     max_prompt_tokens: int | Unset = 1024
     max_steps: int | None | Unset = UNSET
+    max_tokens_per_micro_batch: GRPOConfigMaxTokensPerMicroBatchType0 | int | Unset = "auto"
     micro_batch_size: GRPOConfigMicroBatchSizeType0 | int | Unset = "auto"
     n_epochs: int | Unset = 1
     num_iterations: int | Unset = 1
     overlong_buffer_fraction: float | None | Unset = UNSET
     overlong_penalty: float | Unset = 1.0
+    packing: bool | Unset = True
     precision: GRPOConfigPrecision | Unset = "auto"
     preflight: None | PreflightConfig | Unset = UNSET
     reasoning_effort: GRPOConfigReasoningEffort | Unset = "default"
@@ -247,6 +270,8 @@ class GRPOConfig:
 
         checkpoint_interval = self.checkpoint_interval
 
+        compile_update = self.compile_update
+
         compute_multiplier = self.compute_multiplier
 
         delta: float | None | Unset
@@ -276,6 +301,8 @@ class GRPOConfig:
         eval_samples = self.eval_samples
 
         eval_temperature = self.eval_temperature
+
+        fused_lm_head = self.fused_lm_head
 
         gfpo_metric: str | Unset = UNSET
         if not isinstance(self.gfpo_metric, Unset):
@@ -341,6 +368,14 @@ class GRPOConfig:
         else:
             max_steps = self.max_steps
 
+        max_tokens_per_micro_batch: int | str | Unset
+        if isinstance(self.max_tokens_per_micro_batch, Unset):
+            max_tokens_per_micro_batch = UNSET
+        elif isinstance(self.max_tokens_per_micro_batch, str):
+            max_tokens_per_micro_batch = self.max_tokens_per_micro_batch
+        else:
+            max_tokens_per_micro_batch = self.max_tokens_per_micro_batch
+
         micro_batch_size: int | str | Unset
         if isinstance(self.micro_batch_size, Unset):
             micro_batch_size = UNSET
@@ -360,6 +395,8 @@ class GRPOConfig:
             overlong_buffer_fraction = self.overlong_buffer_fraction
 
         overlong_penalty = self.overlong_penalty
+
+        packing = self.packing
 
         precision: str | Unset = UNSET
         if not isinstance(self.precision, Unset):
@@ -459,6 +496,8 @@ class GRPOConfig:
             field_dict["chat_template_kwargs"] = chat_template_kwargs
         if checkpoint_interval is not UNSET:
             field_dict["checkpoint_interval"] = checkpoint_interval
+        if compile_update is not UNSET:
+            field_dict["compile_update"] = compile_update
         if compute_multiplier is not UNSET:
             field_dict["compute_multiplier"] = compute_multiplier
         if delta is not UNSET:
@@ -481,6 +520,8 @@ class GRPOConfig:
             field_dict["eval_samples"] = eval_samples
         if eval_temperature is not UNSET:
             field_dict["eval_temperature"] = eval_temperature
+        if fused_lm_head is not UNSET:
+            field_dict["fused_lm_head"] = fused_lm_head
         if gfpo_metric is not UNSET:
             field_dict["gfpo_metric"] = gfpo_metric
         if gfpo_sample_size is not UNSET:
@@ -519,6 +560,8 @@ class GRPOConfig:
             field_dict["max_prompt_tokens"] = max_prompt_tokens
         if max_steps is not UNSET:
             field_dict["max_steps"] = max_steps
+        if max_tokens_per_micro_batch is not UNSET:
+            field_dict["max_tokens_per_micro_batch"] = max_tokens_per_micro_batch
         if micro_batch_size is not UNSET:
             field_dict["micro_batch_size"] = micro_batch_size
         if n_epochs is not UNSET:
@@ -529,6 +572,8 @@ class GRPOConfig:
             field_dict["overlong_buffer_fraction"] = overlong_buffer_fraction
         if overlong_penalty is not UNSET:
             field_dict["overlong_penalty"] = overlong_penalty
+        if packing is not UNSET:
+            field_dict["packing"] = packing
         if precision is not UNSET:
             field_dict["precision"] = precision
         if preflight is not UNSET:
@@ -600,6 +645,8 @@ class GRPOConfig:
 
         checkpoint_interval = d.pop("checkpoint_interval", UNSET)
 
+        compile_update = d.pop("compile_update", UNSET)
+
         compute_multiplier = d.pop("compute_multiplier", UNSET)
 
         def _parse_delta(data: object) -> float | None | Unset:
@@ -635,6 +682,8 @@ class GRPOConfig:
         eval_samples = d.pop("eval_samples", UNSET)
 
         eval_temperature = d.pop("eval_temperature", UNSET)
+
+        fused_lm_head = d.pop("fused_lm_head", UNSET)
 
         _gfpo_metric = d.pop("gfpo_metric", UNSET)
         gfpo_metric: GRPOConfigGfpoMetric | Unset
@@ -730,6 +779,21 @@ class GRPOConfig:
 
         max_steps = _parse_max_steps(d.pop("max_steps", UNSET))
 
+        def _parse_max_tokens_per_micro_batch(data: object) -> GRPOConfigMaxTokensPerMicroBatchType0 | int | Unset:
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                max_tokens_per_micro_batch_type_0 = check_grpo_config_max_tokens_per_micro_batch_type_0(data)
+
+                return max_tokens_per_micro_batch_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(GRPOConfigMaxTokensPerMicroBatchType0 | int | Unset, data)
+
+        max_tokens_per_micro_batch = _parse_max_tokens_per_micro_batch(d.pop("max_tokens_per_micro_batch", UNSET))
+
         def _parse_micro_batch_size(data: object) -> GRPOConfigMicroBatchSizeType0 | int | Unset:
             if isinstance(data, Unset):
                 return data
@@ -759,6 +823,8 @@ class GRPOConfig:
         overlong_buffer_fraction = _parse_overlong_buffer_fraction(d.pop("overlong_buffer_fraction", UNSET))
 
         overlong_penalty = d.pop("overlong_penalty", UNSET)
+
+        packing = d.pop("packing", UNSET)
 
         _precision = d.pop("precision", UNSET)
         precision: GRPOConfigPrecision | Unset
@@ -907,6 +973,7 @@ class GRPOConfig:
             beta=beta,
             chat_template_kwargs=chat_template_kwargs,
             checkpoint_interval=checkpoint_interval,
+            compile_update=compile_update,
             compute_multiplier=compute_multiplier,
             delta=delta,
             device=device,
@@ -918,6 +985,7 @@ class GRPOConfig:
             eval_interval=eval_interval,
             eval_samples=eval_samples,
             eval_temperature=eval_temperature,
+            fused_lm_head=fused_lm_head,
             gfpo_metric=gfpo_metric,
             gfpo_sample_size=gfpo_sample_size,
             gradient_checkpointing=gradient_checkpointing,
@@ -937,11 +1005,13 @@ class GRPOConfig:
             max_grader_error_rate=max_grader_error_rate,
             max_prompt_tokens=max_prompt_tokens,
             max_steps=max_steps,
+            max_tokens_per_micro_batch=max_tokens_per_micro_batch,
             micro_batch_size=micro_batch_size,
             n_epochs=n_epochs,
             num_iterations=num_iterations,
             overlong_buffer_fraction=overlong_buffer_fraction,
             overlong_penalty=overlong_penalty,
+            packing=packing,
             precision=precision,
             preflight=preflight,
             reasoning_effort=reasoning_effort,

@@ -1,0 +1,258 @@
+"""Packed micro-batches and the fused LM head compute what the padded path computes: log-probs, entropies and
+LoRA gradients within 1e-5 in fp32, on rows of very different lengths, with and without shared prompts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from grpo_core.policy import load_policy
+from grpo_core.schemas.config import GRPOConfig, LoraConfig
+from grpo_core.update import packing
+from grpo_core.update.fused_head import head_logprobs
+from grpo_core.update.logprobs import completion_logprobs
+from grpo_core.update.packing import pack, packing_problem, span_lengths
+
+ATOL = 1e-5
+
+
+def _policy(model_dir: Path, **lora: Any) -> Any:
+    cfg = GRPOConfig(lora=LoraConfig(**lora)) if lora else GRPOConfig()
+    model, _ = load_policy(model_dir, cfg, seed=0)
+    torch.manual_seed(1)
+    with torch.no_grad():  # B = 0 at init would hide an adapter that is not applied
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.1)
+    return model
+
+
+def _batch() -> tuple[torch.Tensor, ...]:
+    """Two prompts of different lengths (left-padded), three rows each, interleaved; completions of 1 to 23 tokens,
+    one with a hole in its loss mask (a tool's tokens) and one with no loss token at all."""
+    short, long = [0, 0, 5, 6, 7], [9, 3, 4, 8, 2]
+    order = [0, 1, 1, 0, 0, 1, 0]
+    prompt_ids = torch.tensor([[short, long][g] for g in order])
+    prompt_mask = torch.tensor([[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]][g] for g in order])
+    g = torch.Generator().manual_seed(0)
+    completion_ids = torch.randint(2, 40, (7, 23), generator=g)
+    lengths = torch.tensor([23, 3, 9, 1, 17, 23, 0])
+    completion_mask = (torch.arange(23).unsqueeze(0) < lengths.unsqueeze(1)).long()
+    completion_mask[4, 5:9] = 0  # a tool's reply inside a multi-turn row: input, not loss
+    return prompt_ids, prompt_mask, completion_ids, completion_mask
+
+
+def _run(model: Any, batch: tuple[torch.Tensor, ...], **kw: Any) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    model.zero_grad(set_to_none=True)
+    mask = batch[3].float()
+    logp, entropy = completion_logprobs(model, *batch, temperature=0.7, entropy_grad=True, **kw)
+    weights = torch.linspace(-1.0, 1.0, logp.numel()).view_as(logp)  # every token's gradient counts differently
+    ((logp * mask * weights).sum() + 0.1 * (entropy * mask).sum()).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+    return (logp * mask).detach(), (entropy * mask).detach(), grads
+
+
+def _assert_same(a: tuple, b: tuple) -> None:
+    (lp0, en0, g0), (lp1, en1, g1) = a, b
+    assert lp0.shape == lp1.shape
+    assert torch.allclose(lp0, lp1, atol=ATOL), (lp0 - lp1).abs().max()
+    assert torch.allclose(en0, en1, atol=ATOL), (en0 - en1).abs().max()
+    assert g0.keys() == g1.keys() and len(g0) > 0
+    for name in g0:
+        assert torch.allclose(g0[name], g1[name], rtol=1e-4, atol=ATOL), (name, (g0[name] - g1[name]).abs().max())
+    assert any(float(g.abs().sum()) > 0 for g in g1.values())
+
+
+def test_the_pack_has_no_padding_and_positions_restart_per_row() -> None:
+    batch = _batch()
+    shared = pack(*batch, share_prefix=True)
+    spans = span_lengths(batch[3])
+    assert spans.tolist() == [23, 3, 9, 1, 17, 23, 0]
+    # two prompts of 3 and 5 tokens, once each, and every row's completion up to its last loss token
+    assert shared.input_ids.shape[1] == 3 + 5 + int(spans.sum())
+    assert len(shared.layout.segments) == 2
+    assert shared.position_ids[0, :3].tolist() == [0, 1, 2]
+    assert shared.position_ids[0, 3:6].tolist() == [3, 4, 5]  # row 0's completion follows its prompt
+    assert len(shared.targets) == int(batch[3].sum())
+    single = pack(*batch, share_prefix=False)
+    assert single.input_ids.shape[1] == 3 * 4 + 5 * 3 - 3 + int(spans.sum())  # row 6 (no loss token) left out
+    assert all(len(s.rows) == 1 and s.mask is None for s in single.layout.segments)
+
+
+@pytest.mark.parametrize("share_prefix", [True, False])
+def test_packed_equals_padded(tiny_model_dir: Path, share_prefix: bool) -> None:
+    model = _policy(tiny_model_dir)
+    batch = _batch()
+    want = _run(model, batch, share_prefix=False)
+    _assert_same(want, _run(model, batch, share_prefix=share_prefix, packing=True))
+    _assert_same(want, _run(model, batch, share_prefix=share_prefix, packing=True, dense=True))
+
+
+def test_a_long_group_attends_per_row(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past DENSE_SEGMENT_TOKENS a shared prompt's rows attend one by one: the same numbers."""
+    model = _policy(tiny_model_dir)
+    batch = _batch()
+    want = _run(model, batch, share_prefix=False)
+    monkeypatch.setattr(packing, "DENSE_SEGMENT_TOKENS", 8)
+    assert all(s.mask is None for s in pack(*batch, share_prefix=True).layout.segments)
+    _assert_same(want, _run(model, batch, share_prefix=True, packing=True))
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_fused_head_equals_the_plain_head(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, packed: bool) -> None:
+    """The head in chunks of 5 rows (recomputed in the backward) against the model's own logits."""
+    import grpo_core.update.fused_head as fused
+
+    model = _policy(tiny_model_dir)
+    batch = _batch()
+    want = _run(model, batch, share_prefix=True)
+    monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 5 * fused.vocab_size(model.get_output_embeddings()))
+    _assert_same(want, _run(model, batch, share_prefix=True, packing=packed, fused_head=True))
+
+
+def test_lora_on_the_lm_head_still_trains(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import grpo_core.update.fused_head as fused
+
+    targets = ["q_proj", "v_proj", "lm_head"]
+    model = _policy(tiny_model_dir, target_modules=targets)
+    batch = _batch()
+    want = _run(model, batch, share_prefix=False)
+    assert any("lm_head" in n and "lora_B" in n for n in want[2])
+    monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 4 * fused.vocab_size(model.get_output_embeddings()))
+    got = _run(model, batch, share_prefix=True, packing=True, fused_head=True)
+    _assert_same(want, got)
+    assert all(float(g.abs().sum()) > 0 for n, g in got[2].items() if "lm_head" in n)
+
+
+def test_reference_pass_packed_is_the_base_model(tiny_model_dir: Path) -> None:
+    model = _policy(tiny_model_dir)
+    batch = _batch()
+    mask = batch[3].bool()
+    with torch.no_grad(), model.disable_adapter():
+        plain = completion_logprobs(model, *batch, temperature=1.0, share_prefix=False)
+        packed = completion_logprobs(model, *batch, temperature=1.0, packing=True, fused_head=True)
+    assert torch.allclose(plain[mask], packed[mask], atol=ATOL)
+
+
+def test_fused_head_chunks_give_one_chunks_numbers() -> None:
+    torch.manual_seed(0)
+    head = torch.nn.Linear(16, 50, bias=False)
+    hidden = torch.randn(23, 16, requires_grad=True)
+    targets = torch.randint(0, 50, (23,))
+    outs = []
+    for rows in (0, 4):
+        hidden.grad = None
+        head.zero_grad()
+        head.weight.requires_grad_(True)
+        logp, ent = head_logprobs(hidden, head, targets, temperature=0.9, entropy_grad=True, chunk_rows=rows)
+        assert ent is not None
+        (logp.sum() * 0.3 + (ent * torch.arange(23.0)).sum()).backward()
+        outs.append((logp.detach(), ent.detach(), hidden.grad.clone(), head.weight.grad.clone()))
+    for a, b in zip(*outs, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_models_that_cannot_pack_say_why(tiny_model_dir: Path) -> None:
+    model = _policy(tiny_model_dir)
+    assert packing_problem(model) is None
+    model.config.layer_types = ["sliding_attention"] * model.config.num_hidden_layers
+    try:
+        assert "sliding" in (packing_problem(model) or "")
+    finally:
+        model.config.layer_types = ["full_attention"] * model.config.num_hidden_layers
+
+
+def test_compiled_layers_compute_the_eager_update(tiny_model_dir: Path) -> None:
+    """``compile_update``: the same gradient through compiled decoder layers, packed rows of changing lengths
+    without a recompile each (dynamic shapes), and the eager model back outside the update."""
+    from grpo_core.rollout.batch import Rollout
+    from grpo_core.update.step import UpdatePath, policy_update
+
+    model = _policy(tiny_model_dir)
+    prompt_ids, prompt_mask, completion_ids, completion_mask = _batch()
+    ro = Rollout(prompt_ids, prompt_mask, completion_ids, completion_mask, torch.zeros(7, dtype=torch.bool), [""] * 7)
+    adv = torch.linspace(-1.0, 1.0, 7)
+    cfg = GRPOConfig(beta=0.0, micro_batch_size=4, max_tokens_per_micro_batch=40)  # micro-batches of 3 lengths
+    grads = []
+    for compiled in (False, True):
+        policy_update(model, ro, adv, cfg, None, path=UpdatePath(packing=True, fused_head=True, compiled=compiled))
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+        model.zero_grad(set_to_none=True)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= 1  # compiled, not silently eager
+    for name, want in grads[0].items():
+        assert torch.allclose(want, grads[1][name], rtol=1e-4, atol=ATOL), name
+    assert "forward" not in vars(model.get_base_model().model.layers[0])  # the eager forward outside the update
+
+
+def _rollout() -> Any:
+    from grpo_core.rollout.batch import Rollout
+
+    prompt_ids, prompt_mask, completion_ids, completion_mask = _batch()
+    n = len(prompt_ids)
+    return Rollout(prompt_ids, prompt_mask, completion_ids, completion_mask, torch.zeros(n, dtype=torch.bool), [""] * n)
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_token_budget_plan_covers_every_row_once_within_the_budget(world_size: int) -> None:
+    from grpo_core.hardware.distributed import World
+    from grpo_core.update.step import UpdatePath, plan_micro_batches
+
+    ro = _rollout()
+    adv = torch.linspace(-1.0, 1.0, 7)
+    cfg = GRPOConfig(beta=0.04, micro_batch_size=2, max_tokens_per_micro_batch=30)
+    path = UpdatePath(packing=True, fused_head=True)
+    plans = [plan_micro_batches(ro, adv, cfg, World(rank=r, size=world_size), path)[0] for r in range(world_size)]
+    batches = [b for plan in plans for b in plan]
+    rows = sorted(int(i) for b in batches for i in b)
+    assert rows == [0, 1, 2, 3, 4, 5]  # row 6 has no loss token
+    assert len(batches) % world_size == 0
+    for b in batches:
+        packed = pack(
+            *(t[b] for t in (ro.prompt_ids, ro.prompt_mask, ro.completion_ids, ro.completion_mask)), share_prefix=True
+        )
+        assert packed.input_ids.shape[1] <= 30 or len(b) == 1, (b, packed.input_ids.shape)
+
+
+def test_the_update_is_the_full_batch_one_whatever_the_packing(tiny_model_dir: Path) -> None:
+    """β > 0 and μ = 2 (π_old from its own pass): the padded path in one micro-batch against packed micro-batches
+    of at most 30 tokens, in fp32."""
+    from grpo_core.hardware.distributed import World
+    from grpo_core.update.step import UpdatePath, old_logprobs, policy_update
+
+    model = _policy(tiny_model_dir)
+    ro = _rollout()
+    adv = torch.linspace(-1.0, 1.0, 7)
+    base = {"beta": 0.04, "num_iterations": 2, "entropy_coef": 0.01, "temperature": 0.7}
+    runs = []
+    for path, cfg in (
+        (UpdatePath(), GRPOConfig(**base, micro_batch_size=7)),
+        (
+            UpdatePath(packing=True, fused_head=True),
+            GRPOConfig(**base, micro_batch_size=7, max_tokens_per_micro_batch=30),
+        ),
+    ):
+        old = old_logprobs(model, ro, adv, cfg, None, World(), path)
+        sums = policy_update(model, ro, adv, cfg, None, old, World(), path)
+        runs.append(
+            (
+                old * ro.completion_mask,
+                sums,
+                {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None},
+            )
+        )
+        model.zero_grad(set_to_none=True)
+    (old0, s0, g0), (old1, s1, g1) = runs
+    assert torch.allclose(old0, old1, atol=ATOL)
+    assert abs(s0.loss - s1.loss) < 1e-6 and abs(s0.kl_sum - s1.kl_sum) < 1e-5
+    assert s0.updated_tokens == s1.updated_tokens
+    for name, want in g0.items():
+        assert torch.allclose(want, g1[name], rtol=1e-4, atol=ATOL), name
+
+
+def test_auto_token_budget_is_the_padded_plans_memory() -> None:
+    cfg = GRPOConfig(micro_batch_size=4, max_prompt_tokens=100, max_completion_tokens=28)
+    assert cfg.micro_batch_tokens == 4 * 128
+    assert GRPOConfig(micro_batch_size=4, max_tokens_per_micro_batch=300).micro_batch_tokens == 300
