@@ -275,7 +275,7 @@ def _train(
                     optimizer.step()
                     scheduler.step()
             except torch.OutOfMemoryError:
-                raise out_of_memory(state.step + 1, "update", placement, cfg) from None
+                raise out_of_memory(state.step + 1, "update", placement, cfg, packed=passes.packing) from None
             state.step += 1
             state.cursor = cursor.position
             engine.sync(model, state.step)

@@ -96,17 +96,17 @@ def auto_micro_batch_tokens(
     """``max_tokens_per_micro_batch: auto`` for ``cfg`` with ``micro_batch_size`` resolved: ``micro_batch_size``
     sequences at their longest (``GRPOConfig.micro_batch_tokens``), the memory the padded plan is sized for. On a
     GPU with the fused head the logits no longer grow with the tokens (one chunk's, grpo_core.update.fused_head),
-    so the budget is what ``SAFETY`` of the free memory holds of activations, less a chunk's logits and their
-    gradient, at most ``MAX_AUTO_TOKENS`` and at least one sequence at its longest."""
+    so the budget is what ``SAFETY`` of the free memory holds of activations, less the head's bounded logits and
+    their gradient, at most ``MAX_AUTO_TOKENS`` and at least one sequence at its longest."""
     if cfg.max_tokens_per_micro_batch != "auto":
         return cfg.max_tokens_per_micro_batch
     mem = device_memory_gb(placement.device)
     if mem is None or not fused_head:
         return cfg.micro_batch_tokens
-    from grpo_core.update.fused_head import CHUNK_ELEMENTS
+    from grpo_core.update.fused_head import ONE_PASS_ELEMENTS
 
     per_token = token_bytes(model, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
-    fit = int((SAFETY * mem[0] * 2**30 - CHUNK_ELEMENTS * 4 * 3) // per_token)
+    fit = int((SAFETY * mem[0] * 2**30 - ONE_PASS_ELEMENTS * 4 * 3) // per_token)
     return max(cfg.max_prompt_tokens + cfg.max_completion_tokens, min(fit, MAX_AUTO_TOKENS))
 
 
@@ -156,8 +156,8 @@ def checkpointing(model: Any, enabled: bool) -> Iterator[None]:
     transformers checkpoints a decoder layer only when that layer's ``training`` flag is set. Setting the flag on
     the decoder layers alone (not recursively) turns checkpointing on without turning on any dropout: attention
     and MLP modules keep their own flags, so the policy stays deterministic and the μ = 1 ratio stays exactly 1.
-    Checkpointed layers drop a KV cache, so the update's shared-prefix path is off while this is on
-    (grpo_core.update.step passes ``share_prefix=False``).
+    Checkpointed layers drop a KV cache, so the padded update's shared-prefix path is off while this is on
+    (grpo_core.update.step.UpdatePath); the packed path shares a prompt without a cache, so it keeps sharing.
     """
     if not enabled:
         yield
@@ -174,9 +174,11 @@ def checkpointing(model: Any, enabled: bool) -> Iterator[None]:
             m.training = False
 
 
-def out_of_memory(step: int, phase: str, placement: Placement, cfg: GRPOConfig) -> DeviceOutOfMemory:
+def out_of_memory(
+    step: int, phase: str, placement: Placement, cfg: GRPOConfig, *, packed: bool = False
+) -> DeviceOutOfMemory:
     """The user's error for a ``torch.OutOfMemoryError`` in ``phase`` of ``step``: where, the peak, the remedies
-    (``cfg`` is the run's resolved config)."""
+    (``cfg`` is the run's resolved config; ``packed``: its update runs packed micro-batches, sized by tokens)."""
     peak = ""
     if placement.is_cuda:
         peak = f" (peak {peak_memory_gb(placement.device):.1f} GiB of {placement.total_gb:.1f} GiB)"
@@ -185,7 +187,10 @@ def out_of_memory(step: int, phase: str, placement: Placement, cfg: GRPOConfig) 
         if cfg.rollout_engine == "vllm":
             remedies.append("lower vllm_gpu_memory_utilization")
     else:
-        remedies = [f"lower micro_batch_size (it was {cfg.micro_batch})"]
+        if packed:
+            remedies = [f"lower max_tokens_per_micro_batch (it was {cfg.micro_batch_tokens})"]
+        else:
+            remedies = [f"lower micro_batch_size (it was {cfg.micro_batch})"]
         if not cfg.gradient_checkpointing:
             remedies.append("set gradient_checkpointing: true")
         remedies.append("lower max_completion_tokens")

@@ -290,9 +290,9 @@ class ExecutionConfig(BaseModel):
     max_tokens_per_micro_batch: Auto | Annotated[int, Field(ge=16, le=1_048_576)] = Field(
         "auto",
         description="Tokens per packed forward/backward (``packing``): rows are concatenated without padding up to "
-        "this many, a prompt shared by its rows counted once; a row longer than it runs alone. auto = "
-        "micro_batch_size sequences at their longest (max_prompt_tokens + max_completion_tokens): the memory the "
-        "padded micro-batch is sized for.",
+        "this many, a prompt shared by its rows counted once; a row longer than it runs alone. auto = on a GPU "
+        "with fused_lm_head, what 70% of the free memory holds (at most 65536); otherwise micro_batch_size "
+        "sequences at their longest (max_prompt_tokens + max_completion_tokens), the padded micro-batch's memory.",
     )
     packing: bool = Field(
         True,

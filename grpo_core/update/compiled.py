@@ -7,11 +7,13 @@ compilation, once per worker process (Inductor caches it on disk for the next jo
 one.
 
 How: every layer's ``forward`` is swapped for one compiled callable (dynamic shapes: a packed micro-batch's
-length changes every pass without a recompile) inside ``compiled_layers`` and restored after, so sampling through
-the policy, validation and checkpoints run the eager model. The update wraps its backward in the same context: a
-checkpointed layer recomputes its forward there, and the recompute must save the tensors the compiled forward did.
-Recompiles are bounded by what changes the graph, not by the data: grad mode (the reference and π_old passes
-against the policy's) and whether the adapter is enabled.
+length changes every pass) inside ``compiled_layers`` and restored after, so sampling through the policy,
+validation and checkpoints run the eager model. The packed attention is never traced (it loops over the pack's
+segments; grpo_core.update.packing): each layer is compiled around it. The update wraps its backward in the same
+context: a checkpointed layer recomputes its forward there, and the recompute must save the tensors the compiled
+forward did. Recompiles follow what changes the graph, not the data: grad mode (the reference and π_old passes
+against the policy's), whether the adapter is enabled, checkpointing's recompute
+(tests/unit/test_packing.py counts them).
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ size, until the backward: at a 152k-token vocabulary 128 × 256 positions are 10
 through the head ``CHUNK_ELEMENTS // V`` at a time, under activation checkpointing: the forward keeps only each
 chunk's hidden states and its log-probs; the backward recomputes the chunk's logits, writes their gradient (one
 (n, V) tensor), multiplies it into dh (and dW when the head trains: LoRA on ``lm_head``), and frees it before
-the next chunk. Peak memory is then one chunk's logits, whatever N; the price is the head's forward once more
-(1/3 of the head's FLOPs). When all N rows fit in one chunk nothing is recomputed: the single chunk is the plain
-computation. The head is called as a module, so a LoRA-adapted head (peft, grpo_core.update.lora_fused) trains as
-it does in the padded path. Liger Kernel's fused linear cross-entropy does this for a loss known in the forward;
-a GRPO loss needs the log-probs first, so the gradient is computed in the backward, as prime-rl and verl do.
+the next chunk. Peak memory is then a few times one chunk's logits, whatever N; the price is the head's forward
+once more (1/3 of the head's FLOPs). Up to ``ONE_PASS_ELEMENTS`` logits nothing is recomputed: one pass is the
+plain computation, and its memory is bounded too. The head is called as a module, so a LoRA-adapted head (peft,
+grpo_core.update.lora_fused) trains as it does in the padded path. Liger Kernel's fused linear cross-entropy does
+this for a loss known in the forward; a GRPO loss needs the log-probs first, so the gradient is computed in the
+backward, as prime-rl and verl do.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ from torch.utils.checkpoint import checkpoint
 
 from grpo_core.update.token_logprob import logprobs_and_entropy
 
-CHUNK_ELEMENTS = 2**25  # logits per chunk: 128 MiB in fp32 (220 rows at a 152k vocabulary, 682 at 49k)
+CHUNK_ELEMENTS = 2**22  # logits per chunk: 16 MiB in fp32 (27 rows at a 152k vocabulary, 85 at 49k)
+# Up to this many logits (128 MiB in fp32) the rows go through the head in one pass, without the recompute: a
+# bounded amount whatever the run, and on a small update the recompute would cost more time than the memory is worth
+ONE_PASS_ELEMENTS = 2**25
 
 
 def vocab_size(head: Any) -> int:
@@ -57,18 +61,24 @@ def head_logprobs(
     chunk_rows: int | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """(N,) float32 log-probs of ``targets`` and, unless ``entropy_grad`` is None, (N,) entropies (with gradient
-    when True). ``chunk_rows``: rows per chunk (default ``CHUNK_ELEMENTS // V``); 0 = the whole (N, V) at once, as
-    an unfused head would (bench.update_ab's "packing alone")."""
-    n = hidden.shape[0]
-    rows = chunk_rows if chunk_rows is not None else max(1, CHUNK_ELEMENTS // vocab_size(head))
-    if rows == 0 or n <= rows:
+    when True). ``chunk_rows``: rows per chunk (default ``CHUNK_ELEMENTS // V``, or all of them up to
+    ``ONE_PASS_ELEMENTS``); 0 = unfused: the (N, V) logits all kept for the backward, as a plain head keeps them
+    (bench.update_ab's "packed"), in chunks only so that the log-softmax's fp32 temporaries stay a chunk's."""
+    n, vocab = hidden.shape[0], vocab_size(head)
+    fused = chunk_rows != 0
+    rows = chunk_rows or max(1, CHUNK_ELEMENTS // vocab)
+    if fused and chunk_rows is None and n * vocab <= ONE_PASS_ELEMENTS:
+        rows = n
+    if n <= rows:
         return _chunk(hidden, targets, head, temperature, entropy_grad)
-    trains = torch.is_grad_enabled() and (hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
+    # unfused: every chunk's logits stay for the backward (the (N, V) of a plain head), their fp32 work a chunk's
+    recompute = fused and torch.is_grad_enabled()
+    recompute = recompute and (hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
     logps: list[Tensor] = []
     entropies: list[Tensor] = []
     for lo in range(0, n, rows):
         args = (hidden[lo : lo + rows], targets[lo : lo + rows], head, temperature, entropy_grad)
-        logp, entropy = checkpoint(_chunk, *args, use_reentrant=False) if trains else _chunk(*args)
+        logp, entropy = checkpoint(_chunk, *args, use_reentrant=False) if recompute else _chunk(*args)
         logps.append(logp)
         if entropy is not None:
             entropies.append(entropy)

@@ -183,7 +183,9 @@ def completion_logprobs(
     of a prompt share it as one segment (the same sums, no cache).
     """
     args = (prompt_ids, prompt_mask, completion_ids, completion_mask)
-    if packing and bool(completion_mask.any()):  # (a micro-batch without a loss token runs padded: a pass to run)
+    if packing and not bool(completion_mask.any()):  # nothing to pack: a plain padded pass (its loss is 0),
+        share_prefix = fused_head = False  # with no cache to keep through checkpointed layers
+    elif packing:
         logp, entropy = _packed_logprobs(
             model,
             args,

@@ -21,7 +21,8 @@ builds one (T, T) block mask for the whole micro-batch (bench.update_ab compares
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,9 @@ from torch import Tensor
 from grpo_core.rollout.batch import HOST
 
 PACKED_ATTENTION = "grpo_packed"  # the attention name the packed forward runs with (``_packed_attention``)
-DENSE_SEGMENT_TOKENS = 4096  # a segment up to this long attends under one (S, S) mask; longer, per row
+# A segment up to this long attends under one (S, S) mask (SDPA keeps an S² bias per layer for the backward on a
+# GPU, and the scores of every head on a CPU); longer, per row, with no mask growing with the square of a group
+DENSE_SEGMENT_TOKENS = 2048
 # Architectures whose causal LM is `lm_head(decoder(...))` with RoPE from position_ids and full attention: the
 # packed forward calls the decoder and the head itself (grpo_core.update.fused_head), so a model that post-processes
 # its logits (soft-capping, a logit scale) or attends in a sliding window would be computed wrongly.
@@ -188,10 +191,16 @@ def packing_problem(model: Any) -> str | None:
     config = (model.get_base_model() if hasattr(model, "get_base_model") else model).config
     if getattr(config, "_attn_implementation", None) not in ("sdpa", "eager"):
         return f"it attends with {config._attn_implementation!r}"
-    if any(t != "full_attention" for t in getattr(config, "layer_types", None) or []):
-        return "it has sliding-window attention layers"
-    if config.model_type == "mistral" and getattr(config, "sliding_window", None):
-        return "it attends in a sliding window"
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types is not None:
+        if any(t != "full_attention" for t in layer_types):
+            return "it has sliding-window attention layers"
+    elif getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
+        return "it attends in a sliding window"  # the packed forward builds no mask, so no window either
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    rope_type = str(rope.get("rope_type") or rope.get("type") or "default") if isinstance(rope, dict) else "default"
+    if rope_type in ("dynamic", "longrope"):  # their rotary tables follow the longest position of the batch
+        return f"its RoPE ({rope_type}) depends on the sequence length"
     return None
 
 
@@ -199,7 +208,9 @@ def _packed_attention(
     module: Any, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None, **kwargs: Any
 ) -> tuple[Tensor, None]:
     """transformers' SDPA per segment of the ``packed_layout`` keyword (query (1, H, T, D), key/value (1, KV, T, D));
-    without one, transformers' SDPA as is (a forward of the model outside the packed path)."""
+    without one, transformers' SDPA as is (a forward of the model outside the packed path). Never traced by
+    torch.compile (grpo_core.update.compiled): its loops over the layout's segments would make every new layout a
+    new graph; a compiled layer runs it eagerly between its compiled parts."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     layout: PackedLayout | None = kwargs.pop("packed_layout", None)
@@ -232,12 +243,15 @@ def _packed_attention(
     return torch.cat(parts, dim=1), None
 
 
+@functools.cache
 def _register() -> None:
-    """Make ``PACKED_ATTENTION`` an attention name transformers' models call; idempotent. No mask function is
+    """Make ``PACKED_ATTENTION`` an attention name transformers' models call, once per process (the same function
+    object every time: a compiled layer's guards hold it). No mask function is
     registered for it, so transformers builds no (T, T) mask for a pack (``create_causal_mask`` returns None)."""
     from transformers import AttentionInterface
 
-    AttentionInterface.register(PACKED_ATTENTION, _packed_attention)
+    never_traced: Callable[[Callable[..., Any]], Callable[..., Any]] = torch.compiler.disable  # untyped in torch
+    AttentionInterface.register(PACKED_ATTENTION, never_traced(_packed_attention))
 
 
 @contextlib.contextmanager

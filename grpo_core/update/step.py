@@ -134,9 +134,10 @@ def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 def _packed_batches(ro: Rollout, active: torch.Tensor, budget: int, world: World, share: bool) -> list[torch.Tensor]:
     """``active`` rows in micro-batches of at most ``budget`` packed tokens (a row's completion up to its last loss
-    token, its prompt once per micro-batch when rows share it), as many as a multiple of the ranks and as even as
-    the rows allow. Rows are taken by prompt, then by length, so a prompt's rows meet in as few micro-batches as
-    possible; a row longer than the budget runs alone."""
+    token, its prompt once per micro-batch when rows share it), filled up to an even share of the tokens over a
+    multiple of the ranks (``count``; rows do not split, so a few more micro-batches can come out). Rows are taken
+    by prompt, then by length, so a prompt's rows meet in as few micro-batches as possible; a row longer than the
+    budget runs alone."""
     host = HOST
     spans = span_lengths(ro.completion_mask).to(host)
     prompts = ro.prompt_mask.sum(dim=1).to(host)

@@ -66,7 +66,9 @@ def check_succeeded_job(
         started = messages.index(next(m for m in messages if m.startswith("Fine-tuning job started")))
         where = f"CPU, {ex['threads']} threads, {ex['precision']} ({ex['precision_reason']})"
         assert messages[started + 1].startswith(f"Training {job['model']} with GRPO on {where}:"), messages
-        assert f"Training on {where}: micro_batch_size 8" in " ".join(messages)
+        assert ex["packing"] and ex["fused_lm_head"] and ex["max_tokens_per_micro_batch"] > 0, ex
+        batches = f"packed micro-batches of up to {ex['max_tokens_per_micro_batch']} tokens"
+        assert f"Training on {where}: {batches}, LM head fused with the log-prob" in " ".join(messages)
         assert any(m.startswith("Python graders run in the bwrap sandbox") for m in messages)  # the boot self-test
     assert messages[-1] == "The job has successfully completed"
 

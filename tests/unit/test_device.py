@@ -130,6 +130,27 @@ def test_micro_batch_auto_is_sized_from_free_gpu_memory(tiny_model_dir: Path, mo
     assert auto_micro_batch(model, cfg, cpu, checkpointing=False) == 8
 
 
+def test_token_budget_auto_follows_free_gpu_memory_with_the_fused_head(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from grpo_core.hardware.memory import MAX_AUTO_TOKENS, auto_micro_batch_tokens, token_bytes
+
+    cfg = GRPOConfig.model_validate({"micro_batch_size": 4, "max_prompt_tokens": 100, "max_completion_tokens": 28})
+    model, _ = load_policy(tiny_model_dir, cfg, seed=0)
+    gpu = dev.Placement(torch.device("cuda", 0), "bf16", "test GPU", 0, "test")
+    per_token = token_bytes(model, checkpointing=False, precision_bytes=2)
+    free = {"gb": (2**25 * 12 + 1000.5 * per_token) / (0.7 * 2**30)}  # room for the head's bound and 1000 tokens
+    monkeypatch.setattr("grpo_core.hardware.memory.device_memory_gb", lambda d: (free["gb"], 80.0))
+    assert auto_micro_batch_tokens(model, cfg, gpu, checkpointing=False, fused_head=False) == 4 * 128  # padded plan
+    assert auto_micro_batch_tokens(model, cfg, gpu, checkpointing=False, fused_head=True) == 1000
+    free["gb"] = 1e4
+    assert auto_micro_batch_tokens(model, cfg, gpu, checkpointing=False, fused_head=True) == MAX_AUTO_TOKENS
+    free["gb"] = 0.01  # less than the head's bound: at least one sequence at its longest
+    assert auto_micro_batch_tokens(model, cfg, gpu, checkpointing=False, fused_head=True) == 128
+    explicit = cfg.model_copy(update={"max_tokens_per_micro_batch": 333})
+    assert auto_micro_batch_tokens(model, explicit, gpu, checkpointing=False, fused_head=True) == 333
+
+
 def test_gradient_checkpointing_gives_the_same_gradient(tiny_model_dir: Path) -> None:
     """Recomputing activations changes memory, not the gradient (and leaves the model in eval mode); the bound is
     float rounding, as checkpointing turns the policy pass's shared prompt prefix off."""
@@ -169,10 +190,15 @@ def test_gradient_checkpointing_gives_the_same_gradient(tiny_model_dir: Path) ->
         pass
 
 
+@pytest.mark.parametrize(
+    ("packing", "remedy"),
+    [(True, r"lower max_tokens_per_micro_batch \(it was \d+\)"), (False, r"lower micro_batch_size \(it was 8\)")],
+)
 def test_an_out_of_memory_update_fails_with_the_step_and_a_remedy(
-    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, packing: bool, remedy: str
 ) -> None:
-    """The trainer turns torch.OutOfMemoryError into the job's failure with the step, once: no retry loop."""
+    """The trainer turns torch.OutOfMemoryError into the job's failure with the step, once: no retry loop; the
+    remedy names what sizes the run's micro-batches (tokens when packed, rows when padded)."""
     import grpo_core.trainer as trainer
 
     calls = []
@@ -182,9 +208,9 @@ def test_an_out_of_memory_update_fails_with_the_step_and_a_remedy(
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(trainer, "policy_update", exhausted)
-    with pytest.raises(DeviceOutOfMemory, match=r"update of step 1.*lower micro_batch_size \(it was 8\).*checkpoint"):
+    with pytest.raises(DeviceOutOfMemory, match=rf"update of step 1.*{remedy}.*checkpoint"):
         train(
-            GRPOConfig.model_validate(SMALL),
+            GRPOConfig.model_validate({**SMALL, "packing": packing}),
             tiny_model_dir,
             ROWS,
             [DigitShare()],

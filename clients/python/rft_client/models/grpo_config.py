@@ -121,8 +121,9 @@ class GRPOConfig:
             max_steps (int | None | Unset): Optimizer steps; overrides n_epochs.
             max_tokens_per_micro_batch (GRPOConfigMaxTokensPerMicroBatchType0 | int | Unset): Tokens per packed
                 forward/backward (``packing``): rows are concatenated without padding up to this many, a prompt shared by its
-                rows counted once; a row longer than it runs alone. auto = micro_batch_size sequences at their longest
-                (max_prompt_tokens + max_completion_tokens): the memory the padded micro-batch is sized for. Default: 'auto'.
+                rows counted once; a row longer than it runs alone. auto = on a GPU with fused_lm_head, what 70% of the free
+                memory holds (at most 65536); otherwise micro_batch_size sequences at their longest (max_prompt_tokens +
+                max_completion_tokens), the padded micro-batch's memory. Default: 'auto'.
             micro_batch_size (GRPOConfigMicroBatchSizeType0 | int | Unset): Sequences per forward/backward; the gradient
                 equals the full-batch one whatever the value. auto = sized from the GPU's free memory after the model is loaded;
                 8 on a CPU. Default: 'auto'.
