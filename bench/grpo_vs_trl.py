@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.grpo_vs_trl [--quick] [--steps 4] [--device cpu|cuda] [--vllm] [--trl-vllm]
                                           [--no-second-trl] [--trl-gc] [--model ID | --model-dir PATH]
-                                          [--without prefix|merged|bf16|fused|math_attention]   (or `make bench`)
+                                          [--without prefix|packing|fused_head|merged|bf16|fused|math_attention]
+                                          (or `make bench`)
 
 Why it measures what it measures:
 
@@ -48,9 +49,10 @@ Why it measures what it measures:
   or in a child process as ours; absent without nvidia-ml-py or where NVML cannot see the PIDs). Compare vLLM
   sides on the NVML figure: TRL's colocated KV cache is allocated tensors in its process, ours is in its engine's.
 * ``--without X`` adds our trainer with one optimization off (``prefix``: the update's shared prompt prefix;
-  ``merged``: the merged-weight sampler, i.e. sampling through the PEFT model with generate(); ``bf16``: fp32
-  throughout; ``fused``: peft's own LoRA forward instead of grpo_core.update.lora_fused; ``math_attention``: the default
-  SDPA kernels in the CPU update), so every optimization we keep has a measured price.
+  ``packing``: padded micro-batches; ``fused_head``: the LM head's logits all at once; ``merged``: the
+  merged-weight sampler, i.e. sampling through the PEFT model with generate(); ``bf16``: fp32 throughout;
+  ``fused``: peft's own LoRA forward instead of grpo_core.update.lora_fused; ``math_attention``: the default SDPA
+  kernels in the CPU update), so every optimization we keep has a measured price.
 * MFU of every side's update phase (the step's wall time minus sampling and scoring), and for ours also of
   policy_update alone (reference forward + policy forward/backward, timed around the call): FLOPs ≈ 6 · N · T,
   N = all model parameters (frozen + LoRA, the tied head counted once), T = the tokens the update's forward passes

