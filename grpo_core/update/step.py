@@ -132,12 +132,15 @@ def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return ro.prompt_ids[idx, p_start:], pmask[:, p_start:], ro.completion_ids[idx, :c_len], cmask[:, :c_len]
 
 
-def _packed_batches(ro: Rollout, active: torch.Tensor, budget: int, world: World, share: bool) -> list[torch.Tensor]:
+def _packed_batches(ro: Rollout, active: torch.Tensor, budget: int, share: bool) -> list[torch.Tensor]:
     """``active`` rows in micro-batches of at most ``budget`` packed tokens (a row's completion up to its last loss
-    token, its prompt once per micro-batch when rows share it), filled up to an even share of the tokens over a
-    multiple of the ranks (``count``; rows do not split, so a few more micro-batches can come out). Rows are taken
-    by prompt, then by length, so a prompt's rows meet in as few micro-batches as possible; a row longer than the
-    budget runs alone."""
+    token, its prompt once per micro-batch when rows share it), each filled up to an even share of the tokens
+    (rows do not split, so one more micro-batch can come out). Rows are taken by prompt, then by length, so a
+    prompt's rows meet in as few micro-batches as possible; a row longer than the budget runs alone.
+
+    The plan does not depend on the world size: two ranks compute exactly the micro-batches one process computes,
+    so the adapter they train is one process's to the last bit of rounding (tests/distributed). The price: when
+    the count is not a multiple of the ranks, a rank runs one micro-batch more than another."""
     host = HOST
     spans = span_lengths(ro.completion_mask).to(host)
     prompts = ro.prompt_mask.sum(dim=1).to(host)
@@ -148,8 +151,7 @@ def _packed_batches(ro: Rollout, active: torch.Tensor, budget: int, world: World
     rows: list[int] = order[torch.argsort(group[order], stable=True)].tolist()
     span, prompt, grp = spans.tolist(), prompts.tolist(), group.tolist()
     total = sum(span[r] for r in rows) + sum(prompt[r] for r in {grp[r]: r for r in rows}.values())
-    count = world.size * max(1, -(-total // (world.size * budget)))
-    target = -(-total // count)
+    target = -(-total // max(1, -(-total // budget)))  # an even share over the fewest micro-batches that fit
     batches: list[list[int]] = []
     current: list[int] = []
     tokens, seen = 0, set[int]()
@@ -179,8 +181,8 @@ def plan_micro_batches(
     compute goes to padding, in micro-batches of ``micro_batch_size`` rows. ``bnpo`` and the top-entropy mask
     depend on a micro-batch's composition: there every row stays, in sampling order, in micro-batches of
     ``micro_batch_size`` (TRL's order), packed or not. The micro-batches are dealt by ``World.owns`` (a snake
-    order); where composition does not matter their count is a multiple of the ranks and their sizes as even as
-    the rows allow, so every rank gets the same share of the work.
+    order); padded, where composition does not matter, their count is a multiple of the ranks and their sizes as
+    even as the rows allow, so every rank gets the same share of the work.
     """
     device = adv.device
     n = ro.completion_ids.shape[0]
@@ -194,7 +196,7 @@ def plan_micro_batches(
         keep = (lengths > 0) & (adv != 0) if only_pg else (lengths > 0)
         active = torch.nonzero(keep).flatten()
         if path.packing:
-            batches = _packed_batches(ro, active, cfg.micro_batch_tokens, world, path.share_prefix)
+            batches = _packed_batches(ro, active, cfg.micro_batch_tokens, path.share_prefix)
         else:
             active = active[torch.argsort(lengths[active], stable=True)]
             # equal micro-batches, as many as a multiple of the ranks (each rank the same count), none over the size
