@@ -16,7 +16,6 @@ a reference pass, then the policy's forward and backward) runs on each of them u
 - ``fused_head``: padded, with the LM head in chunks fused with the log-prob (grpo_core.update.fused_head);
 - ``packed+fused``: both, as the trainer runs by default;
 - ``packed+fused, unshared``: every row its own segment (is sharing a prompt worth it once there is no padding?);
-- ``packed+fused, dense``: one (T, T) block mask for the pack instead of attention per segment;
 - ``packed+fused, compiled``: the decoder layers under torch.compile (``compile_update``); its first call, the
   compilation, is printed apart.
 
@@ -58,7 +57,6 @@ def paths() -> dict[str, Any]:
         "fused_head": UpdatePath(packing=False, fused_head=True),
         "packed+fused": UpdatePath(packing=True, fused_head=True),
         "packed+fused, unshared": UpdatePath(packing=True, fused_head=True, share_prefix=False),
-        "packed+fused, dense": UpdatePath(packing=True, fused_head=True, dense=True),
         "packed+fused, compiled": UpdatePath(packing=True, fused_head=True, compiled=True),
     }
 

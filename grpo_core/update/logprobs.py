@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from grpo_core.update.fused_head import head_logprobs
-from grpo_core.update.packing import pack, packed_attention
+from grpo_core.update.packing import Packed, pack, packed_attention
 from grpo_core.update.token_logprob import logprobs_and_entropy
 
 
@@ -87,18 +87,10 @@ def _scattered(values: Tensor, rows: Tensor, cols: Tensor, shape: tuple[int, int
 
 
 def _packed_logprobs(
-    model: Any,
-    args: tuple[Tensor, Tensor, Tensor, Tensor],
-    *,
-    temperature: float,
-    entropy_grad: bool | None,
-    share_prefix: bool,
-    fused_head: bool,
-    dense: bool,
+    model: Any, packed: Packed, *, temperature: float, entropy_grad: bool | None, fused_head: bool
 ) -> tuple[Tensor, Tensor | None]:
     """The padding-free path (grpo_core.update.packing): one packed sequence through the decoder, the loss tokens'
     hidden states through the head (grpo_core.update.fused_head: in chunks when ``fused_head``)."""
-    packed = pack(*args, share_prefix=share_prefix, dense=dense)
     decoder, head = _parts(model)
     with packed_attention(model):
         hidden = decoder(
@@ -132,7 +124,7 @@ def completion_logprobs(
     share_prefix: bool = True,
     packing: bool = False,
     fused_head: bool = False,
-    dense: bool = False,
+    packed: Packed | None = None,
 ) -> Tensor: ...
 
 
@@ -149,7 +141,7 @@ def completion_logprobs(
     share_prefix: bool = True,
     packing: bool = False,
     fused_head: bool = False,
-    dense: bool = False,
+    packed: Packed | None = None,
 ) -> tuple[Tensor, Tensor]: ...
 
 
@@ -165,15 +157,15 @@ def completion_logprobs(
     share_prefix: bool = True,
     packing: bool = False,
     fused_head: bool = False,
-    dense: bool = False,
+    packed: Packed | None = None,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """(B, C) float32 log π(completion token | prefix) at the given temperature; with ``entropy_grad`` not None,
     also the (B, C) entropy of π at each position (see ``logprobs_and_entropy``).
 
-    ``packing``: the rows packed without padding (grpo_core.update.packing; ``dense``: one block mask for the whole
-    pack instead of attention per segment); ``fused_head``: the LM head in chunks fused with the log-prob
-    (grpo_core.update.fused_head). With either, only loss tokens (``completion_mask`` 1) get a log-prob and every
-    other position is 0; without, every completion position has its own.
+    ``packing``: the rows packed without padding (grpo_core.update.packing; ``packed``: their pack, built once by
+    the caller for the passes of a micro-batch, else here); ``fused_head``: the LM head in chunks fused with the
+    log-prob (grpo_core.update.fused_head). With either, only loss tokens (``completion_mask`` 1) get a log-prob
+    and every other position is 0; without, every completion position has its own.
 
     Padded, with ``share_prefix`` (and rows that share a prompt) each distinct prompt but its last token goes
     through the model once; its KV cache is indexed out to the rows that share it and only [last prompt token |
@@ -186,14 +178,9 @@ def completion_logprobs(
     if packing and not bool(completion_mask.any()):  # nothing to pack: a plain padded pass (its loss is 0),
         share_prefix = fused_head = False  # with no cache to keep through checkpointed layers
     elif packing:
+        packed = packed or pack(*args, share_prefix=share_prefix)
         logp, entropy = _packed_logprobs(
-            model,
-            args,
-            temperature=temperature,
-            entropy_grad=entropy_grad,
-            share_prefix=share_prefix,
-            fused_head=fused_head,
-            dense=dense,
+            model, packed, temperature=temperature, entropy_grad=entropy_grad, fused_head=fused_head
         )
         return logp if entropy is None else (logp, entropy)
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)

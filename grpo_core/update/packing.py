@@ -14,8 +14,8 @@ checkpointing.
 Attention runs per segment through transformers' SDPA (``packed_attention`` swaps it in for the duration of a
 forward and its backward): a one-row segment is plain causal attention (flash attention on a GPU); a segment of
 several rows attends under its (S, S) boolean mask, or, past ``DENSE_SEGMENT_TOKENS``, as the prompt (causal) plus
-one call per row against [prompt | row], so no mask grows with the square of a long group. ``dense=True`` instead
-builds one (T, T) block mask for the whole micro-batch (bench.update_ab compares the two).
+one call per row against [prompt | row], so no mask grows with the square of a long group. (One (T, T) block mask
+for the whole micro-batch measured no faster on a CPU, and grows with the square of the pack: docs/benchmarks.md.)
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from grpo_core.models.catalog import length_dependent_rope
 from grpo_core.rollout.batch import HOST
 
 PACKED_ATTENTION = "grpo_packed"  # the attention name the packed forward runs with (``_packed_attention``)
@@ -44,21 +45,22 @@ PACKABLE_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "olmo2",
 @dataclass(frozen=True)
 class Segment:
     """Tokens ``start:end`` of the pack: a prompt of ``prompt`` tokens, then the completions at ``rows`` (absolute
-    (a, b) bounds). ``mask``: the (1, 1, S, S) boolean mask of a dense multi-row segment, else None."""
+    (a, b) bounds). ``mask``: the (1, 1, S, S) boolean mask of a multi-row segment up to ``DENSE_SEGMENT_TOKENS``
+    tokens, else None; ``row_masks``: a longer one's (1, 1, n, P + n) mask of each row against [prompt | row]."""
 
     start: int
     end: int
     prompt: int
     rows: tuple[tuple[int, int], ...]
-    mask: Tensor | None
+    mask: Tensor | None = None
+    row_masks: tuple[Tensor, ...] = ()
 
 
 @dataclass(frozen=True)
 class PackedLayout:
-    """How the pack's tokens may attend: per segment, or (``dense_mask``, (1, 1, T, T)) all at once."""
+    """How the pack's tokens may attend: per segment."""
 
     segments: tuple[Segment, ...]
-    dense_mask: Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,12 @@ def _segment_mask(spans: Tensor) -> Tensor:
     return ((pos.unsqueeze(0) <= pos.unsqueeze(1)) & ((k == 0) | (k == q)))[None, None]
 
 
+def _row_mask(prompt: int, n: int) -> Tensor:
+    """(1, 1, n, prompt + n) bool: a completion's token q sees the whole prompt and its own tokens up to q."""
+    cols = torch.arange(prompt + n, device=HOST)
+    return ((cols.unsqueeze(0) < prompt) | (cols.unsqueeze(0) - prompt <= cols[:n].unsqueeze(1)))[None, None]
+
+
 def pack(
     prompt_ids: Tensor,  # (B, P) left-padded
     prompt_mask: Tensor,  # (B, P)
@@ -97,7 +105,6 @@ def pack(
     completion_mask: Tensor,  # (B, C) 1 on loss tokens
     *,
     share_prefix: bool,
-    dense: bool = False,
 ) -> Packed:
     """The packed micro-batch on the rows' device. Built on the host from one copy of the micro-batch (the layout is
     host data: segment bounds are Python ints), then moved once."""
@@ -144,25 +151,18 @@ def pack(
             cols.append(t)
             bounds.append((at, at + n))
             at += n
-        segments.append(Segment(start, at, p, tuple(bounds), None))
+        segments.append(Segment(start, at, p, tuple(bounds)))
     seg_spans = torch.cat(span_ids)
-    dense_mask = None
-    if dense:
-        seg_of = torch.cat([torch.full((s.end - s.start,), j, device=HOST) for j, s in enumerate(segments)])
-        same = seg_of.unsqueeze(0) == seg_of.unsqueeze(1)
-        dense_mask = (_segment_mask(seg_spans)[0, 0] & same)[None, None].to(device)
-    else:
-        segments = [
-            Segment(s.start, s.end, s.prompt, s.rows, _segment_mask(seg_spans[s.start : s.end]).to(device))
-            if len(s.rows) > 1 and s.end - s.start <= DENSE_SEGMENT_TOKENS
-            else s
-            for s in segments
-        ]
+    for j, seg in enumerate(segments):  # the masks, built once here for every layer's attention
+        if len(seg.rows) > 1 and seg.end - seg.start <= DENSE_SEGMENT_TOKENS:
+            segments[j] = replace(seg, mask=_segment_mask(seg_spans[seg.start : seg.end]).to(device))
+        elif len(seg.rows) > 1:
+            segments[j] = replace(seg, row_masks=tuple(_row_mask(seg.prompt, b - a).to(device) for a, b in seg.rows))
     r, col = torch.cat(rows), torch.cat(cols)
     return Packed(
         input_ids=torch.cat(ids).unsqueeze(0).to(device),
         position_ids=torch.cat(pos).unsqueeze(0).to(device),
-        layout=PackedLayout(tuple(segments), dense_mask),
+        layout=PackedLayout(tuple(segments)),
         source=torch.cat(source).to(device),
         targets=cid[r, col].to(device),
         rows=r.to(device),
@@ -197,9 +197,8 @@ def packing_problem(model: Any) -> str | None:
             return "it has sliding-window attention layers"
     elif getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
         return "it attends in a sliding window"  # the packed forward builds no mask, so no window either
-    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    rope_type = str(rope.get("rope_type") or rope.get("type") or "default") if isinstance(rope, dict) else "default"
-    if rope_type in ("dynamic", "longrope"):  # their rotary tables follow the longest position of the batch
+    rope_type = length_dependent_rope(config)
+    if rope_type is not None:
         return f"its RoPE ({rope_type}) depends on the sequence length"
     return None
 
@@ -217,9 +216,6 @@ def _packed_attention(
     if layout is None:
         whole: tuple[Tensor, None] = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
         return whole
-    if layout.dense_mask is not None:
-        out, _ = sdpa_attention_forward(module, query, key, value, layout.dense_mask, **kwargs)
-        return out, None
     parts: list[Tensor] = []  # each (1, S, H, D)
     for seg in layout.segments:
         s, e = seg.start, seg.end
@@ -232,13 +228,10 @@ def _packed_attention(
         p = s + seg.prompt  # a long group: the prompt causally, then each row against [prompt | row]
         part, _ = sdpa_attention_forward(module, query[:, :, s:p], key[:, :, s:p], value[:, :, s:p], None, **kwargs)
         parts.append(part)
-        for a, b in seg.rows:
-            n = b - a
+        for (a, b), mask in zip(seg.rows, seg.row_masks, strict=True):
             keys = torch.cat([key[:, :, s:p], key[:, :, a:b]], dim=2)
             values = torch.cat([value[:, :, s:p], value[:, :, a:b]], dim=2)
-            cols = torch.arange(seg.prompt + n, device=query.device)
-            mask = (cols.unsqueeze(0) < seg.prompt) | (cols.unsqueeze(0) - seg.prompt <= cols[:n].unsqueeze(1))
-            part, _ = sdpa_attention_forward(module, query[:, :, a:b], keys, values, mask[None, None], **kwargs)
+            part, _ = sdpa_attention_forward(module, query[:, :, a:b], keys, values, mask, **kwargs)
             parts.append(part)
     return torch.cat(parts, dim=1), None
 

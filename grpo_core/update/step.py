@@ -22,7 +22,7 @@ from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.compiled import compiled_layers
 from grpo_core.update.logprobs import completion_logprobs, shared_prefixes
 from grpo_core.update.loss import LossInputs, StepSize, policy_loss
-from grpo_core.update.packing import head_problem, packed_attention, packing_problem, span_lengths
+from grpo_core.update.packing import Packed, head_problem, pack, packed_attention, packing_problem, span_lengths
 
 
 @dataclass
@@ -58,7 +58,7 @@ class LogprobOptions(TypedDict):
     share_prefix: bool
     packing: bool
     fused_head: bool
-    dense: bool
+    packed: Packed | None
 
 
 @dataclass(frozen=True)
@@ -67,21 +67,26 @@ class UpdatePath:
 
     ``packing``: padding-free micro-batches by tokens (grpo_core.update.packing); ``fused_head``: the LM head in
     chunks fused with the log-prob (grpo_core.update.fused_head); ``share_prefix``: a prompt's rows share its
-    computation (packed: one segment; padded: a KV cache, which checkpointed layers cannot keep); ``dense``: the
-    pack attends under one block mask instead of per segment (bench.update_ab); ``compiled``: the decoder layers
-    under torch.compile (grpo_core.update.compiled)."""
+    computation (packed: one segment; padded: a KV cache, which checkpointed layers cannot keep); ``compiled``: the
+    decoder layers under torch.compile (grpo_core.update.compiled)."""
 
     packing: bool = False
     fused_head: bool = False
     share_prefix: bool = True
-    dense: bool = False
     compiled: bool = False
 
-    def logprob_kwargs(self, *, grad: bool, checkpointed: bool) -> LogprobOptions:
-        """``completion_logprobs``' keywords for a pass: a padded pass with gradients through checkpointed layers
-        does not share prefixes."""
+    def pack(self, args: tuple[torch.Tensor, ...]) -> Packed | None:
+        """The micro-batch ``args`` (``_micro_args``) packed once for all its passes (reference, policy, π_old);
+        None when padded, or when it has no loss token (``completion_logprobs`` then runs a plain padded pass)."""
+        if not self.packing or not bool(args[3].any()):
+            return None
+        return pack(*args, share_prefix=self.share_prefix)
+
+    def logprob_kwargs(self, packed: Packed | None, *, grad: bool, checkpointed: bool) -> LogprobOptions:
+        """``completion_logprobs``' keywords for a pass over the micro-batch ``packed`` (``pack``): a padded pass
+        with gradients through checkpointed layers does not share prefixes."""
         share = self.share_prefix and (self.packing or not (grad and checkpointed))
-        return LogprobOptions(share_prefix=share, packing=self.packing, fused_head=self.fused_head, dense=self.dense)
+        return LogprobOptions(share_prefix=share, packing=self.packing, fused_head=self.fused_head, packed=packed)
 
 
 def update_path(model: Any, cfg: GRPOConfig, world: World) -> UpdatePath:
@@ -141,12 +146,11 @@ def _packed_batches(ro: Rollout, active: torch.Tensor, budget: int, share: bool)
     The plan does not depend on the world size: two ranks compute exactly the micro-batches one process computes,
     so the adapter they train is one process's to the last bit of rounding (tests/distributed). The price: when
     the count is not a multiple of the ranks, a rank runs one micro-batch more than another."""
-    host = HOST
-    spans = span_lengths(ro.completion_mask).to(host)
-    prompts = ro.prompt_mask.sum(dim=1).to(host)
+    spans = span_lengths(ro.completion_mask).to(HOST)
+    prompts = ro.prompt_mask.sum(dim=1).to(HOST)
     groups = shared_prefixes(ro.prompt_ids, ro.prompt_mask) if share else None
-    group = groups[1].to(host) if groups is not None else torch.arange(len(spans), device=host)
-    order = active.to(host)
+    group = groups[1].to(HOST) if groups is not None else torch.arange(len(spans), device=HOST)
+    order = active.to(HOST)
     order = order[torch.argsort(spans[order], stable=True)]
     rows: list[int] = order[torch.argsort(group[order], stable=True)].tolist()
     span, prompt, grp = spans.tolist(), prompts.tolist(), group.tolist()
@@ -249,13 +253,12 @@ def old_logprobs(
     fsdp = sharded(cfg, world)
     for idx, counts in scheduled_micro_batches(ro, adv, cfg, world, matched=fsdp, path=path)[0]:
         args = _micro_args(ro, idx)
+        options = path.logprob_kwargs(path.pack(args), grad=False, checkpointed=False)
         with (
             torch.autocast(device.type, dtype=autocast, enabled=autocast is not None),
             compiled_layers(model, path.compiled),
         ):
-            logp = completion_logprobs(
-                model, *args, temperature=cfg.temperature, **path.logprob_kwargs(grad=False, checkpointed=False)
-            )
+            logp = completion_logprobs(model, *args, temperature=cfg.temperature, **options)
         if counts:
             old[idx, : args[2].shape[1]] = logp
     return old
@@ -296,6 +299,7 @@ def policy_update(
     sums = UpdateSums(tokens=step.n_tokens)
     for idx, counts in scheduled:
         args = _micro_args(ro, idx)
+        packed = path.pack(args)  # one pack for the reference and the policy pass
         ref = None
         with (
             torch.autocast(device.type, dtype=autocast, enabled=autocast is not None),
@@ -304,16 +308,15 @@ def policy_update(
         ):
             if cfg.beta > 0:
                 with torch.no_grad(), model.disable_adapter():
-                    ref = completion_logprobs(
-                        model, *args, temperature=cfg.temperature, **path.logprob_kwargs(grad=False, checkpointed=False)
-                    )
+                    options = path.logprob_kwargs(packed, grad=False, checkpointed=False)
+                    ref = completion_logprobs(model, *args, temperature=cfg.temperature, **options)
             with checkpointing(model, checkpointed):
                 logp, entropy = completion_logprobs(
                     model,
                     *args,
                     temperature=cfg.temperature,
                     entropy_grad=cfg.entropy_coef > 0,
-                    **path.logprob_kwargs(grad=True, checkpointed=checkpointed),
+                    **path.logprob_kwargs(packed, grad=True, checkpointed=checkpointed),
                 )
         old = logp.detach() if old_logp is None else old_logp[idx, : logp.shape[1]]
         is_weight = None

@@ -9,25 +9,14 @@ from typing import Any
 import pytest
 import torch
 
-from grpo_core.policy import load_policy
-from grpo_core.schemas.config import GRPOConfig, LoraConfig
+from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update import packing
 from grpo_core.update.fused_head import head_logprobs
 from grpo_core.update.logprobs import completion_logprobs
 from grpo_core.update.packing import pack, packing_problem, span_lengths
+from tests.training import nontrivial_policy
 
 ATOL = 1e-5
-
-
-def _policy(model_dir: Path, **lora: Any) -> Any:
-    cfg = GRPOConfig(lora=LoraConfig(**lora)) if lora else GRPOConfig()
-    model, _ = load_policy(model_dir, cfg, seed=0)
-    torch.manual_seed(1)
-    with torch.no_grad():  # B = 0 at init would hide an adapter that is not applied
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(std=0.1)
-    return model
 
 
 def _batch() -> tuple[torch.Tensor, ...]:
@@ -84,16 +73,15 @@ def test_the_pack_has_no_padding_and_positions_restart_per_row() -> None:
 
 @pytest.mark.parametrize("share_prefix", [True, False])
 def test_packed_equals_padded(tiny_model_dir: Path, share_prefix: bool) -> None:
-    model = _policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     batch = _batch()
     want = _run(model, batch, share_prefix=False)
     _assert_same(want, _run(model, batch, share_prefix=share_prefix, packing=True))
-    _assert_same(want, _run(model, batch, share_prefix=share_prefix, packing=True, dense=True))
 
 
 def test_a_long_group_attends_per_row(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past DENSE_SEGMENT_TOKENS a shared prompt's rows attend one by one: the same numbers."""
-    model = _policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     batch = _batch()
     want = _run(model, batch, share_prefix=False)
     monkeypatch.setattr(packing, "DENSE_SEGMENT_TOKENS", 8)
@@ -106,7 +94,7 @@ def test_fused_head_equals_the_plain_head(tiny_model_dir: Path, monkeypatch: pyt
     """The head in chunks of 5 rows (recomputed in the backward) against the model's own logits."""
     import grpo_core.update.fused_head as fused
 
-    model = _policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     batch = _batch()
     want = _run(model, batch, share_prefix=True)
     monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 5 * fused.vocab_size(model.get_output_embeddings()))
@@ -120,7 +108,7 @@ def test_lora_on_the_lm_head_still_trains(tiny_model_dir: Path, monkeypatch: pyt
     import grpo_core.update.fused_head as fused
 
     targets = ["q_proj", "v_proj", "lm_head"]
-    model = _policy(tiny_model_dir, target_modules=targets)
+    model = nontrivial_policy(tiny_model_dir, target_modules=targets)
     batch = _batch()
     want = _run(model, batch, share_prefix=False)
     assert any("lm_head" in n and "lora_B" in n for n in want[2])
@@ -132,7 +120,7 @@ def test_lora_on_the_lm_head_still_trains(tiny_model_dir: Path, monkeypatch: pyt
 
 
 def test_reference_pass_packed_is_the_base_model(tiny_model_dir: Path) -> None:
-    model = _policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     batch = _batch()
     mask = batch[3].bool()
     with torch.no_grad(), model.disable_adapter():
@@ -160,7 +148,7 @@ def test_fused_head_chunks_give_one_chunks_numbers() -> None:
 
 
 def test_models_that_cannot_pack_say_why(tiny_model_dir: Path) -> None:
-    model = _policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     assert packing_problem(model) is None
     model.config.layer_types = ["sliding_attention"] * model.config.num_hidden_layers
     try:
@@ -176,7 +164,7 @@ def test_compiled_layers_compute_the_eager_update(tiny_model_dir: Path) -> None:
     from grpo_core.hardware.memory import enable_checkpointing
     from grpo_core.update.step import UpdatePath, policy_update
 
-    model = _policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     enable_checkpointing(model)
     ro = _rollout()
     adv = torch.linspace(-1.0, 1.0, 7)
@@ -236,7 +224,7 @@ def test_the_update_is_the_full_batch_one_whatever_the_packing(tiny_model_dir: P
     from grpo_core.hardware.memory import enable_checkpointing
     from grpo_core.update.step import UpdatePath, old_logprobs, policy_update
 
-    model = _policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     if checkpointed:
         enable_checkpointing(model)
     ro = _rollout()
@@ -278,7 +266,7 @@ def test_auto_token_budget_is_the_padded_plans_memory() -> None:
 def test_in_bf16_packing_is_as_close_to_fp32_as_the_padded_path(tiny_model_dir: Path) -> None:
     """The stated bf16 bound: under bf16 autocast the packed path's log-probs and gradients are no further from the
     fp32 reference than twice the padded path's own bf16 error (each rounds its matmuls in other shapes)."""
-    model = _policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     batch = _batch()
     want = _run(model, batch, share_prefix=False)
     errors = {}

@@ -12,16 +12,7 @@ from grpo_core.policy import load_policy
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.logprobs import completion_logprobs, shared_prefixes
-
-
-def _nontrivial_policy(tiny_model_dir: Path, fused_lora: bool = True) -> torch.nn.Module:
-    model, _ = load_policy(tiny_model_dir, GRPOConfig(), seed=0, fused_lora=fused_lora)
-    torch.manual_seed(1)
-    with torch.no_grad():  # B = 0 at init would hide an adapter that is not applied on the shared path
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(std=0.1)
-    return model
+from tests.training import nontrivial_policy
 
 
 def _batch() -> tuple[torch.Tensor, ...]:
@@ -49,7 +40,7 @@ def test_rows_are_grouped_by_prompt_whatever_their_order() -> None:
 
 
 def test_shared_prefix_gives_the_same_logprobs_and_gradients(tiny_model_dir: Path) -> None:
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     batch = _batch()
     mask = batch[3].float()
     results = []
@@ -69,7 +60,7 @@ def test_shared_prefix_gives_the_same_logprobs_and_gradients(tiny_model_dir: Pat
 
 
 def test_shared_prefix_reference_pass_is_the_base_model(tiny_model_dir: Path) -> None:
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     batch = _batch()
     mask = batch[3].bool()
     with torch.no_grad(), model.disable_adapter():
@@ -104,7 +95,7 @@ def test_merged_sampler_logprobs_are_the_trainers(tiny_model_dir: Path) -> None:
     after an update and a sync it follows the new weights."""
     from grpo_core.rollout.engines.merged import MergedEngine
 
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     engine = MergedEngine(model, tok, torch.float32)
     embed = model.get_base_model().get_input_embeddings().weight
@@ -131,7 +122,7 @@ def test_greedy_decode_matches_generate(tiny_model_dir: Path) -> None:
     from grpo_core.rollout.engines.hf import sample
     from grpo_core.rollout.engines.merged import MergedEngine
 
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     kw = Sampling(group_size=2, max_new_tokens=10, temperature=0.0, top_p=1.0, seed=0)
     prompts = ["7+8=", "2*3+11="]  # different lengths: left padding
@@ -148,7 +139,7 @@ def test_greedy_decode_matches_generate(tiny_model_dir: Path) -> None:
 def test_top_p_logprobs_are_the_renormalised_nucleus(tiny_model_dir: Path) -> None:
     from grpo_core.rollout.engines.merged import MergedEngine
 
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     engine = MergedEngine(model, tok, torch.float32)
     kw = Sampling(group_size=4, max_new_tokens=8, temperature=1.0, top_p=0.5, seed=1)
@@ -202,7 +193,7 @@ def test_fused_lora_layers_match_peft_in_value_and_gradient(tiny_model_dir: Path
     for dtype, atol, rtol in ((None, 1e-5, 1e-4), (torch.bfloat16, 3e-2, 5e-2)):
         results = []
         for fused in (False, True):
-            model = _nontrivial_policy(tiny_model_dir, fused_lora=False)
+            model = nontrivial_policy(tiny_model_dir, fused_lora=False)
             if fused:
                 assert fuse_lora(model) == 7 * 2  # q k v o gate up down, 2 layers
             with torch.autocast("cpu", dtype=dtype, enabled=dtype is not None):
@@ -247,7 +238,7 @@ def test_prepacked_bf16_sampler_computes_what_plain_bf16_linears_do(tiny_model_d
         pytest.skip(
             "no oneDNN prepacked bf16 linear here (a torch build without it, or a CPU without AVX512/AVX-NE-CONVERT)"
         )
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     packed = merged.MergedEngine(model, _tokenizer(tiny_model_dir), torch.bfloat16)
     plain = merged.MergedEngine(model, _tokenizer(tiny_model_dir), torch.bfloat16, prepack=False)
     assert packed.prepacked and not plain.prepacked

@@ -21,7 +21,7 @@ from grpo_core.rollout.engines.graphs import (
     unsupported_reason,
 )
 from grpo_core.update.logprobs import completion_logprobs
-from tests.unit.test_speedups import _nontrivial_policy
+from tests.training import nontrivial_policy
 
 PROMPTS = ["1+2=", "13+4=", "7"]  # three lengths: left padding, and 3 × G rows that fill no bucket exactly
 
@@ -60,7 +60,7 @@ def test_buckets_bound_the_padding_and_the_recaptures() -> None:
 def test_static_steps_sample_what_the_eager_loop_samples(tiny_model_dir: Path, kw: Sampling) -> None:
     """fp32: the same tokens, log-probs to rounding (attention over the whole capacity, masked, sums in another
     order), and those log-probs are the trainer's as the eager loop's are."""
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     static = StaticDecoder(model, graphs=False)
     eager, ours = _pair(model, tok, PROMPTS, kw, static)
@@ -112,7 +112,7 @@ def test_rows_that_all_finish_early_end_the_rollout_where_a_check_per_token_woul
 
 
 def test_buffers_are_allocated_once_and_grow_only_when_a_rollout_needs_more(tiny_model_dir: Path) -> None:
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     static = StaticDecoder(model, graphs=False)
     kw = Sampling(group_size=4, max_new_tokens=8, temperature=1.0, top_p=1.0, seed=0)
@@ -137,7 +137,7 @@ def test_merged_engine_follows_each_sync_on_static_buffers(tiny_model_dir: Path)
     updated policy without a new allocation (or, on a GPU, a new capture)."""
     from grpo_core.rollout.engines.merged import MergedEngine
 
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     engine = MergedEngine(model, tok, torch.float32, decode_mode="static")
     assert engine.static is not None
@@ -160,7 +160,7 @@ def test_merged_engine_follows_each_sync_on_static_buffers(tiny_model_dir: Path)
 
 
 def test_continuations_on_static_buffers_are_the_eager_ones(tiny_model_dir: Path) -> None:
-    model = _nontrivial_policy(tiny_model_dir)
+    model = nontrivial_policy(tiny_model_dir)
     sequences = [[5, 6, 7, 8, 9], [3, 4], [10, 11, 12]]
     kw = Sampling(group_size=1, max_new_tokens=10, temperature=1.0, top_p=1.0, seed=7)
     args = (model, sequences, kw, [4, 9, 2])
@@ -260,7 +260,7 @@ def test_what_static_buffers_cannot_hold_is_refused_with_the_reason(tiny_model_d
     dynamic = _tiny("llama")
     dynamic.config.rope_parameters = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
     assert unsupported_reason(dynamic) == "its RoPE (dynamic) depends on the sequence length"
-    policy = _nontrivial_policy(tiny_model_dir)
+    policy = nontrivial_policy(tiny_model_dir)
     tok = _tokenizer(tiny_model_dir)
     with pytest.raises(ValueError, match="CUDA graphs need a CUDA device"):
         MergedEngine(policy, tok, torch.float32, decode_mode="graphs")

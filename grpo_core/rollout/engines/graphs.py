@@ -47,6 +47,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.models.catalog import length_dependent_rope
+
 CAPACITY_STEP = 256  # positions: the KV buffers grow in these steps (a job recaptures a bounded number of times)
 _SMALL_BUCKETS = (1, 2, 4, 8)
 _WARMUP_RUNS = 2  # eager runs on a side stream before a capture (cuBLAS handles, allocator blocks)
@@ -116,9 +118,8 @@ def unsupported_reason(model: Any) -> str | None:
     impl = getattr(model.config, "_attn_implementation", None)
     if impl != "sdpa":
         return f"it attends with {impl!r}, not 'sdpa'"
-    rope = getattr(model.config, "rope_parameters", None) or getattr(model.config, "rope_scaling", None) or {}
-    rope_type = str(rope.get("rope_type") or rope.get("type") or "default") if isinstance(rope, dict) else "default"
-    if rope_type in ("dynamic", "longrope"):  # their rotary tables change with the sequence length, on the host
+    rope_type = length_dependent_rope(model.config)
+    if rope_type is not None:
         return f"its RoPE ({rope_type}) depends on the sequence length"
     layers = DynamicCache(config=model.config).layers
     if not layers:
