@@ -21,6 +21,7 @@ from grpo_core.schemas.metrics import (
     EpisodeStats,
     GraderErrorRate,
     GraderMetrics,
+    OffPolicyStats,
     Sample,
     Scores,
     StepErrors,
@@ -30,6 +31,7 @@ from grpo_core.schemas.metrics import (
     TrajectorySpan,
 )
 from grpo_core.update.advantages import zero_std_fraction
+from grpo_core.update.correction import staleness_histogram
 from grpo_core.update.step import UpdateSums
 
 
@@ -44,9 +46,12 @@ def step_metrics(
     grad_norm: float,
     lr: float,
     times: tuple[float, float, float],
+    dropped: int = 0,
     decode: Callable[[list[int]], str] | None = None,
 ) -> StepMetrics:
-    """The step's metrics; ``decode`` (token ids -> text) shows a logged multi-turn episode turn by turn."""
+    """The step's metrics; ``times``: the step's start, when its batch was ready, its end; ``dropped``: samples
+    older than max_staleness left out of the batch; ``decode`` (token ids -> text) shows a logged multi-turn episode
+    turn by turn."""
     t0, t1, t2 = times
     g = cfg.group_size
     ro, rewards, adv = batch.ro, batch.rewards, batch.adv
@@ -84,6 +89,7 @@ def step_metrics(
                 scoring=round(batch.scoring_seconds, 3),
                 training=round(t2 - t1, 3),
                 full_iteration=round(t2 - t0, 3),
+                waiting=round(t1 - t0, 3) if cfg.max_staleness else None,
             )
         ),
         train_reward_std=float(valid.std()) if valid.numel() > 1 else 0.0,
@@ -110,6 +116,27 @@ def step_metrics(
         importance_sampling_ratio_mean=is_weight_sum / updated if is_weight_sum is not None else None,
         sampling_logp_difference_max=sums.logp_diff_max if is_weight_sum is not None else None,
         episodes=episode_stats(ro.episodes) if ro.episodes is not None else None,
+        off_policy=_off_policy(cfg, step, batch, sums, dropped, updated),
+    )
+
+
+def _off_policy(
+    cfg: GRPOConfig, step: int, batch: StepBatch, sums: UpdateSums, dropped: int, updated: float
+) -> OffPolicyStats | None:
+    """The sampler/trainer gap of the step (grpo_core.update.correction); None when the trainer's own forward
+    sampled (nothing to correct or measure)."""
+    if sums.is_weight_sum is None:
+        return None
+    versions = batch.ro.versions
+    lags = staleness_histogram(versions, step) if versions is not None else {"0": len(batch.ro.texts)}
+    return OffPolicyStats(
+        max_staleness=cfg.max_staleness,
+        staleness=lags,
+        stale_samples_dropped=dropped,
+        mismatch_kl=(sums.mismatch_kl_sum or 0.0) / updated,
+        is_weight_mean=sums.is_weight_sum / updated,
+        is_weight_max=sums.is_weight_max or 0.0,
+        bounded_share=(sums.is_bounded_tokens or 0.0) / updated,
     )
 
 

@@ -109,7 +109,9 @@ def resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRPO
     if engine == "auto":
         # fsdp samples with the merged engine (grpo_core.hardware.sharding); a vLLM release the service does not
         # run on is left alone (an explicit rollout_engine "vllm" is refused with the versions that work)
-        use_vllm = placement.is_cuda and cfg.sharding != "fsdp" and vllm_on_cuda() and supported_vllm()
+        # max_staleness > 0 samples beside the trainer with the merged engine (grpo_core.rollout.pipeline)
+        use_vllm = placement.is_cuda and cfg.sharding != "fsdp" and not cfg.max_staleness
+        use_vllm = use_vllm and vllm_on_cuda() and supported_vllm()
         engine = "vllm" if use_vllm else "merged"
     share, sleep = None, None
     if engine == "vllm" and placement.is_cuda:

@@ -42,7 +42,9 @@ from grpo_core.policy import load_policy, prompts_of, resolve_execution, start_e
 from grpo_core.rewards.base import Grader
 from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
 from grpo_core.rollout.batch import eos_ids
-from grpo_core.rollout.sampling import PromptCursor, collect_batch
+from grpo_core.rollout.engines.base import RolloutEngine
+from grpo_core.rollout.engines.sampler_process import SamplerProcess, SamplerSpec, sampler_share, sampler_spec
+from grpo_core.rollout.pipeline import batch_source
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.metrics import Execution, Level, MemoryStats, ResolvedEngine, StepMetrics
@@ -140,6 +142,11 @@ def train(
             f"batch_size={cfg.batch_size} leaves some of the {world.size} ranks without a prompt per step: raise "
             f"batch_size to at least {world.size} or train on fewer devices"
         )
+    if cfg.max_staleness and world.size > 1:
+        raise UserError(
+            f"max_staleness {cfg.max_staleness} runs on one training process: train on one device (resources.devices "
+            "1) or set max_staleness 0"
+        )
     placement = placement or resolve_placement(cfg.device, cfg.precision, world)
     with distributed.process_group(world, placement.device):
         if any_rank(world, placement.precision == "fp32", placement.device) and placement.precision != "fp32":
@@ -167,6 +174,7 @@ def _train(
     sandbox_tier: str = "auto",
 ) -> TrainResult:
     callbacks = _MainRank(reporter, world, placement.device)
+    threads = torch.get_num_threads()
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
     agent = None
@@ -200,7 +208,15 @@ def _train(
     sizing = resolve_execution(sizing, model, placement)
     cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, valid_rows, agent)
-    engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
+    sampler: SamplerSpec | None = None
+    if cfg.max_staleness:  # the merged engine in its own process, beside the trainer (grpo_core.rollout.pipeline)
+        sampler = sampler_spec(cfg, model_dir, seed, base_name, autocast, episode_tokens, rollout, placement)
+        if not placement.is_cuda:  # the sampler's cores are no longer the trainer's (restored when the run ends)
+            placement = replace(placement, threads=sampler_share(placement)[0])
+            torch.set_num_threads(placement.threads)
+        engine: RolloutEngine = SamplerProcess(sampler, model, state.step)
+    else:
+        engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
@@ -223,11 +239,23 @@ def _train(
         callbacks.on_message(
             f"Padded micro-batches: packing is off for this run, {unpacked_reason(model, cfg, world)}."
         )
-    callbacks.on_start(_execution(cfg, placement, world, passes))
+    callbacks.on_start(_execution(cfg, placement, world, passes, sampler))
     if state.step:
         engine.sync(model, state.step)
     health = HealthMonitor(cfg.health)
-    cursor = PromptCursor(len(rows), cfg.batch_size, seed, position=state.cursor)
+    source = batch_source(
+        cfg,
+        engine,
+        prompts_all,
+        rows,
+        graders,
+        seed=seed,
+        world=world,
+        agent=agent,
+        position=state.cursor,
+        version=state.step,
+        total=total,
+    )
     last: StepMetrics | None = None
     final_ckpt: Path | None = None
     saved_step = state.step  # the newest step whose state is in a checkpoint
@@ -241,21 +269,13 @@ def _train(
             t0 = time.perf_counter()
             reset_peak_memory(placement.device)
             try:
-                batch = collect_batch(
-                    cfg,
-                    engine,
-                    prompts_all,
-                    rows,
-                    graders,
-                    cursor,
-                    seed=seed,
-                    step=state.step + 1,
-                    world=world,
-                    agent=agent,
-                )
+                ready = source.next(state.step + 1)
             except torch.OutOfMemoryError:
                 raise out_of_memory(state.step + 1, "sampling", placement, cfg) from None  # frees the frames
             t1 = time.perf_counter()
+            batch = ready.batch
+            for note in ready.notes:
+                callbacks.on_message(note, "warn")
             engine.suspend()  # what sampling holds on the device goes to the update (vLLM's sleep mode)
             ro = batch.ro
             # DAPO's overlong filtering: a truncated completion keeps its place in the group but gets no loss.
@@ -277,8 +297,8 @@ def _train(
             except torch.OutOfMemoryError:
                 raise out_of_memory(state.step + 1, "update", placement, cfg, packed=passes.packing) from None
             state.step += 1
-            state.cursor = cursor.position
-            engine.sync(model, state.step)
+            state.cursor = ready.cursor  # the trained batch's position: batches sampled ahead are not saved
+            source.advance(model, state.step)
             t2 = time.perf_counter()
             last = step_metrics(
                 cfg,
@@ -290,6 +310,7 @@ def _train(
                 grad_norm=grad_norm,
                 lr=float(scheduler.get_last_lr()[0]),
                 times=(t0, t1, t2),
+                dropped=ready.dropped,
                 decode=lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
             )
             best = False
@@ -306,7 +327,9 @@ def _train(
                 callbacks.on_checkpoint(state.step, path, last, final=is_last, best=best)
                 final_ckpt, saved_step = path, state.step
     finally:
+        source.close()
         engine.close()
+        torch.set_num_threads(threads)
         if agent is not None:
             agent.runner.close()
     return TrainResult(state.step, total, False, final_ckpt, last)
@@ -361,7 +384,9 @@ def _rollout_shape(
     return max(rows, 1), longest + episode_tokens
 
 
-def _execution(cfg: GRPOConfig, placement: Placement, world: World, path: UpdatePath) -> Execution:
+def _execution(
+    cfg: GRPOConfig, placement: Placement, world: World, path: UpdatePath, sampler: SamplerSpec | None
+) -> Execution:
     return Execution(
         device=str(placement.device),
         device_name=placement.device_name,
@@ -381,6 +406,8 @@ def _execution(cfg: GRPOConfig, placement: Placement, world: World, path: Update
         ranks_per_node=world.local_size,
         backend=("nccl" if placement.is_cuda else "gloo") if world.distributed else None,
         sharding=cfg.sharding if world.distributed else None,
+        max_staleness=cfg.max_staleness,
+        sampler=sampler.where() if sampler is not None else None,
     )
 
 

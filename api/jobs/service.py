@@ -79,6 +79,7 @@ def create_job(
     except ValidationError as exc:
         raise Unprocessable(f"hyperparameters are invalid under this service's limits: {exc}", param=HP) from None
     check_batch_split(cfg.batch_size, body.resources, settings)
+    check_overlap(cfg.max_staleness, body.resources)
     if body.preflight or preflight_only or cfg.preflight is not None:
         pre = (cfg.preflight or PreflightConfig()).model_copy(update={"only": preflight_only} if preflight_only else {})
         cfg = cfg.model_copy(update={"preflight": pre})
@@ -185,6 +186,18 @@ def check_resources(resources: Resources, settings: ApiSettings) -> None:
                 f"{per} ({env}); ask for fewer",
                 param=f"resources.{field}",
             )
+
+
+def check_overlap(max_staleness: int, resources: Resources) -> None:
+    """422 for asynchronous GRPO on several ranks: its sampler runs beside one training process
+    (grpo_core.rollout.pipeline)."""
+    if max_staleness and resources.world_size > 1:
+        raise Unprocessable(
+            f"max_staleness={max_staleness} samples beside one training process, and this job asks for "
+            f"{resources.world_size} (resources.devices={resources.devices} × resources.nodes={resources.nodes}): "
+            "set max_staleness 0 or train on one device",
+            param=f"{HP}.max_staleness",
+        )
 
 
 def check_batch_split(batch_size: int, resources: Resources, settings: ApiSettings) -> None:

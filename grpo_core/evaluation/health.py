@@ -15,6 +15,10 @@ recorded real runs: tests/data/health/):
   ``zero_std_max`` -> most steps update nothing; the task is too easy (or too hard) for the model now: keep the
   best checkpoint, use harder data, raise group_size, or use dynamic sampling.
 - KL blow-up: KL to the base model above ``kl_max`` -> lower learning_rate or raise beta.
+- sampler/trainer mismatch: the mismatch KL (grpo_core.update.correction) above ``mismatch_kl_max``, or ten times its
+  mean over the first steps and above a tenth of ``mismatch_kl_max`` -> the samples come from a policy too far from
+  the trained one (stale weights at max_staleness > 0, or a sampler whose numerics drifted); lower max_staleness or
+  learning_rate, or mask the outliers (off_policy_correction 'mis').
 - reward hacking: train reward up while validation reward went down across the last two evaluations by more
   than ``hacking_z`` standard errors of that difference (each evaluation's from its per-prompt scores; as if the
   two were independent, which overstates the noise of two evaluations of the same prompts, so it errs towards
@@ -42,6 +46,7 @@ class HealthMonitor:
         # (train reward, validation reward, its standard error) at each evaluation
         self.evals: list[tuple[float, float, float | None]] = []
         self.active: set[str] = set()
+        self.mismatch: list[float] = []  # off_policy.mismatch_kl of each step that measured it
 
     def _flag(self, kind: str, condition: bool, message: str) -> list[str]:
         if condition and kind not in self.active:
@@ -78,7 +83,24 @@ class HealthMonitor:
             f"KL blow-up at step {step}: KL to the base model {m.kl or 0:.3f} > {c.kl_max}. "
             "Lower learning_rate or raise beta.",
         )
-        return out + self._hacking(m)
+        return out + self._mismatch(m) + self._hacking(m)
+
+    def _mismatch(self, m: StepMetrics) -> list[str]:
+        """The sampler drifting from the trainer: the importance correction is then doing most of the work."""
+        if m.off_policy is None:
+            return []
+        kl, c = m.off_policy.mismatch_kl, self.cfg
+        self.mismatch.append(kl)
+        start = sum(self.mismatch[: self.BASELINE_STEPS]) / min(len(self.mismatch), self.BASELINE_STEPS)
+        grown = len(self.mismatch) > self.BASELINE_STEPS and kl > 10 * start and kl > c.mismatch_kl_max / 10
+        lag = max((int(k) for k in m.off_policy.staleness), default=0)
+        return self._flag(
+            "mismatch",
+            kl > c.mismatch_kl_max or grown,
+            f"Sampler/trainer mismatch at step {m.step}: KL(π_sampler ‖ π_trainer) = {kl:.4f} (first steps "
+            f"{start:.4f}, samples up to {lag} step(s) old), {m.off_policy.bounded_share:.1%} of tokens had their "
+            "importance weight bounded. Lower max_staleness or learning_rate, or use off_policy_correction 'mis'.",
+        )
 
     def _entropy(self, m: StepMetrics) -> list[str]:
         c = self.cfg

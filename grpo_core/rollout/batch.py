@@ -37,6 +37,9 @@ class Rollout:
     # Multi-turn rollouts (grpo_core.rollout.agent.episodes): one Episode per row, the conversation and tool calls
     # behind it; its completion then holds tool and template tokens too, with completion_mask 0 on them.
     episodes: list[Any] | None = None
+    # (B,) long: the policy version (optimizer steps taken) whose weights sampled each row; set by an engine that
+    # samples beside the trainer (grpo_core.rollout.pipeline), None where the trainer's current weights sampled.
+    versions: Tensor | None = None
 
     def to(self, device: torch.device) -> Rollout:
         """The same rollout on ``device``: rollouts are built on the host (engines return CPU tensors, grader
@@ -50,6 +53,7 @@ class Rollout:
             self.texts,
             None if self.sampling_logp is None else self.sampling_logp.to(device),
             self.episodes,
+            self.versions,  # host bookkeeping: never read on the device
         )
 
     def select(self, idx: Tensor) -> Rollout:
@@ -63,6 +67,7 @@ class Rollout:
             [self.texts[int(i)] for i in idx],
             None if self.sampling_logp is None else self.sampling_logp[idx],
             None if self.episodes is None else [self.episodes[int(i)] for i in idx],
+            None if self.versions is None else self.versions[idx],
         )
 
 
@@ -122,7 +127,13 @@ def concat_rollouts(parts: list[Rollout]) -> Rollout:
         [t for r in parts for t in r.texts],
         logp,
         _concat_episodes(parts),
+        _concat_versions(parts),
     )
+
+
+def _concat_versions(parts: list[Rollout]) -> Tensor | None:
+    versions = [r.versions for r in parts if r.versions is not None]
+    return torch.cat(versions) if len(versions) == len(parts) else None
 
 
 def _concat_episodes(parts: list[Rollout]) -> list[Any] | None:

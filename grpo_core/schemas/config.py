@@ -25,6 +25,7 @@ RewardAggregation = Literal["sum_then_normalize", "normalize_then_sum"]  # grpo_
 # grpo_core.update.loss
 LossAggregation = Literal["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm", "bnpo"]
 ImportanceSamplingLevel = Literal["token", "sequence"]  # grpo_core.update.loss
+OffPolicyCorrection = Literal["tis", "mis"]  # grpo_core.update.correction
 KLEstimator = Literal["k1", "k2", "k3"]  # grpo_core.update.loss
 GFPOMetric = Literal["length", "reward_per_token"]  # grpo_core.rollout.sampling
 LRScheduler = Literal["constant", "linear", "cosine"]  # grpo_core.update.schedule
@@ -198,7 +199,27 @@ class AlgorithmConfig(BaseModel):
         le=100,
         description="Truncated importance sampling (Yao et al., 2025) for engine/trainer log-prob mismatch: the "
         "per-token loss is weighted by min(π_trainer/π_engine, tis_cap); applies to the merged and vLLM engines "
-        "(the transformers engine samples with the trainer's own weights); null disables.",
+        "(the transformers engine samples with the trainer's own weights); null disables. With "
+        "off_policy_correction 'mis', C bounds the band [1/C, C] outside which a token (or sample) is masked.",
+    )
+    max_staleness: int = Field(
+        0,
+        ge=0,
+        le=8,
+        description="Asynchronous GRPO: 0 samples, scores and updates in turn (exact). k > 0 runs the sampler in "
+        "its own process beside the trainer, so the next batches are sampled while the current update runs; a "
+        "batch trains on samples at most k policy versions old (verl's one-step-off at 1, prime-rl's "
+        "max_off_policy_steps). The off-policy gap is corrected by off_policy_correction and always measured.",
+    )
+    off_policy_correction: OffPolicyCorrection = Field(
+        "tis",
+        description="How the importance weight π_trainer/π_sampler is bounded: 'tis' truncates it at tis_cap (Yao "
+        "et al., 2025), 'mis' masks the tokens (or samples) whose weight leaves [1/tis_cap, tis_cap] (verl's "
+        "rejection sampling).",
+    )
+    off_policy_level: ImportanceSamplingLevel = Field(
+        "token",
+        description="The importance weight per token, or one per sample: the product of its tokens' ratios.",
     )
     n_epochs: int = Field(1, ge=1, le=100, description="Passes over the training file; ignored when max_steps is set.")
     max_steps: int | None = Field(None, ge=1, le=1_000_000, description="Optimizer steps; overrides n_epochs.")
@@ -456,6 +477,14 @@ class GRPOConfig(AlgorithmConfig, ExecutionConfig, MonitoringConfig, OpenAICompa
                 f"sharding 'fsdp' samples with the merged engine: rollout_engine '{self.rollout_engine}' is not "
                 "supported with it (use 'auto' or 'merged', or sharding 'replicate')"
             )
+        if self.max_staleness and self.rollout_engine not in ("auto", "merged"):
+            raise ValueError(
+                f"max_staleness {self.max_staleness} samples in a separate process beside the trainer, with the merged "
+                f"engine: rollout_engine '{self.rollout_engine}' is not supported with it (use 'auto' or 'merged', or "
+                "max_staleness 0)"
+            )
+        if self.max_staleness and self.sharding == "fsdp":
+            raise ValueError("max_staleness > 0 is not supported with sharding 'fsdp' (use sharding 'replicate')")
         if self.effective_learning_rate > 1e-2:
             raise ValueError(
                 f"learning_rate × learning_rate_multiplier = {self.effective_learning_rate:g} is above 0.01"

@@ -19,6 +19,12 @@ class HealthConfig(BaseModel):
     )
     window: int = Field(5, ge=1, le=1000, description="Steps the trend checks (entropy, no signal) look back over.")
     kl_max: float = Field(1.0, gt=0, description="Warn when the KL to the base model exceeds this.")
+    mismatch_kl_max: float = Field(
+        0.05,
+        gt=0,
+        description="Warn when the sampler/trainer mismatch KL (off_policy.mismatch_kl) exceeds this, or has grown "
+        "tenfold over its first steps' value and past a tenth of this.",
+    )
     hacking_z: float = Field(
         2.0,
         ge=0,

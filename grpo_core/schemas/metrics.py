@@ -68,6 +68,11 @@ class StepTiming(BaseModel):
     training: float = Field(description="Policy update, engine sync included.")
     full_iteration: float
     eval: float | None = Field(None, description="Validation, on the steps that ran it.")
+    waiting: float | None = Field(
+        None,
+        description="max_staleness > 0: seconds the trainer waited for this step's batch (sampling and scoring ran "
+        "beside the previous update; their seconds are the sampler's own).",
+    )
 
 
 class Timing(BaseModel):
@@ -81,6 +86,26 @@ class SamplingStats(BaseModel):
     groups_sampled: int
     groups_dropped: int
     groups_trained: int
+
+
+class OffPolicyStats(BaseModel):
+    """How far the policy that sampled a step's batch was from the one trained on it (grpo_core.update.correction):
+    reported whenever a separate engine sampled (merged, vLLM), at every max_staleness."""
+
+    max_staleness: int = Field(description="The job's bound k: 0 = synchronous.")
+    staleness: dict[str, int] = Field(
+        description="Samples trained on at each lag: {versions behind the trained policy: samples}."
+    )
+    stale_samples_dropped: int = Field(0, description="Samples older than max_staleness, dropped before the update.")
+    mismatch_kl: float = Field(
+        description="Mean per-token k3 estimate of KL(π_sampler ‖ π_trainer) over the loss tokens: rounding and "
+        "kernels at k = 0, plus the policy's drift over the lag at k > 0."
+    )
+    is_weight_mean: float = Field(description="Mean importance weight π_trainer/π_sampler after its bound.")
+    is_weight_max: float = Field(description="Largest importance weight before its bound.")
+    bounded_share: float = Field(
+        description="Share of loss tokens whose weight the bound changed: truncated at tis_cap (TIS) or masked (MIS)."
+    )
 
 
 class TrajectorySpan(BaseModel):
@@ -176,6 +201,9 @@ class StepMetrics(BaseModel):
         None, description="Separate sampling engine only: largest |log π_trainer − log π_engine| of a token."
     )
     memory: MemoryStats | None = Field(None, description="Peak memory of the step.")
+    off_policy: OffPolicyStats | None = Field(
+        None, description="Sampler/trainer mismatch and staleness; null when the trainer's own forward sampled."
+    )
     episodes: EpisodeStats | None = Field(None, description="Multi-turn episodes (jobs with an environment).")
 
     def message(self) -> str:
@@ -244,6 +272,17 @@ class Execution(BaseModel):
         "one rank.",
     )
 
+    max_staleness: int = Field(
+        0,
+        description="0: synchronous (sample, score, update in turn). k > 0: the sampler runs beside the trainer and "
+        "a batch trains on samples at most k policy versions old.",
+    )
+    sampler: str | None = Field(
+        None,
+        description="max_staleness > 0: where the sampler runs, e.g. 'its own process, 1 thread (cores 1)'; null when "
+        "it runs in the training process.",
+    )
+
     def message(self) -> str:
         """One line for the job's event log."""
         where = where_it_trains(self.device, self.device_name, self.precision, self.precision_reason, self.threads)
@@ -262,7 +301,10 @@ class Execution(BaseModel):
         else:
             batches = f"micro_batch_size {self.micro_batch_size}"
         head = ", LM head fused with the log-prob" if self.fused_lm_head else ""
-        return f"Training on {where}: {batches}{head}, gradient checkpointing {gc}, rollout engine {engine}"
+        mode = "synchronous"
+        if self.max_staleness:
+            mode = f"asynchronous, samples at most {self.max_staleness} step(s) old, sampler in {self.sampler}"
+        return f"Training on {where}: {batches}{head}, gradient checkpointing {gc}, rollout engine {engine}, {mode}"
 
 
 class CheckpointMetrics(BaseModel):

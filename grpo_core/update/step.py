@@ -20,6 +20,7 @@ from grpo_core.hardware.sharding import sharded
 from grpo_core.rollout.batch import HOST, Rollout
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.compiled import compiled_layers
+from grpo_core.update.correction import Correction, importance_weights
 from grpo_core.update.logprobs import completion_logprobs, shared_prefixes
 from grpo_core.update.loss import LossInputs, StepSize, policy_loss
 from grpo_core.update.packing import Packed, head_problem, pack, packed_attention, packing_problem, span_lengths
@@ -40,9 +41,20 @@ class UpdateSums:
     clipped_high_tokens: float = 0.0
     kl_sum: float = 0.0  # Σ of the per-token KL estimate (β > 0)
     entropy_sum: float = 0.0
-    is_weight_sum: float | None = None  # Σ of the truncated importance weights π_trainer / π_engine
+    is_weight_sum: float | None = None  # Σ of the bounded importance weights π_trainer / π_engine
     logp_diff_max: float | None = None  # the largest |log π_trainer − log π_engine| of a token
+    is_weight_max: float | None = None  # the largest importance weight before its bound
+    is_bounded_tokens: float | None = None  # tokens whose weight the bound truncated (TIS) or masked (MIS)
+    mismatch_kl_sum: float | None = None  # Σ of the per-token k3 estimate of KL(π_engine ‖ π_trainer)
     tokens: float = 0.0  # the step's completion tokens, all ranks' (StepSize.n_tokens): not summed again
+
+    def add_correction(self, fix: Correction) -> None:
+        """Add one micro-batch's importance-weight measurements."""
+        self.is_weight_sum = (self.is_weight_sum or 0.0) + fix.weight_sum
+        self.logp_diff_max = max(self.logp_diff_max or 0.0, fix.logp_diff_max)
+        self.is_weight_max = max(self.is_weight_max or 0.0, fix.weight_max)
+        self.is_bounded_tokens = (self.is_bounded_tokens or 0.0) + fix.bounded_tokens
+        self.mismatch_kl_sum = (self.mismatch_kl_sum or 0.0) + fix.kl_sum
 
     def reduced(self, world: World, device: torch.device) -> UpdateSums:
         """These sums over every rank, in fp64 (grpo_core.hardware.distributed.reduce_sums: a field's name is its
@@ -320,13 +332,18 @@ def policy_update(
                 )
         old = logp.detach() if old_logp is None else old_logp[idx, : logp.shape[1]]
         is_weight = None
-        if ro.sampling_logp is not None and cfg.tis_cap is not None:  # TIS: π_old (trainer) / π_engine, capped
-            engine_logp = ro.sampling_logp[idx, : logp.shape[1]]
-            is_weight = torch.exp(old.float() - engine_logp).clamp(max=cfg.tis_cap) * args[3]
+        if ro.sampling_logp is not None:  # π_old (trainer) / μ (the sampler), bounded (grpo_core.update.correction)
+            fix = importance_weights(
+                old,
+                ro.sampling_logp[idx, : logp.shape[1]],
+                args[3],
+                cap=cfg.tis_cap,
+                mode=cfg.off_policy_correction,
+                level=cfg.off_policy_level,
+            )
+            is_weight = fix.weight if cfg.tis_cap is not None else None
             if counts:
-                sums.is_weight_sum = (sums.is_weight_sum or 0.0) + float(is_weight.sum())
-                diff = float(((old - engine_logp) * args[3]).abs().max())
-                sums.logp_diff_max = max(sums.logp_diff_max or 0.0, diff)
+                sums.add_correction(fix)
         out = policy_loss(
             LossInputs(
                 logp=logp,

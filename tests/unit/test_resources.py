@@ -147,6 +147,17 @@ def test_batch_size_must_give_every_rank_a_prompt(client: TestClient) -> None:
     assert ok.status_code == 201 and ok.json()["resources"] == {"devices": 4, "nodes": 2}
 
 
+def test_asynchronous_grpo_on_several_ranks_is_422_naming_max_staleness(client: TestClient) -> None:
+    fid = upload(client)
+    r = client.post("/v1/fine_tuning/jobs", json=body(fid, {"devices": 2}, max_staleness=1))
+    err = r.json()["error"]
+    assert r.status_code == 422 and err["param"] == f"{HP}.max_staleness", r.text
+    assert "max_staleness=1 samples beside one training process" in err["message"]
+    ok = client.post("/v1/fine_tuning/jobs", json=body(fid, {"devices": 1}, max_staleness=1))
+    assert ok.status_code == 201, ok.text
+    assert ok.json()["method"]["reinforcement"]["hyperparameters"]["max_staleness"] == 1
+
+
 @pytest.mark.parametrize("settings_overrides", [BASE | {"cap_batch_size": 2}])
 def test_batch_size_is_checked_after_this_services_cap(client: TestClient) -> None:
     r = client.post("/v1/fine_tuning/jobs", json=body(upload(client), {"devices": 4}, batch_size=8))

@@ -89,6 +89,26 @@ const col = (rows, path) =>
     return typeof v === "number" && Number.isFinite(v) ? v : null;
   });
 
+// The sampler/trainer gap (StepMetrics.off_policy, grpo_core.update.correction): null when the trainer's own forward
+// sampled. At max_staleness 0 it is the sampler's rounding; at k > 0 also the policy's drift over the lag.
+function offPolicyCharts(rows) {
+  return [
+    {
+      id: "mismatch",
+      title: "Sampler/trainer mismatch KL (per token)",
+      series: [{ label: "KL(π_sampler ‖ π_trainer)", values: col(rows, "off_policy.mismatch_kl") }],
+    },
+    {
+      id: "is-weight",
+      title: "Importance weight π_trainer/π_sampler",
+      series: [
+        { label: "mean (bounded)", values: col(rows, "off_policy.is_weight_mean") },
+        { label: "max (before the bound)", values: col(rows, "off_policy.is_weight_max"), dash: [4, 4] },
+      ],
+    },
+  ];
+}
+
 // Peak memory per step (StepMetrics.memory): on a GPU the allocator's peak during the step, on a CPU the process's
 // peak RSS so far; the title says which, from the newest row that has it. Null in jobs from before it.
 function memoryChart(rows) {
@@ -166,6 +186,7 @@ export function MetricCharts({ rows, hyperparameters = {} }) {
       fraction: true,
       series: [{ label: "zero-std share", values: col(rows, "frac_reward_zero_std") }],
     },
+    ...(rows.some((r) => r.off_policy) ? offPolicyCharts(rows) : []),
     // steps but none with memory: a job from before it was measured, nothing to draw
     ...(rows.length && !rows.some((r) => r.memory) ? [] : [memoryChart(rows)]),
   ];

@@ -53,6 +53,8 @@ from .grpo_config_loss_aggregation import GRPOConfigLossAggregation
 from .grpo_config_lr_scheduler import GRPOConfigLrScheduler
 from .grpo_config_max_tokens_per_micro_batch_type_0 import GRPOConfigMaxTokensPerMicroBatchType0
 from .grpo_config_micro_batch_size_type_0 import GRPOConfigMicroBatchSizeType0
+from .grpo_config_off_policy_correction import GRPOConfigOffPolicyCorrection
+from .grpo_config_off_policy_level import GRPOConfigOffPolicyLevel
 from .grpo_config_precision import GRPOConfigPrecision
 from .grpo_config_reasoning_effort import GRPOConfigReasoningEffort
 from .grpo_config_recipe_type_0 import GRPOConfigRecipeType0
@@ -109,6 +111,8 @@ from .model_list import ModelList
 from .model_register import ModelRegister
 from .multi_grader import MultiGrader
 from .multi_grader_graders import MultiGraderGraders
+from .off_policy_stats import OffPolicyStats
+from .off_policy_stats_staleness import OffPolicyStatsStaleness
 from .output_item import OutputItem
 from .output_item_datasource_item import OutputItemDatasourceItem
 from .output_item_result import OutputItemResult
@@ -229,6 +233,8 @@ __all__ = (
     "GRPOConfigLrScheduler",
     "GRPOConfigMaxTokensPerMicroBatchType0",
     "GRPOConfigMicroBatchSizeType0",
+    "GRPOConfigOffPolicyCorrection",
+    "GRPOConfigOffPolicyLevel",
     "GRPOConfigPrecision",
     "GRPOConfigReasoningEffort",
     "GRPOConfigRecipeType0",
@@ -285,6 +291,8 @@ __all__ = (
     "ModelRegister",
     "MultiGrader",
     "MultiGraderGraders",
+    "OffPolicyStats",
+    "OffPolicyStatsStaleness",
     "OutputItem",
     "OutputItemDatasourceItem",
     "OutputItemResult",

@@ -31,10 +31,14 @@ class Execution:
         backend (ExecutionBackendType0 | None | Unset): torch.distributed backend; null for one rank.
         device_total_gb (float | None | Unset): The GPU's total memory in GiB; null on a CPU.
         fused_lm_head (bool | Unset): The LM head runs in chunks fused with the log-prob. Default: False.
+        max_staleness (int | Unset): 0: synchronous (sample, score, update in turn). k > 0: the sampler runs beside the
+            trainer and a batch trains on samples at most k policy versions old. Default: 0.
         max_tokens_per_micro_batch (int | None | Unset): The packed micro-batch's token budget.
         packing (bool | Unset): The update runs packed micro-batches (no padding); false: padded ones of
             micro_batch_size. Default: False.
         ranks_per_node (int | Unset): Ranks on each node; `device` and `threads` are rank 0's. Default: 1.
+        sampler (None | str | Unset): max_staleness > 0: where the sampler runs, e.g. 'its own process, 1 thread (cores
+            1)'; null when it runs in the training process.
         sharding (ExecutionShardingType0 | None | Unset): How the ranks hold the model: whole on each, or its base
             weights sharded with FSDP2; null for one rank.
         threads (int | None | Unset): torch's CPU threads (the CPUs the worker may use); null on a GPU.
@@ -54,9 +58,11 @@ class Execution:
     backend: ExecutionBackendType0 | None | Unset = UNSET
     device_total_gb: float | None | Unset = UNSET
     fused_lm_head: bool | Unset = False
+    max_staleness: int | Unset = 0
     max_tokens_per_micro_batch: int | None | Unset = UNSET
     packing: bool | Unset = False
     ranks_per_node: int | Unset = 1
+    sampler: None | str | Unset = UNSET
     sharding: ExecutionShardingType0 | None | Unset = UNSET
     threads: int | None | Unset = UNSET
     vllm_gpu_memory_utilization: float | None | Unset = UNSET
@@ -95,6 +101,8 @@ class Execution:
 
         fused_lm_head = self.fused_lm_head
 
+        max_staleness = self.max_staleness
+
         max_tokens_per_micro_batch: int | None | Unset
         if isinstance(self.max_tokens_per_micro_batch, Unset):
             max_tokens_per_micro_batch = UNSET
@@ -104,6 +112,12 @@ class Execution:
         packing = self.packing
 
         ranks_per_node = self.ranks_per_node
+
+        sampler: None | str | Unset
+        if isinstance(self.sampler, Unset):
+            sampler = UNSET
+        else:
+            sampler = self.sampler
 
         sharding: None | str | Unset
         if isinstance(self.sharding, Unset):
@@ -152,12 +166,16 @@ class Execution:
             field_dict["device_total_gb"] = device_total_gb
         if fused_lm_head is not UNSET:
             field_dict["fused_lm_head"] = fused_lm_head
+        if max_staleness is not UNSET:
+            field_dict["max_staleness"] = max_staleness
         if max_tokens_per_micro_batch is not UNSET:
             field_dict["max_tokens_per_micro_batch"] = max_tokens_per_micro_batch
         if packing is not UNSET:
             field_dict["packing"] = packing
         if ranks_per_node is not UNSET:
             field_dict["ranks_per_node"] = ranks_per_node
+        if sampler is not UNSET:
+            field_dict["sampler"] = sampler
         if sharding is not UNSET:
             field_dict["sharding"] = sharding
         if threads is not UNSET:
@@ -216,6 +234,8 @@ class Execution:
 
         fused_lm_head = d.pop("fused_lm_head", UNSET)
 
+        max_staleness = d.pop("max_staleness", UNSET)
+
         def _parse_max_tokens_per_micro_batch(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -228,6 +248,15 @@ class Execution:
         packing = d.pop("packing", UNSET)
 
         ranks_per_node = d.pop("ranks_per_node", UNSET)
+
+        def _parse_sampler(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        sampler = _parse_sampler(d.pop("sampler", UNSET))
 
         def _parse_sharding(data: object) -> ExecutionShardingType0 | None | Unset:
             if data is None:
@@ -286,9 +315,11 @@ class Execution:
             backend=backend,
             device_total_gb=device_total_gb,
             fused_lm_head=fused_lm_head,
+            max_staleness=max_staleness,
             max_tokens_per_micro_batch=max_tokens_per_micro_batch,
             packing=packing,
             ranks_per_node=ranks_per_node,
+            sampler=sampler,
             sharding=sharding,
             threads=threads,
             vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,

@@ -23,6 +23,11 @@ from ..models.grpo_config_micro_batch_size_type_0 import (
     GRPOConfigMicroBatchSizeType0,
     check_grpo_config_micro_batch_size_type_0,
 )
+from ..models.grpo_config_off_policy_correction import (
+    GRPOConfigOffPolicyCorrection,
+    check_grpo_config_off_policy_correction,
+)
+from ..models.grpo_config_off_policy_level import GRPOConfigOffPolicyLevel, check_grpo_config_off_policy_level
 from ..models.grpo_config_precision import GRPOConfigPrecision, check_grpo_config_precision
 from ..models.grpo_config_reasoning_effort import GRPOConfigReasoningEffort, check_grpo_config_reasoning_effort
 from ..models.grpo_config_recipe_type_0 import GRPOConfigRecipeType0, check_grpo_config_recipe_type_0
@@ -118,6 +123,10 @@ class GRPOConfig:
                 number) on more than this share of a step's completions; below it an error scores 0 and is counted in the
                 metrics. Default: 0.8.
             max_prompt_tokens (int | Unset): Prompts longer than this are rejected (when the job is created). Default: 1024.
+            max_staleness (int | Unset): Asynchronous GRPO: 0 samples, scores and updates in turn (exact). k > 0 runs the
+                sampler in its own process beside the trainer, so the next batches are sampled while the current update runs; a
+                batch trains on samples at most k policy versions old (verl's one-step-off at 1, prime-rl's
+                max_off_policy_steps). The off-policy gap is corrected by off_policy_correction and always measured. Default: 0.
             max_steps (int | None | Unset): Optimizer steps; overrides n_epochs.
             max_tokens_per_micro_batch (GRPOConfigMaxTokensPerMicroBatchType0 | int | Unset): Tokens per packed
                 forward/backward (``packing``): rows are concatenated without padding up to this many, a prompt shared by its
@@ -130,6 +139,11 @@ class GRPOConfig:
             n_epochs (int | Unset): Passes over the training file; ignored when max_steps is set. Default: 1.
             num_iterations (int | Unset): μ: optimizer updates per sampled batch (PPO epochs); > 1 makes the ratio and
                 clipping matter and costs one extra no-grad forward for the old log-probs. Default: 1.
+            off_policy_correction (GRPOConfigOffPolicyCorrection | Unset): How the importance weight π_trainer/π_sampler is
+                bounded: 'tis' truncates it at tis_cap (Yao et al., 2025), 'mis' masks the tokens (or samples) whose weight
+                leaves [1/tis_cap, tis_cap] (verl's rejection sampling). Default: 'tis'.
+            off_policy_level (GRPOConfigOffPolicyLevel | Unset): The importance weight per token, or one per sample: the
+                product of its tokens' ratios. Default: 'token'.
             overlong_buffer_fraction (float | None | Unset): DAPO's soft overlong punishment: the last fraction of
                 max_completion_tokens costs up to 1 reward, linearly.
             overlong_penalty (float | Unset): Scale of the soft overlong punishment. Default: 1.0.
@@ -171,7 +185,9 @@ class GRPOConfig:
             temperature (float | Unset): Sampling temperature; also divides the logits when scoring log-probs. Default: 1.0.
             tis_cap (float | None | Unset): Truncated importance sampling (Yao et al., 2025) for engine/trainer log-prob
                 mismatch: the per-token loss is weighted by min(π_trainer/π_engine, tis_cap); applies to the merged and vLLM
-                engines (the transformers engine samples with the trainer's own weights); null disables. Default: 2.0.
+                engines (the transformers engine samples with the trainer's own weights); null disables. With
+                off_policy_correction 'mis', C bounds the band [1/C, C] outside which a token (or sample) is masked. Default:
+                2.0.
             top_entropy_quantile (float | Unset): ρ of the 80/20 rule (Wang et al., 2025): policy loss only on the ρ share
                 of tokens with the highest entropy in each micro-batch; 1 keeps all. Default: 1.0.
             top_p (float | Unset): Nucleus sampling. Default: 1.0.
@@ -225,11 +241,14 @@ class GRPOConfig:
     max_grad_norm: float | Unset = 1.0
     max_grader_error_rate: float | Unset = 0.8
     max_prompt_tokens: int | Unset = 1024
+    max_staleness: int | Unset = 0
     max_steps: int | None | Unset = UNSET
     max_tokens_per_micro_batch: GRPOConfigMaxTokensPerMicroBatchType0 | int | Unset = "auto"
     micro_batch_size: GRPOConfigMicroBatchSizeType0 | int | Unset = "auto"
     n_epochs: int | Unset = 1
     num_iterations: int | Unset = 1
+    off_policy_correction: GRPOConfigOffPolicyCorrection | Unset = "tis"
+    off_policy_level: GRPOConfigOffPolicyLevel | Unset = "token"
     overlong_buffer_fraction: float | None | Unset = UNSET
     overlong_penalty: float | Unset = 1.0
     packing: bool | Unset = True
@@ -363,6 +382,8 @@ class GRPOConfig:
 
         max_prompt_tokens = self.max_prompt_tokens
 
+        max_staleness = self.max_staleness
+
         max_steps: int | None | Unset
         if isinstance(self.max_steps, Unset):
             max_steps = UNSET
@@ -388,6 +409,14 @@ class GRPOConfig:
         n_epochs = self.n_epochs
 
         num_iterations = self.num_iterations
+
+        off_policy_correction: str | Unset = UNSET
+        if not isinstance(self.off_policy_correction, Unset):
+            off_policy_correction = self.off_policy_correction
+
+        off_policy_level: str | Unset = UNSET
+        if not isinstance(self.off_policy_level, Unset):
+            off_policy_level = self.off_policy_level
 
         overlong_buffer_fraction: float | None | Unset
         if isinstance(self.overlong_buffer_fraction, Unset):
@@ -559,6 +588,8 @@ class GRPOConfig:
             field_dict["max_grader_error_rate"] = max_grader_error_rate
         if max_prompt_tokens is not UNSET:
             field_dict["max_prompt_tokens"] = max_prompt_tokens
+        if max_staleness is not UNSET:
+            field_dict["max_staleness"] = max_staleness
         if max_steps is not UNSET:
             field_dict["max_steps"] = max_steps
         if max_tokens_per_micro_batch is not UNSET:
@@ -569,6 +600,10 @@ class GRPOConfig:
             field_dict["n_epochs"] = n_epochs
         if num_iterations is not UNSET:
             field_dict["num_iterations"] = num_iterations
+        if off_policy_correction is not UNSET:
+            field_dict["off_policy_correction"] = off_policy_correction
+        if off_policy_level is not UNSET:
+            field_dict["off_policy_level"] = off_policy_level
         if overlong_buffer_fraction is not UNSET:
             field_dict["overlong_buffer_fraction"] = overlong_buffer_fraction
         if overlong_penalty is not UNSET:
@@ -771,6 +806,8 @@ class GRPOConfig:
 
         max_prompt_tokens = d.pop("max_prompt_tokens", UNSET)
 
+        max_staleness = d.pop("max_staleness", UNSET)
+
         def _parse_max_steps(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -813,6 +850,20 @@ class GRPOConfig:
         n_epochs = d.pop("n_epochs", UNSET)
 
         num_iterations = d.pop("num_iterations", UNSET)
+
+        _off_policy_correction = d.pop("off_policy_correction", UNSET)
+        off_policy_correction: GRPOConfigOffPolicyCorrection | Unset
+        if isinstance(_off_policy_correction, Unset):
+            off_policy_correction = UNSET
+        else:
+            off_policy_correction = check_grpo_config_off_policy_correction(_off_policy_correction)
+
+        _off_policy_level = d.pop("off_policy_level", UNSET)
+        off_policy_level: GRPOConfigOffPolicyLevel | Unset
+        if isinstance(_off_policy_level, Unset):
+            off_policy_level = UNSET
+        else:
+            off_policy_level = check_grpo_config_off_policy_level(_off_policy_level)
 
         def _parse_overlong_buffer_fraction(data: object) -> float | None | Unset:
             if data is None:
@@ -1005,11 +1056,14 @@ class GRPOConfig:
             max_grad_norm=max_grad_norm,
             max_grader_error_rate=max_grader_error_rate,
             max_prompt_tokens=max_prompt_tokens,
+            max_staleness=max_staleness,
             max_steps=max_steps,
             max_tokens_per_micro_batch=max_tokens_per_micro_batch,
             micro_batch_size=micro_batch_size,
             n_epochs=n_epochs,
             num_iterations=num_iterations,
+            off_policy_correction=off_policy_correction,
+            off_policy_level=off_policy_level,
             overlong_buffer_fraction=overlong_buffer_fraction,
             overlong_penalty=overlong_penalty,
             packing=packing,

@@ -22,6 +22,8 @@ class HealthConfig:
             difference. Default: 2.0.
         kl_max (float | Unset): Warn when the KL to the base model exceeds this. Default: 1.0.
         length_growth (float | Unset): Warn when completions grow past this × their start. Default: 2.5.
+        mismatch_kl_max (float | Unset): Warn when the sampler/trainer mismatch KL (off_policy.mismatch_kl) exceeds
+            this, or has grown tenfold over its first steps' value and past a tenth of this. Default: 0.05.
         window (int | Unset): Steps the trend checks (entropy, no signal) look back over. Default: 5.
         zero_std_max (float | Unset): Warn when this share of groups has no signal, averaged over window steps. Default:
             0.75.
@@ -32,6 +34,7 @@ class HealthConfig:
     hacking_z: float | Unset = 2.0
     kl_max: float | Unset = 1.0
     length_growth: float | Unset = 2.5
+    mismatch_kl_max: float | Unset = 0.05
     window: int | Unset = 5
     zero_std_max: float | Unset = 0.75
 
@@ -45,6 +48,8 @@ class HealthConfig:
         kl_max = self.kl_max
 
         length_growth = self.length_growth
+
+        mismatch_kl_max = self.mismatch_kl_max
 
         window = self.window
 
@@ -63,6 +68,8 @@ class HealthConfig:
             field_dict["kl_max"] = kl_max
         if length_growth is not UNSET:
             field_dict["length_growth"] = length_growth
+        if mismatch_kl_max is not UNSET:
+            field_dict["mismatch_kl_max"] = mismatch_kl_max
         if window is not UNSET:
             field_dict["window"] = window
         if zero_std_max is not UNSET:
@@ -83,6 +90,8 @@ class HealthConfig:
 
         length_growth = d.pop("length_growth", UNSET)
 
+        mismatch_kl_max = d.pop("mismatch_kl_max", UNSET)
+
         window = d.pop("window", UNSET)
 
         zero_std_max = d.pop("zero_std_max", UNSET)
@@ -93,6 +102,7 @@ class HealthConfig:
             hacking_z=hacking_z,
             kl_max=kl_max,
             length_growth=length_growth,
+            mismatch_kl_max=mismatch_kl_max,
             window=window,
             zero_std_max=zero_std_max,
         )

@@ -12,6 +12,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.episode_stats import EpisodeStats
     from ..models.memory_stats import MemoryStats
+    from ..models.off_policy_stats import OffPolicyStats
     from ..models.sample import Sample
     from ..models.sampling_stats import SamplingStats
     from ..models.scores import Scores
@@ -58,6 +59,8 @@ class StepMetrics:
         importance_sampling_ratio_mean (float | None | Unset): Separate sampling engine only: mean truncated importance
             weight π_trainer/π_engine.
         memory (MemoryStats | None | Unset): Peak memory of the step.
+        off_policy (None | OffPolicyStats | Unset): Sampler/trainer mismatch and staleness; null when the trainer's own
+            forward sampled.
         samples (list[Sample] | Unset): The first sample_log_count rollouts.
         sampling_logp_difference_max (float | None | Unset): Separate sampling engine only: largest |log π_trainer − log
             π_engine| of a token.
@@ -92,6 +95,7 @@ class StepMetrics:
     errors: StepErrors | Unset = UNSET
     importance_sampling_ratio_mean: float | None | Unset = UNSET
     memory: MemoryStats | None | Unset = UNSET
+    off_policy: None | OffPolicyStats | Unset = UNSET
     samples: list[Sample] | Unset = UNSET
     sampling_logp_difference_max: float | None | Unset = UNSET
     warnings: list[str] | Unset = UNSET
@@ -100,6 +104,7 @@ class StepMetrics:
     def to_dict(self) -> dict[str, Any]:
         from ..models.episode_stats import EpisodeStats  # noqa: PLC0415
         from ..models.memory_stats import MemoryStats  # noqa: PLC0415
+        from ..models.off_policy_stats import OffPolicyStats  # noqa: PLC0415
 
         advantage_mean = self.advantage_mean
 
@@ -176,6 +181,14 @@ class StepMetrics:
         else:
             memory = self.memory
 
+        off_policy: dict[str, Any] | None | Unset
+        if isinstance(self.off_policy, Unset):
+            off_policy = UNSET
+        elif isinstance(self.off_policy, OffPolicyStats):
+            off_policy = self.off_policy.to_dict()
+        else:
+            off_policy = self.off_policy
+
         samples: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.samples, Unset):
             samples = []
@@ -231,6 +244,8 @@ class StepMetrics:
             field_dict["importance_sampling_ratio_mean"] = importance_sampling_ratio_mean
         if memory is not UNSET:
             field_dict["memory"] = memory
+        if off_policy is not UNSET:
+            field_dict["off_policy"] = off_policy
         if samples is not UNSET:
             field_dict["samples"] = samples
         if sampling_logp_difference_max is not UNSET:
@@ -244,6 +259,7 @@ class StepMetrics:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.episode_stats import EpisodeStats  # noqa: PLC0415
         from ..models.memory_stats import MemoryStats  # noqa: PLC0415
+        from ..models.off_policy_stats import OffPolicyStats  # noqa: PLC0415
         from ..models.sample import Sample  # noqa: PLC0415
         from ..models.sampling_stats import SamplingStats  # noqa: PLC0415
         from ..models.scores import Scores  # noqa: PLC0415
@@ -356,6 +372,23 @@ class StepMetrics:
 
         memory = _parse_memory(d.pop("memory", UNSET))
 
+        def _parse_off_policy(data: object) -> None | OffPolicyStats | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                off_policy_type_0 = OffPolicyStats.from_dict(data)
+
+                return off_policy_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | OffPolicyStats | Unset, data)
+
+        off_policy = _parse_off_policy(d.pop("off_policy", UNSET))
+
         _samples = d.pop("samples", UNSET)
         samples: list[Sample] | Unset = UNSET
         if _samples is not UNSET:
@@ -405,6 +438,7 @@ class StepMetrics:
             errors=errors,
             importance_sampling_ratio_mean=importance_sampling_ratio_mean,
             memory=memory,
+            off_policy=off_policy,
             samples=samples,
             sampling_logp_difference_max=sampling_logp_difference_max,
             warnings=warnings,

@@ -22,6 +22,8 @@ class StepTiming:
         scoring (float):
         training (float): Policy update, engine sync included.
         eval_ (float | None | Unset): Validation, on the steps that ran it.
+        waiting (float | None | Unset): max_staleness > 0: seconds the trainer waited for this step's batch (sampling
+            and scoring ran beside the previous update; their seconds are the sampler's own).
     """
 
     full_iteration: float
@@ -29,6 +31,7 @@ class StepTiming:
     scoring: float
     training: float
     eval_: float | None | Unset = UNSET
+    waiting: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -46,6 +49,12 @@ class StepTiming:
         else:
             eval_ = self.eval_
 
+        waiting: float | None | Unset
+        if isinstance(self.waiting, Unset):
+            waiting = UNSET
+        else:
+            waiting = self.waiting
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -58,6 +67,8 @@ class StepTiming:
         )
         if eval_ is not UNSET:
             field_dict["eval"] = eval_
+        if waiting is not UNSET:
+            field_dict["waiting"] = waiting
 
         return field_dict
 
@@ -81,12 +92,22 @@ class StepTiming:
 
         eval_ = _parse_eval_(d.pop("eval", UNSET))
 
+        def _parse_waiting(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        waiting = _parse_waiting(d.pop("waiting", UNSET))
+
         step_timing = cls(
             full_iteration=full_iteration,
             sampling=sampling,
             scoring=scoring,
             training=training,
             eval_=eval_,
+            waiting=waiting,
         )
 
         step_timing.additional_properties = d

@@ -1,0 +1,269 @@
+"""The merged engine in a process of its own, so that sampling runs while the trainer updates (``max_staleness`` > 0).
+
+The child loads the base model from the job's model folder itself and builds a ``MergedEngine`` on it; after each
+optimizer step it receives the adapter's trainable tensors (the LoRA A and B matrices: a few MB, never the base
+weights) and re-merges them. On a CPU the child runs on its own cores (``os.sched_setaffinity``) with its own torch
+threads, and the trainer keeps the rest; on a GPU it is a second CUDA context on the trainer's device.
+
+``SamplerProcess`` is a ``RolloutEngine`` (grpo_core.rollout.engines.base) that any thread may call; calls are
+serialised. ``sync`` only records a snapshot of the adapter (the trainer never waits for the sampler); the next call
+from any thread sends the newest snapshot first. Every rollout comes back stamped with the version (optimizer steps)
+of the weights that sampled it (``Rollout.versions``).
+
+Faults: a child that dies (killed, out of memory) is started again, up to ``RESTARTS`` times per job, synced to the
+newest snapshot, and the call that was in flight is made again: its rollout is regenerated, nothing is half-used. A
+training process that dies takes the child with it: the child's end of the pipe reads end-of-file and it exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import traceback
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from grpo_core.hardware.device import Placement
+from grpo_core.rollout.batch import HOST, Rollout
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.schemas.config import GRPOConfig
+
+RESTARTS = 3  # child deaths tolerated per job before the job fails with the child's exit code
+POLL_SECONDS = 0.5  # how often a caller waiting for the child checks that it is alive
+
+
+class SamplerDied(RuntimeError):
+    """The sampler process exited more than ``RESTARTS`` times."""
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """What the child needs to build the engine the trainer would have built in-process (grpo_core.policy)."""
+
+    model_dir: Path
+    cfg: GRPOConfig  # device, precision and engine resolved
+    seed: int
+    base_name: str | None
+    autocast: torch.dtype | None
+    episode_tokens: int
+    rollout: tuple[int, int] | None
+    threads: int  # torch's CPU threads in the child
+    cores: tuple[int, ...] | None  # the CPUs the child runs on; None: wherever the OS puts it (a GPU job)
+
+    def where(self) -> str:
+        """The words of ``Execution.sampler``."""
+        if self.cores is None:
+            return f"its own process on {self.cfg.device}"
+        cores = ",".join(str(c) for c in self.cores)
+        return f"its own process, {self.threads} thread{'s' * (self.threads > 1)} (CPU {cores})"
+
+
+def split_cores(threads: int, cpus: list[int]) -> tuple[int, tuple[int, ...]]:
+    """(trainer threads, sampler cores) out of the trainer's ``threads`` on ``cpus``: the sampler takes the last half
+    of them (at least one), the trainer the rest (sharing the one CPU when there is a single one)."""
+    threads = max(1, min(threads, len(cpus)))
+    n = max(1, threads // 2)
+    return max(1, threads - n), tuple(cpus[-n:])
+
+
+def sampler_share(placement: Placement) -> tuple[int, tuple[int, ...] | None]:
+    """(the trainer's threads, the sampler's CPUs) for a job placed at ``placement``; on a GPU the threads are
+    unchanged and the sampler's CPUs left to the OS."""
+    if placement.is_cuda or not hasattr(os, "sched_getaffinity"):
+        return placement.threads, None
+    return split_cores(placement.threads, sorted(os.sched_getaffinity(0)))
+
+
+def sampler_spec(
+    cfg: GRPOConfig,
+    model_dir: Path,
+    seed: int,
+    base_name: str | None,
+    autocast: torch.dtype | None,
+    episode_tokens: int,
+    rollout: tuple[int, int] | None,
+    placement: Placement,
+) -> SamplerSpec:
+    """The sampler process of a job whose ``cfg`` is resolved and placed at ``placement``."""
+    _, cores = sampler_share(placement)
+    threads = len(cores) if cores is not None else 1
+    return SamplerSpec(model_dir, cfg, seed, base_name, autocast, episode_tokens, rollout, threads, cores)
+
+
+def adapter_state(model: Any) -> dict[str, torch.Tensor]:
+    """The policy's trainable tensors (the adapter), copied to the host: what the child needs after a step."""
+    return {n: p.detach().to(HOST, copy=True) for n, p in model.named_parameters() if p.requires_grad}
+
+
+class SamplerProcess:
+    """A ``RolloutEngine`` whose merged engine lives in a child process (see the module doc)."""
+
+    name = "merged"
+
+    def __init__(self, spec: SamplerSpec, model: Any, version: int) -> None:
+        """Start the child; ``model``'s adapter at ``version`` is what the first call samples from."""
+        self.spec = spec
+        self._lock = threading.Lock()
+        self._latest = (adapter_state(model), version)
+        self._child_version: int | None = None
+        self.restarts = 0
+        self.notes: list[str] = []  # what the job's event log should say (a restart), taken by the pipeline
+        self.busy_seconds = 0.0  # the child's time in generate / continue_turns calls
+        self._closed = False
+        self._start()
+
+    def _start(self) -> None:
+        ctx = torch.multiprocessing.get_context("spawn")  # a fork would copy the trainer's threads and CUDA state
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, self.spec), daemon=True, name="grpo-sampler")
+        self._proc.start()
+        child.close()  # the child holds the only other end: its death reads as end-of-file here
+        self._child_version = None
+        self._rpc(("ping",))
+
+    def sync(self, model: Any, step: int) -> None:
+        """Record ``model``'s adapter as version ``step``; the next call sends it to the child."""
+        self._latest = (adapter_state(model), step)
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
+        ro, version = self._call("generate", prompts, sampling)
+        assert isinstance(ro, Rollout)
+        return replace(ro, versions=torch.full((len(ro.texts),), version, dtype=torch.long, device=HOST))
+
+    def continue_turns(
+        self, sequences: list[list[int]], sampling: Sampling, rows: list[int]
+    ) -> list[tuple[list[int], list[float] | None]]:
+        out, _ = self._call("continue_turns", sequences, sampling, rows)
+        return list(out)
+
+    def suspend(self) -> None:
+        """Nothing to free in the training process: the sampler's memory is the child's."""
+
+    def abort(self) -> None:
+        """Stop the child now, from any thread, even while another thread waits in a call (which then raises
+        ``SamplerDied``): how a pause or a cancel stops sampling that is no longer wanted."""
+        self._closed = True
+        if self._proc.is_alive():
+            self._proc.terminate()
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            with contextlib.suppress(OSError, ValueError):  # a child already gone
+                self._conn.send(("close",))
+            self._proc.join(timeout=10)
+            if self._proc.is_alive():
+                self._proc.terminate()
+                self._proc.join(timeout=5)
+            self._conn.close()
+
+    def kill(self) -> None:
+        """SIGKILL the child (the fault tests' sampler crash); the next call starts another."""
+        if self._proc.pid is not None:
+            os.kill(self._proc.pid, 9)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid
+
+    def _call(self, method: str, *args: Any) -> tuple[Any, int]:
+        """``engine.method(*args)`` in the child, on the newest adapter; (result, version that computed it)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the sampler process is closed")
+            while True:
+                try:
+                    state, version = self._latest
+                    if self._child_version != version:
+                        self._rpc(("sync", state, version))
+                        self._child_version = version
+                    result, seconds = self._rpc(("call", method, args))
+                    self.busy_seconds += seconds
+                    return result, version
+                except _ChildExited as e:
+                    if self._closed:
+                        raise SamplerDied("the sampler process was stopped") from None
+                    if self.restarts >= RESTARTS:
+                        raise SamplerDied(
+                            f"the sampler process exited {self.restarts + 1} times (last exit code {e.code}); "
+                            "the job stops here and resumes from its last checkpoint when retried"
+                        ) from None
+                    self.restarts += 1
+                    self.notes.append(
+                        f"The sampler process exited (exit code {e.code}) and was started again "
+                        f"({self.restarts} of {RESTARTS} restarts); the rollout in flight is sampled again."
+                    )
+                    self._conn.close()
+                    self._start()
+
+    def _rpc(self, message: tuple[Any, ...]) -> Any:
+        try:
+            self._conn.send(message)
+            while not self._conn.poll(POLL_SECONDS):
+                if not self._proc.is_alive():
+                    raise _ChildExited(self._proc.exitcode)
+            kind, payload = self._conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            self._proc.join(timeout=5)
+            raise _ChildExited(self._proc.exitcode) from None
+        if kind == "error":
+            raise payload
+        return payload
+
+
+class _ChildExited(Exception):
+    def __init__(self, code: int | None) -> None:
+        super().__init__(f"exit code {code}")
+        self.code = code
+
+
+def _serve(conn: Connection, spec: SamplerSpec) -> None:
+    """The child's loop: build the engine, then answer ``sync`` / ``call`` / ``ping`` until ``close`` or the
+    parent's end closes."""
+    if spec.cores is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, spec.cores)
+    torch.set_num_threads(spec.threads)
+    from grpo_core.policy import load_policy, start_engine
+
+    model, tokenizer = load_policy(spec.model_dir, spec.cfg, spec.seed, base_name=spec.base_name)
+    cfg = spec.cfg
+    engine = start_engine(
+        cfg, model, tokenizer, spec.model_dir, spec.seed, spec.autocast, spec.episode_tokens, spec.rollout
+    )
+    params = dict(model.named_parameters())
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return  # the training process is gone
+        kind = message[0]
+        if kind == "close":
+            engine.close()
+            return
+        try:
+            if kind == "ping":
+                reply: Any = None
+            elif kind == "sync":
+                _, state, version = message
+                with torch.no_grad():
+                    for name, value in state.items():
+                        params[name].copy_(value)
+                engine.sync(model, version)
+                reply = None
+            else:
+                _, method, args = message
+                t = time.perf_counter()
+                out = getattr(engine, method)(*args)
+                reply = (out, time.perf_counter() - t)
+            conn.send(("ok", reply))
+        except Exception as e:  # every failure goes back to the caller, who raises it
+            try:
+                conn.send(("error", e))
+            except Exception:  # one that does not pickle goes back as its text
+                conn.send(("error", RuntimeError(f"sampler process: {traceback.format_exc()}")))

@@ -1,0 +1,110 @@
+"""The correction between the policy that sampled a rollout and the policy being trained.
+
+A rollout is sampled by a behaviour policy μ (the sampling engine: another copy of the weights, other kernels, and
+with ``max_staleness`` k > 0 weights up to k optimizer steps old) and trained against π_old, the trainer's policy
+before this step's update (with μ = ``num_iterations`` = 1, the current weights, detached). The surrogate's ratio
+π_θ/π_old is clipped as in PPO; the gap between π_old and μ is corrected by an importance weight on each token's
+loss, the decoupled objective of Hilton et al. (2022) and AReaL (Fu et al., 2025), with the weight bounded as
+Yao et al. (2025) and verl's rollout correction bound it:
+
+    log ρ_it = log π_old(y_it) − log μ(y_it)                            (token level)
+    log ρ_it = Σ_t' log π_old(y_it') − log μ(y_it')  for every t of i   (sequence level: one weight per sample)
+
+    TIS (truncated):  u_it = min(ρ_it, C)
+    MIS (masked):     u_it = ρ_it if 1/C ≤ ρ_it ≤ C, else 0    (the token, or the whole sample, gets no loss)
+
+C is ``tis_cap``. The weight carries no gradient. Whatever the mode, the mismatch is measured on every token that
+carries loss:
+
+    mismatch KL = mean_it (ρ_it − 1 − log ρ_it)    (Schulman's k3 estimate of KL(μ ‖ π_old), ≥ 0, per token)
+
+so a drifting sampler shows in the metrics before it shows in the reward. The measurements are sums (the caller
+divides by the step's loss tokens), so a micro-batch split never changes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+CorrectionMode = Literal["tis", "mis"]
+CorrectionLevel = Literal["token", "sequence"]
+
+
+@dataclass
+class Correction:
+    """The importance weights of a micro-batch and what they measure (sums over the masked tokens)."""
+
+    weight: Tensor  # (B, T) u_it, 0 off the mask; no gradient
+    weight_sum: float  # Σ u_it
+    weight_max: float  # max ρ_it before the bound (the rawest mismatch the step saw)
+    bounded_tokens: float  # tokens whose weight the bound changed: truncated (TIS) or masked (MIS)
+    kl_sum: float  # Σ (ρ − 1 − log ρ) per token
+    logp_diff_max: float  # max |log π_old − log μ| of a token
+
+
+def importance_weights(
+    old_logp: Tensor,
+    behaviour_logp: Tensor,
+    mask: Tensor,
+    *,
+    cap: float | None,
+    mode: CorrectionMode = "tis",
+    level: CorrectionLevel = "token",
+) -> Correction:
+    """u (see the module doc) for log-probs (B, T) of the trained policy and the behaviour policy under ``mask``
+    (B, T) of loss tokens. ``cap`` None: the loss is not weighted (u = 1 on the mask), the mismatch still measured.
+
+    The token-level TIS weight is ``exp(old − μ).clamp(max=C) · mask``, in that order, so a synchronous run with
+    the default settings computes exactly what it did before this correction had modes."""
+    m = mask.to(old_logp.dtype) if mask.dtype == torch.bool else mask
+    log_ratio = old_logp.float() - behaviour_logp
+    ratio = torch.exp(log_ratio)  # (B, T)
+    on = m > 0
+    if level == "sequence":
+        seq = (log_ratio * m).sum(dim=1, keepdim=True)  # (B, 1)
+        ratio_used = torch.exp(seq).expand_as(ratio)
+    else:
+        ratio_used = ratio
+    if cap is None:
+        weight = m.float()
+        bounded = torch.zeros_like(on)
+    elif mode == "tis":
+        weight = ratio_used.clamp(max=cap) * m
+        bounded = (ratio_used > cap) & on
+    else:
+        keep = (ratio_used <= cap) & (ratio_used >= 1.0 / cap)
+        weight = torch.where(keep, ratio_used, torch.zeros_like(ratio_used)) * m
+        bounded = ~keep & on
+    k3 = (ratio - 1.0 - log_ratio) * m
+    raw_max = float(torch.where(on, ratio_used, torch.zeros_like(ratio_used)).max()) if on.any() else 0.0
+    return Correction(
+        weight=weight.detach(),
+        weight_sum=float(weight.sum()),
+        weight_max=raw_max,
+        bounded_tokens=float(bounded.sum()),
+        kl_sum=float(k3.sum()),
+        logp_diff_max=float((log_ratio * m).abs().max()) if m.numel() else 0.0,
+    )
+
+
+def staleness(versions: Tensor, step: int) -> Tensor:
+    """(B,) how many optimizer steps behind the policy being trained at ``step`` (1-based: it starts from version
+    step − 1) each sample's sampling policy was."""
+    return (step - 1) - versions
+
+
+def fresh_groups(versions: Tensor, step: int, max_staleness: int, group_size: int) -> Tensor:
+    """(n_groups,) bool: the groups whose every sample is at most ``max_staleness`` versions old at ``step``; the
+    others are dropped (a group is sampled in one call, so its samples share a version)."""
+    lag = staleness(versions, step).view(-1, group_size)
+    return (lag <= max_staleness).all(dim=1)
+
+
+def staleness_histogram(versions: Tensor, step: int) -> dict[str, int]:
+    """{lag: samples} of a batch, lags as strings (a JSON object's keys), in increasing order."""
+    lags, counts = torch.unique(staleness(versions, step), return_counts=True)
+    return {str(int(lag)): int(n) for lag, n in zip(lags, counts, strict=True)}
