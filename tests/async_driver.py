@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,17 @@ CONFIG: dict[str, Any] = {
 
 
 def sampler_pids() -> list[int]:
-    return [p.pid for p in multiprocessing.active_children() if p.name == "grpo-sampler" and p.pid is not None]
+    """The pids of this process's sampler processes (grpo_core.rollout.engines.sampler_process)."""
+    me, out = str(os.getpid()), []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            continue
+        if parent == me and b"grpo_core.rollout.engines.sampler_process" in cmd:
+            out.append(int(proc.name))
+    return out
 
 
 def prompts_of(m: StepMetrics, group_size: int) -> list[str]:

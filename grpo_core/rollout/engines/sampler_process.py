@@ -18,7 +18,14 @@ training process that dies takes the child with it: the child's end of the pipe 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -119,13 +126,17 @@ class SamplerProcess:
         self._start()
 
     def _start(self) -> None:
-        ctx = torch.multiprocessing.get_context("spawn")  # a fork would copy the trainer's threads and CUDA state
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, self.spec), daemon=True, name="grpo-sampler")
-        self._proc.start()
-        child.close()  # the child holds the only other end: its death reads as end-of-file here
+        """A fresh interpreter (not multiprocessing: a Celery pool process, where a one-device job trains, is
+        daemonic and may not have multiprocessing children; and a fork would copy the trainer's threads and CUDA
+        state), talking over a socket pair in multiprocessing's framing."""
+        ours, theirs = socket.socketpair()
+        fd = theirs.fileno()
+        cmd = [sys.executable, "-m", __name__, str(fd)]
+        self._proc = subprocess.Popen(cmd, pass_fds=(fd,), stdin=subprocess.DEVNULL)
+        theirs.close()  # the child holds the only other end: its death reads as end-of-file here
+        self._conn = Connection(ours.detach())
         self._child_version = None
-        self._rpc(("ping",))
+        self._rpc(("spec", self.spec))
 
     def sync(self, model: Any, step: int) -> None:
         """Record ``model``'s adapter as version ``step``; the next call sends it to the child."""
@@ -149,27 +160,23 @@ class SamplerProcess:
         """Stop the child now, from any thread, even while another thread waits in a call (which then raises
         ``SamplerDied``): how a pause or a cancel stops sampling that is no longer wanted."""
         self._closed = True
-        if self._proc.is_alive():
+        if self._proc.poll() is None:
             self._proc.terminate()
 
     def close(self) -> None:
         self._closed = True
         with self._lock:
             with contextlib.suppress(OSError, ValueError):  # a child already gone
-                self._conn.send(("close",))
-            self._proc.join(timeout=10)
-            if self._proc.is_alive():
-                self._proc.terminate()
-                self._proc.join(timeout=5)
+                _send(self._conn, ("close",))
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=5)
             self._conn.close()
 
-    def kill(self) -> None:
-        """SIGKILL the child (the fault tests' sampler crash); the next call starts another."""
-        if self._proc.pid is not None:
-            os.kill(self._proc.pid, 9)
-
     @property
-    def pid(self) -> int | None:
+    def pid(self) -> int:
         return self._proc.pid
 
     def _call(self, method: str, *args: Any) -> tuple[Any, int]:
@@ -204,17 +211,32 @@ class SamplerProcess:
 
     def _rpc(self, message: tuple[Any, ...]) -> Any:
         try:
-            self._conn.send(message)
+            _send(self._conn, message)
             while not self._conn.poll(POLL_SECONDS):
-                if not self._proc.is_alive():
-                    raise _ChildExited(self._proc.exitcode)
-            kind, payload = self._conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
-            self._proc.join(timeout=5)
-            raise _ChildExited(self._proc.exitcode) from None
+                if self._proc.poll() is not None:
+                    raise _ChildExited(self._proc.returncode)
+            kind, payload = _recv(self._conn)
+        except (EOFError, OSError):
+            try:
+                code: int | None = self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                code = self._proc.wait()
+            raise _ChildExited(code) from None
         if kind == "error":
             raise payload
         return payload
+
+
+def _send(conn: Connection, message: Any) -> None:
+    """Plain pickles over the socket: ``Connection.send`` would use torch's multiprocessing reductions, which hand a
+    tensor over as a shared-memory descriptor through multiprocessing's resource sharer, and that authenticates with
+    a key this separately started interpreter does not share."""
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _recv(conn: Connection) -> Any:
+    return pickle.loads(conn.recv_bytes())
 
 
 class _ChildExited(Exception):
@@ -223,9 +245,15 @@ class _ChildExited(Exception):
         self.code = code
 
 
-def _serve(conn: Connection, spec: SamplerSpec) -> None:
-    """The child's loop: build the engine, then answer ``sync`` / ``call`` / ``ping`` until ``close`` or the
+def _serve(conn: Connection) -> None:
+    """The child's loop: the spec first, then build the engine and answer ``sync`` / ``call`` until ``close`` or the
     parent's end closes."""
+    _die_with_parent()
+    try:
+        kind, spec = _recv(conn)
+    except (EOFError, OSError):
+        return
+    assert kind == "spec" and isinstance(spec, SamplerSpec)
     if spec.cores is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, spec.cores)
     torch.set_num_threads(spec.threads)
@@ -237,9 +265,10 @@ def _serve(conn: Connection, spec: SamplerSpec) -> None:
         cfg, model, tokenizer, spec.model_dir, spec.seed, spec.autocast, spec.episode_tokens, spec.rollout
     )
     params = dict(model.named_parameters())
+    _send(conn, ("ok", None))  # ready: the parent sizes its micro-batches after this (the engine's memory is taken)
     while True:
         try:
-            message = conn.recv()
+            message = _recv(conn)
         except (EOFError, OSError):
             return  # the training process is gone
         kind = message[0]
@@ -247,23 +276,37 @@ def _serve(conn: Connection, spec: SamplerSpec) -> None:
             engine.close()
             return
         try:
-            if kind == "ping":
-                reply: Any = None
-            elif kind == "sync":
+            if kind == "sync":
                 _, state, version = message
                 with torch.no_grad():
                     for name, value in state.items():
                         params[name].copy_(value)
                 engine.sync(model, version)
-                reply = None
+                reply: Any = None
             else:
                 _, method, args = message
                 t = time.perf_counter()
                 out = getattr(engine, method)(*args)
                 reply = (out, time.perf_counter() - t)
-            conn.send(("ok", reply))
+            _send(conn, ("ok", reply))
         except Exception as e:  # every failure goes back to the caller, who raises it
             try:
-                conn.send(("error", e))
+                _send(conn, ("error", e))
             except Exception:  # one that does not pickle goes back as its text
-                conn.send(("error", RuntimeError(f"sampler process: {traceback.format_exc()}")))
+                _send(conn, ("error", RuntimeError(f"sampler process: {traceback.format_exc()}")))
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this process when the training process dies, however it dies (the socket's end-of-file covers a
+    parent that dies while this one waits for a message, this covers one that dies mid-rollout)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the end-of-file still ends the loop
+
+
+if __name__ == "__main__":  # run by SamplerProcess._start; the spec's class is the importable module's, not __main__'s
+    from grpo_core.rollout.engines import sampler_process
+
+    sampler_process._serve(Connection(int(sys.argv[1])))
