@@ -121,9 +121,14 @@ class SamplerProcess:
         self._child_version: int | None = None
         self.restarts = 0
         self.notes: list[str] = []  # what the job's event log should say (a restart), taken by the pipeline
-        self.busy_seconds = 0.0  # the child's time in generate / continue_turns calls
         self._closed = False
-        self._start()
+        try:
+            self._start()
+        except _ChildExited as e:
+            raise SamplerDied(
+                f"the sampler process exited while it loaded the model (exit code {e.code}; its error is in the "
+                "worker's log)"
+            ) from None
 
     def _start(self) -> None:
         """A fresh interpreter (not multiprocessing: a Celery pool process, where a one-device job trains, is
@@ -186,12 +191,13 @@ class SamplerProcess:
                 raise RuntimeError("the sampler process is closed")
             while True:
                 try:
+                    if self._proc.poll() is not None:  # died between calls, or a restart is due
+                        raise _ChildExited(self._proc.returncode)
                     state, version = self._latest
                     if self._child_version != version:
                         self._rpc(("sync", state, version))
                         self._child_version = version
-                    result, seconds = self._rpc(("call", method, args))
-                    self.busy_seconds += seconds
+                    result, _ = self._rpc(("call", method, args))
                     return result, version
                 except _ChildExited as e:
                     if self._closed:
@@ -207,7 +213,8 @@ class SamplerProcess:
                         f"({self.restarts} of {RESTARTS} restarts); the rollout in flight is sampled again."
                     )
                     self._conn.close()
-                    self._start()
+                    with contextlib.suppress(_ChildExited):  # a failed start is the next turn's exit
+                        self._start()
 
     def _rpc(self, message: tuple[Any, ...]) -> Any:
         try:
