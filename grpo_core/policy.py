@@ -109,13 +109,15 @@ def resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRPO
     if engine == "auto":
         # fsdp samples with the merged engine (grpo_core.hardware.sharding); a vLLM release the service does not
         # run on is left alone (an explicit rollout_engine "vllm" is refused with the versions that work)
-        # max_staleness > 0 samples beside the trainer with the merged engine (grpo_core.rollout.pipeline)
-        use_vllm = placement.is_cuda and cfg.sharding != "fsdp" and not cfg.max_staleness
+        # max_staleness > 0 hot-swaps LoRA adapters into vLLM, whose GPU kernels take no fp32 LoRA: merged there
+        fp32_async = cfg.max_staleness > 0 and placement.precision == "fp32"
+        use_vllm = placement.is_cuda and cfg.sharding != "fsdp" and not fp32_async
         use_vllm = use_vllm and vllm_on_cuda() and supported_vllm()
         engine = "vllm" if use_vllm else "merged"
     share, sleep = None, None
     if engine == "vllm" and placement.is_cuda:
-        sleep = True if cfg.vllm_sleep_mode is None else cfg.vllm_sleep_mode
+        # asleep during each update, unless it samples during the update (max_staleness > 0)
+        sleep = not cfg.max_staleness if cfg.vllm_sleep_mode is None else cfg.vllm_sleep_mode
         share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint, sleeping=sleep)
     return cfg.model_copy(
         update={
@@ -176,7 +178,8 @@ def start_engine(
         dtype=dtype,
         max_lora_rank=cfg.lora.rank,
         max_model_len=cfg.max_prompt_tokens + max(cfg.max_completion_tokens, episode_tokens),
-        sync=cfg.vllm_weight_sync,
+        # max_staleness > 0: the adapter alone after each step (a LoRA hot swap), never a full copy of the weights
+        sync="lora" if cfg.max_staleness and cfg.vllm_weight_sync == "auto" else cfg.vllm_weight_sync,
         gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         device=cfg.device,  # resolved: cuda:LOCAL_RANK on a rank of a multi-GPU job
         sleep=cfg.vllm_sleep_mode,

@@ -43,7 +43,8 @@ from grpo_core.rewards.base import Grader
 from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
 from grpo_core.rollout.batch import eos_ids
 from grpo_core.rollout.engines.base import RolloutEngine
-from grpo_core.rollout.engines.sampler_process import SamplerProcess, SamplerSpec, sampler_share, sampler_spec
+from grpo_core.rollout.engines.sampler_process import SamplerProcess, sampler_share, sampler_spec
+from grpo_core.rollout.engines.shared import SharedEngine
 from grpo_core.rollout.pipeline import batch_source
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
@@ -208,15 +209,19 @@ def _train(
     sizing = resolve_execution(sizing, model, placement)
     cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, valid_rows, agent)
-    sampler: SamplerSpec | None = None
-    if cfg.max_staleness:  # the merged engine in its own process, beside the trainer (grpo_core.rollout.pipeline)
-        sampler = sampler_spec(cfg, model_dir, seed, base_name, autocast, episode_tokens, rollout, placement)
+    sampler: str | None = None  # where the sampler runs beside the trainer (max_staleness > 0)
+    if cfg.max_staleness and cfg.rollout_engine == "merged":  # in a process of its own (grpo_core.rollout.pipeline)
+        spec = sampler_spec(cfg, model_dir, seed, base_name, autocast, episode_tokens, rollout, placement)
         if not placement.is_cuda:  # the sampler's cores are no longer the trainer's (restored when the run ends)
             placement = replace(placement, threads=sampler_share(placement)[0])
             torch.set_num_threads(placement.threads)
-        engine: RolloutEngine = SamplerProcess(sampler, model, state.step)
+        engine: RolloutEngine = SamplerProcess(spec, model, state.step)
+        sampler = spec.where()
     else:
         engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
+        if cfg.max_staleness:  # vLLM: its engine process samples; each step's adapter is hot-swapped in
+            engine = SharedEngine(engine, model, 0)
+            sampler = f"vLLM's engine process on {placement.device}, each step's adapter hot-swapped in"
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
@@ -384,9 +389,7 @@ def _rollout_shape(
     return max(rows, 1), longest + episode_tokens
 
 
-def _execution(
-    cfg: GRPOConfig, placement: Placement, world: World, path: UpdatePath, sampler: SamplerSpec | None
-) -> Execution:
+def _execution(cfg: GRPOConfig, placement: Placement, world: World, path: UpdatePath, sampler: str | None) -> Execution:
     return Execution(
         device=str(placement.device),
         device_name=placement.device_name,
@@ -407,7 +410,7 @@ def _execution(
         backend=("nccl" if placement.is_cuda else "gloo") if world.distributed else None,
         sharding=cfg.sharding if world.distributed else None,
         max_staleness=cfg.max_staleness,
-        sampler=sampler.where() if sampler is not None else None,
+        sampler=sampler,
     )
 
 

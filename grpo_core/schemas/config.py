@@ -209,7 +209,9 @@ class AlgorithmConfig(BaseModel):
         description="Asynchronous GRPO: 0 samples, scores and updates in turn (exact). k > 0 runs the sampler in "
         "its own process beside the trainer, so the next batches are sampled while the current update runs; a "
         "batch trains on samples at most k policy versions old (verl's one-step-off at 1, prime-rl's "
-        "max_off_policy_steps). The off-policy gap is corrected by off_policy_correction and always measured.",
+        "max_off_policy_steps). The merged engine then runs in a process of its own; vLLM, whose engine has its "
+        "own process already, gets each step's adapter by LoRA hot swap. The off-policy gap is corrected by "
+        "off_policy_correction and always measured.",
     )
     off_policy_correction: OffPolicyCorrection = Field(
         "tis",
@@ -477,11 +479,20 @@ class GRPOConfig(AlgorithmConfig, ExecutionConfig, MonitoringConfig, OpenAICompa
                 f"sharding 'fsdp' samples with the merged engine: rollout_engine '{self.rollout_engine}' is not "
                 "supported with it (use 'auto' or 'merged', or sharding 'replicate')"
             )
-        if self.max_staleness and self.rollout_engine not in ("auto", "merged"):
+        if self.max_staleness and self.rollout_engine == "transformers":
             raise ValueError(
-                f"max_staleness {self.max_staleness} samples in a separate process beside the trainer, with the merged "
-                f"engine: rollout_engine '{self.rollout_engine}' is not supported with it (use 'auto' or 'merged', or "
-                "max_staleness 0)"
+                f"max_staleness {self.max_staleness} samples beside the trainer, and rollout_engine 'transformers' "
+                "samples with the trainer's own model: use 'auto', 'merged' or 'vllm', or max_staleness 0"
+            )
+        if self.max_staleness and self.rollout_engine == "vllm" and self.vllm_weight_sync == "merged":
+            raise ValueError(
+                f"max_staleness {self.max_staleness} hands the vLLM engine each step's adapter alone (a LoRA hot "
+                "swap), never the merged weights: use vllm_weight_sync 'lora' or 'auto'"
+            )
+        if self.max_staleness and self.vllm_sleep_mode:
+            raise ValueError(
+                "vllm_sleep_mode puts the engine to sleep during each update, and max_staleness > 0 samples during "
+                "the update: leave vllm_sleep_mode unset"
             )
         if self.max_staleness and self.sharding == "fsdp":
             raise ValueError("max_staleness > 0 is not supported with sharding 'fsdp' (use sharding 'replicate')")

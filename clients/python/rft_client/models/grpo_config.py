@@ -126,7 +126,9 @@ class GRPOConfig:
             max_staleness (int | Unset): Asynchronous GRPO: 0 samples, scores and updates in turn (exact). k > 0 runs the
                 sampler in its own process beside the trainer, so the next batches are sampled while the current update runs; a
                 batch trains on samples at most k policy versions old (verl's one-step-off at 1, prime-rl's
-                max_off_policy_steps). The off-policy gap is corrected by off_policy_correction and always measured. Default: 0.
+                max_off_policy_steps). The merged engine then runs in a process of its own; vLLM, whose engine has its own
+                process already, gets each step's adapter by LoRA hot swap. The off-policy gap is corrected by
+                off_policy_correction and always measured. Default: 0.
             max_steps (int | None | Unset): Optimizer steps; overrides n_epochs.
             max_tokens_per_micro_batch (GRPOConfigMaxTokensPerMicroBatchType0 | int | Unset): Tokens per packed
                 forward/backward (``packing``): rows are concatenated without padding up to this many, a prompt shared by its
