@@ -183,6 +183,7 @@ def _sample(
         rewards={name: _finite_or_none(batch.scores[i, k]) for k, name in enumerate(batch.grader_names)},
         advantage=float(batch.adv[i]),
         completion_tokens=int(lengths[i]),
+        policy_version=int(batch.ro.versions[i]) if batch.ro.versions is not None else None,
         trajectory=_trajectory(episode, decode) if episode is not None and decode is not None else None,
         ended=episode.ended if episode is not None else None,
     )

@@ -19,6 +19,7 @@ batch and the gradient are the one-process ones, and rank 0 alone reports and wr
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Sequence
@@ -43,7 +44,7 @@ from grpo_core.rewards.base import Grader
 from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
 from grpo_core.rollout.batch import eos_ids
 from grpo_core.rollout.engines.base import RolloutEngine
-from grpo_core.rollout.engines.sampler_process import SamplerProcess, sampler_share, sampler_spec
+from grpo_core.rollout.engines.sampler_process import SamplerProcess, engine_notes, sampler_share, sampler_spec
 from grpo_core.rollout.engines.shared import SharedEngine
 from grpo_core.rollout.pipeline import batch_source
 from grpo_core.schemas.config import GRPOConfig
@@ -154,7 +155,9 @@ def train(
             # one precision for all: each rank measured its CPU's bf16 speed-up itself, and one fell short
             placement = replace(placement, precision="fp32", precision_reason="another rank's CPU chose fp32")
         run = (cfg, model_dir, rows, graders, callbacks, work_dir, seed, resume_from, valid_rows, placement, world)
-        return _train(*run, base_name=base_name, environment=environment, sandbox_tier=sandbox_tier)
+        with contextlib.ExitStack() as cleanup:  # what the run starts (engine, sampler, sandbox) ends with it
+            cleanup.callback(torch.set_num_threads, torch.get_num_threads())  # the sampler may take some cores
+            return _train(*run, cleanup, base_name=base_name, environment=environment, sandbox_tier=sandbox_tier)
 
 
 def _train(
@@ -169,18 +172,20 @@ def _train(
     valid_rows: list[dict[str, Any]] | None,
     placement: Placement,
     world: World,
+    cleanup: contextlib.ExitStack,
     *,
     base_name: str | None = None,
     environment: EnvironmentSpec | None = None,
     sandbox_tier: str = "auto",
 ) -> TrainResult:
+    """The run; each thing it starts is closed by ``cleanup`` when the run ends, however it ends."""
     callbacks = _MainRank(reporter, world, placement.device)
-    threads = torch.get_num_threads()
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
     agent = None
     if environment is not None:  # the engine is set below: prompts (with the tools) are checked before it starts
         agent = make_agent(environment, tokenizer, eos_ids(model, tokenizer), cfg.chat_template_kwargs, sandbox_tier)
+        cleanup.callback(agent.runner.close)
     prompts_all = prompts_of(rows, tokenizer, cfg.chat_template_kwargs, agent)
     longest = 0  # prompt tokens: the merged engine's decode buffers are sized for it
     for i, p in enumerate(prompts_all):
@@ -220,8 +225,9 @@ def _train(
     else:
         engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
         if cfg.max_staleness:  # vLLM: its engine process samples; each step's adapter is hot-swapped in
-            engine = SharedEngine(engine, model, 0)
+            engine = SharedEngine(engine, 0)  # the base weights: version 0 (a resume syncs its step below)
             sampler = f"vLLM's engine process on {placement.device}, each step's adapter hot-swapped in"
+    cleanup.callback(engine.close)
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first
@@ -261,82 +267,74 @@ def _train(
         version=state.step,
         total=total,
     )
+    cleanup.callback(source.close)  # first: its producer thread may be inside the engine
     last: StepMetrics | None = None
     final_ckpt: Path | None = None
     saved_step = state.step  # the newest step whose state is in a checkpoint
-    try:
-        while state.step < total:
-            if callbacks.should_stop():
-                if last is not None and state.step > saved_step:  # keep every finished step: resume from here
-                    final_ckpt = _save(model, optimizer, state, work_dir, scheduler, world)
-                    callbacks.on_checkpoint(state.step, final_ckpt, last, final=False, best=False)
-                return TrainResult(state.step, total, True, final_ckpt, last)
-            t0 = time.perf_counter()
-            reset_peak_memory(placement.device)
-            try:
-                ready = source.next(state.step + 1)
-            except torch.OutOfMemoryError:
-                raise out_of_memory(state.step + 1, "sampling", placement, cfg) from None  # frees the frames
-            t1 = time.perf_counter()
-            batch = ready.batch
-            for note in ready.notes:
-                callbacks.on_message(note, "warn")
-            engine.suspend()  # what sampling holds on the device goes to the update (vLLM's sleep mode)
-            ro = batch.ro
-            # DAPO's overlong filtering: a truncated completion keeps its place in the group but gets no loss.
-            if cfg.mask_truncated_completions:
-                ro = replace(ro, completion_mask=ro.completion_mask * (~ro.truncated).unsqueeze(1))
-            # π_old: the sampling policy. With μ = 1 it equals π_θ at update time (logp.detach(), no extra pass).
-            try:
-                old = (
-                    old_logprobs(model, ro, batch.adv, cfg, autocast, world, passes) if cfg.num_iterations > 1 else None
-                )
-                for _ in range(cfg.num_iterations):
-                    optimizer.zero_grad(set_to_none=True)
-                    sums = policy_update(model, ro, batch.adv, cfg, autocast, old, world, passes)
-                    grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-                    if not math.isfinite(grad_norm):
-                        raise RuntimeError(f"non-finite gradient norm at step {state.step + 1}; lower learning_rate")
-                    optimizer.step()
-                    scheduler.step()
-            except torch.OutOfMemoryError:
-                raise out_of_memory(state.step + 1, "update", placement, cfg, packed=passes.packing) from None
-            state.step += 1
-            state.cursor = ready.cursor  # the trained batch's position: batches sampled ahead are not saved
-            source.advance(model, state.step)
-            t2 = time.perf_counter()
-            last = step_metrics(
-                cfg,
-                step=state.step,
-                total=total,
-                batch=batch,
-                rows=rows,
-                sums=sums,
-                grad_norm=grad_norm,
-                lr=float(scheduler.get_last_lr()[0]),
-                times=(t0, t1, t2),
-                dropped=ready.dropped,
-                decode=lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
-            )
-            best = False
-            if valid_rows and (state.step == total or (cfg.eval_interval and state.step % cfg.eval_interval == 0)):
-                best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last, world, agent)
-            last.memory = _memory(placement, world)  # the step's peak: sampling, update, sync and validation
-            last.warnings = health.check(last)
-            callbacks.on_step(last)
-            for warning in last.warnings:
-                callbacks.on_message(warning, "warn")
-            is_last = state.step == total
-            if is_last or best or (cfg.checkpoint_interval and state.step % cfg.checkpoint_interval == 0):
-                path = _save(model, optimizer, state, work_dir, scheduler, world)
-                callbacks.on_checkpoint(state.step, path, last, final=is_last, best=best)
-                final_ckpt, saved_step = path, state.step
-    finally:
-        source.close()
-        engine.close()
-        torch.set_num_threads(threads)
-        if agent is not None:
-            agent.runner.close()
+    while state.step < total:
+        if callbacks.should_stop():
+            if last is not None and state.step > saved_step:  # keep every finished step: resume from here
+                final_ckpt = _save(model, optimizer, state, work_dir, scheduler, world)
+                callbacks.on_checkpoint(state.step, final_ckpt, last, final=False, best=False)
+            return TrainResult(state.step, total, True, final_ckpt, last)
+        t0 = time.perf_counter()
+        reset_peak_memory(placement.device)
+        try:
+            ready = source.next(state.step + 1)
+        except torch.OutOfMemoryError:
+            raise out_of_memory(state.step + 1, "sampling", placement, cfg) from None  # frees the frames
+        t1 = time.perf_counter()
+        batch = ready.batch
+        engine.suspend()  # what sampling holds on the device goes to the update (vLLM's sleep mode)
+        ro = batch.ro
+        # DAPO's overlong filtering: a truncated completion keeps its place in the group but gets no loss.
+        if cfg.mask_truncated_completions:
+            ro = replace(ro, completion_mask=ro.completion_mask * (~ro.truncated).unsqueeze(1))
+        # π_old: the sampling policy. With μ = 1 it equals π_θ at update time (logp.detach(), no extra pass).
+        try:
+            old = old_logprobs(model, ro, batch.adv, cfg, autocast, world, passes) if cfg.num_iterations > 1 else None
+            for _ in range(cfg.num_iterations):
+                optimizer.zero_grad(set_to_none=True)
+                sums = policy_update(model, ro, batch.adv, cfg, autocast, old, world, passes)
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+                if not math.isfinite(grad_norm):
+                    raise RuntimeError(f"non-finite gradient norm at step {state.step + 1}; lower learning_rate")
+                optimizer.step()
+                scheduler.step()
+        except torch.OutOfMemoryError:
+            raise out_of_memory(state.step + 1, "update", placement, cfg, packed=passes.packing) from None
+        state.step += 1
+        state.cursor = ready.cursor  # the trained batch's position: batches sampled ahead are not saved
+        source.advance(model, state.step)
+        t2 = time.perf_counter()
+        last = step_metrics(
+            cfg,
+            step=state.step,
+            total=total,
+            batch=batch,
+            rows=rows,
+            sums=sums,
+            grad_norm=grad_norm,
+            lr=float(scheduler.get_last_lr()[0]),
+            times=(t0, t1, t2),
+            dropped=ready.dropped,
+            decode=lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
+        )
+        best = False
+        if valid_rows and (state.step == total or (cfg.eval_interval and state.step % cfg.eval_interval == 0)):
+            best = _validate(cfg, model, tokenizer, engine, valid_rows, graders, seed, state, last, world, agent)
+        last.memory = _memory(placement, world)  # the step's peak: sampling, update, sync and validation
+        last.warnings = health.check(last)
+        callbacks.on_step(last)
+        for note in engine_notes(engine):  # a sampler process that died and was started again
+            callbacks.on_message(note, "warn")
+        for warning in last.warnings:
+            callbacks.on_message(warning, "warn")
+        is_last = state.step == total
+        if is_last or best or (cfg.checkpoint_interval and state.step % cfg.checkpoint_interval == 0):
+            path = _save(model, optimizer, state, work_dir, scheduler, world)
+            callbacks.on_checkpoint(state.step, path, last, final=is_last, best=best)
+            final_ckpt, saved_step = path, state.step
     return TrainResult(state.step, total, False, final_ckpt, last)
 
 

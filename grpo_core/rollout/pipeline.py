@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
@@ -46,8 +45,6 @@ class ReadyBatch:
     batch: StepBatch
     cursor: int  # the data position after this batch's prompts: what a checkpoint after this step saves
     dropped: int = 0  # samples dropped for being older than max_staleness
-    seconds: float = 0.0  # sampling and scoring wall time of this batch on the producer
-    notes: list[str] = field(default_factory=list)  # for the job's event log (a sampler restarted)
 
 
 class BatchSource(Protocol):
@@ -99,7 +96,7 @@ class InTurn:
 
     def next(self, step: int) -> ReadyBatch:
         batch = self.job.collect(self.cursor, step)
-        return ReadyBatch(batch, self.cursor.position, seconds=batch.sampling_seconds + batch.scoring_seconds)
+        return ReadyBatch(batch, self.cursor.position)
 
     def advance(self, model: Any, version: int) -> None:
         self.job.engine.sync(model, version)
@@ -129,12 +126,8 @@ class Ahead:
                     self._turn.wait_for(lambda: self._stopping or self._version >= oldest)  # noqa: B023
                     if self._stopping:
                         return
-                t = time.perf_counter()
                 batch = self.job.collect(self.cursor, step)
-                notes = getattr(self.job.engine, "notes", [])
-                ready = ReadyBatch(batch, self.cursor.position, seconds=time.perf_counter() - t, notes=list(notes))
-                notes.clear()
-                self._ready.put((step, ready))
+                self._ready.put((step, ReadyBatch(batch, self.cursor.position)))
         except BaseException as e:  # handed to the training thread, which raises it
             if not self._stopping:
                 self._ready.put(e)

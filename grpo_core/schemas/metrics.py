@@ -141,6 +141,11 @@ class Sample(BaseModel):
     rewards: dict[str, float | None] = Field(default_factory=dict, description="Per grader; null = not applicable.")
     advantage: float
     completion_tokens: int | None = None
+    policy_version: int | None = Field(
+        None,
+        description="max_staleness > 0: the policy version (optimizer steps taken) whose weights sampled it; null "
+        "when the weights being trained sampled it.",
+    )
     trajectory: list[TrajectorySpan] | None = Field(
         None, description="A multi-turn episode turn by turn (null for single-turn jobs)."
     )

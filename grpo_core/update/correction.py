@@ -25,13 +25,16 @@ divides by the step's loss tokens), so a micro-batch split never changes them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import Tensor
 
-CorrectionMode = Literal["tis", "mis"]
-CorrectionLevel = Literal["token", "sequence"]
+from grpo_core.schemas.config import ImportanceSamplingLevel as CorrectionLevel
+from grpo_core.schemas.config import OffPolicyCorrection as CorrectionMode
+
+# exp of a sequence's summed log-ratio is taken at most at this (e^80 ≈ 5.5e34 < float32's 3.4e38): a long, stale
+# sample's product of ratios then stays finite, and every bound (C ≤ 100) is decided the same way
+MAX_LOG_WEIGHT = 80.0
 
 
 @dataclass
@@ -66,7 +69,7 @@ def importance_weights(
     on = m > 0
     if level == "sequence":
         seq = (log_ratio * m).sum(dim=1, keepdim=True)  # (B, 1)
-        ratio_used = torch.exp(seq).expand_as(ratio)
+        ratio_used = torch.exp(seq.clamp(max=MAX_LOG_WEIGHT)).expand_as(ratio)
     else:
         ratio_used = ratio
     if cap is None:

@@ -131,7 +131,7 @@ def test_reward_curve_gains_points_as_steps_land(
         time.sleep(0.05)
     assert seen[-1] == STEPS, f"the chart showed {seen}\n{stack.logs()}"
     assert seen == sorted(seen) and len(seen) >= 4, f"points did not arrive step by step: {seen}"
-    for chart in ("kl", "entropy", "length", "clip", "signal"):
+    for chart in ("kl", "entropy", "length", "clip", "signal", "mismatch", "is-weight"):
         assert points(page, chart) == STEPS, chart
     drawn = page.get_attribute('[data-testid="chart-reward"]', "data-series")
     assert drawn == f"train reward={STEPS};grader has_digit={STEPS};grader short={STEPS}", drawn

@@ -21,14 +21,25 @@ const ticks = (u, splits, axisIdx, space, incr) => {
   });
 };
 
-function options(title, series, width, fraction) {
+// an importance weight sits at 1 within float rounding (1 ± 1e-8 at max_staleness 0): a y range that narrow asks
+// uPlot for more ticks than an array holds, so the axis spans at least 1 ± 0.01
+const AROUND_ONE = {
+  range: (u, lo, hi) => {
+    const pad = Math.max((hi - lo) * 0.1, 0.01);
+    return [Math.min(lo, 1) - pad, Math.max(hi, 1) + pad];
+  },
+};
+// a KL of 1e-9 (fp32 rounding) gets an axis from 0, at least to 1e-6
+const FROM_ZERO = { range: (u, lo, hi) => [0, Math.max(hi * 1.15, 1e-6)] };
+
+function options(title, series, width, fraction, yScale) {
   return {
     title,
     width,
     height: 200,
     legend: { live: true },
     cursor: { drag: { x: true, y: false } },
-    scales: { x: { time: false }, ...(fraction ? { y: FRACTION } : {}) },
+    scales: { x: { time: false }, ...(yScale ? { y: yScale } : fraction ? { y: FRACTION } : {}) },
     axes: [{ label: "step", size: 40 }, { size: 60, values: ticks }],
     series: [
       { label: "step" },
@@ -46,7 +57,7 @@ function options(title, series, width, fraction) {
 }
 
 // series: [{label, values, color?, dash?, points?}] with values aligned to steps (null where missing).
-export function Chart({ id, title, steps, series, fraction = false, emptyNote = "no data yet" }) {
+export function Chart({ id, title, steps, series, fraction = false, yScale = null, emptyNote = "no data yet" }) {
   const box = useRef(null);
   const plot = useRef(null);
   // uPlot takes its title and labels once: a change (the memory chart learns its device) draws it anew
@@ -55,7 +66,7 @@ export function Chart({ id, title, steps, series, fraction = false, emptyNote = 
 
   useEffect(() => {
     const el = box.current;
-    const u = new uPlot(options(title, series, el.clientWidth || 400, fraction), data, el);
+    const u = new uPlot(options(title, series, el.clientWidth || 400, fraction, yScale), data, el);
     plot.current = u;
     const ro = new ResizeObserver(() => u.setSize({ width: el.clientWidth, height: 200 }));
     ro.observe(el);
@@ -96,11 +107,13 @@ function offPolicyCharts(rows) {
     {
       id: "mismatch",
       title: "Sampler/trainer mismatch KL (per token)",
+      yScale: FROM_ZERO,
       series: [{ label: "KL(π_sampler ‖ π_trainer)", values: col(rows, "off_policy.mismatch_kl") }],
     },
     {
       id: "is-weight",
       title: "Importance weight π_trainer/π_sampler",
+      yScale: AROUND_ONE,
       series: [
         { label: "mean (bounded)", values: col(rows, "off_policy.is_weight_mean") },
         { label: "max (before the bound)", values: col(rows, "off_policy.is_weight_max"), dash: [4, 4] },

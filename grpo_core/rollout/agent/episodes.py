@@ -157,7 +157,9 @@ class AgentRollouts:
                 self._add_turn(ep, ids, logps)
             running = [ep for ep in running if not ep.ended]
             turn += 1
-        return pack_episodes(episodes, self.tokenizer, self.stop_ids, with_logps=ro.sampling_logp is not None)
+        packed = pack_episodes(episodes, self.tokenizer, self.stop_ids, with_logps=ro.sampling_logp is not None)
+        # an episode is as old as its first turn (later turns may come from newer weights beside the trainer)
+        return replace(packed, versions=ro.versions)
 
     def _add_turn(self, ep: Episode, ids: list[int], logps: list[float] | None) -> None:
         """Append one sampled turn (cut at the episode's token budget), its assistant message and its tool calls;

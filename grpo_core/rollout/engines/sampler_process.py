@@ -18,11 +18,8 @@ training process that dies takes the child with it: the child's end of the pipe 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import pickle
-import signal
 import socket
 import subprocess
 import sys
@@ -120,7 +117,7 @@ class SamplerProcess:
         self._latest = (adapter_state(model), version)
         self._child_version: int | None = None
         self.restarts = 0
-        self.notes: list[str] = []  # what the job's event log should say (a restart), taken by the pipeline
+        self.notes: list[str] = []  # what the job's event log should say (a restart): engine_notes takes them
         self._closed = False
         try:
             self._start()
@@ -187,9 +184,9 @@ class SamplerProcess:
     def _call(self, method: str, *args: Any) -> tuple[Any, int]:
         """``engine.method(*args)`` in the child, on the newest adapter; (result, version that computed it)."""
         with self._lock:
-            if self._closed:
-                raise RuntimeError("the sampler process is closed")
             while True:
+                if self._closed:  # also after a restart: abort() may have run while it started
+                    raise SamplerDied("the sampler process was stopped")
                 try:
                     if self._proc.poll() is not None:  # died between calls, or a restart is due
                         raise _ChildExited(self._proc.returncode)
@@ -304,13 +301,28 @@ def _serve(conn: Connection) -> None:
 
 
 def _die_with_parent() -> None:
-    """SIGKILL this process when the training process dies, however it dies (the socket's end-of-file covers a
-    parent that dies while this one waits for a message, this covers one that dies mid-rollout)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: the end-of-file still ends the loop
+    """Exit when the training process dies, however it dies: the socket's end-of-file ends the loop while this
+    process waits for a message; this watchdog covers one that dies mid-rollout (the parent's pid changes when it is
+    reparented). Not PR_SET_PDEATHSIG: that fires when the *thread* that started this process ends, and a restart
+    runs on the rollout producer's thread, which ends before the run does."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="grpo-sampler-watchdog", daemon=True).start()
+
+
+def engine_notes(engine: Any) -> list[str]:
+    """What ``engine`` has to tell the job's event log since it was last asked (a restarted sampler process)."""
+    notes = getattr(engine, "notes", None)
+    if not notes:
+        return []
+    taken = list(notes)
+    del notes[: len(taken)]  # a note appended meanwhile stays for the next call
+    return taken
 
 
 if __name__ == "__main__":  # run by SamplerProcess._start; the spec's class is the importable module's, not __main__'s

@@ -3,7 +3,8 @@ rollout producer thread and the training thread when ``max_staleness`` > 0 (grpo
 
 Calls are serialised. ``sync`` never waits for a rollout in flight: it freezes a copy of the adapter's tensors (a
 few MB; the base weights never move) and the next call, from either thread, hands it to the engine first: for vLLM,
-as today, a LoRA hot swap. Every rollout comes back stamped with the version of the adapter that sampled it.
+a LoRA hot swap, as in the synchronous loop. Every rollout comes back stamped with the version of the adapter that
+sampled it.
 """
 
 from __future__ import annotations
@@ -45,17 +46,22 @@ class FrozenAdapter:
 class SharedEngine:
     """``engine`` behind a lock, its syncs deferred to the next call (see the module doc)."""
 
-    def __init__(self, engine: RolloutEngine, model: Any, version: int) -> None:
+    def __init__(self, engine: RolloutEngine, version: int) -> None:
+        """``engine`` samples from policy version ``version`` now."""
         self.engine, self.name = engine, engine.name
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one call at a time
+        self._handoff = threading.Lock()  # the pending adapter changes hands atomically
         self._pending: tuple[FrozenAdapter, int] | None = None
-        self._version = version  # what the engine samples from now (synced by the caller before this wrapper)
+        self._version = version
 
     def sync(self, model: Any, step: int) -> None:
-        self._pending = (FrozenAdapter(model), step)
+        frozen = FrozenAdapter(model)
+        with self._handoff:
+            self._pending = (frozen, step)
 
     def _apply(self) -> int:
-        pending, self._pending = self._pending, None
+        with self._handoff:
+            pending, self._pending = self._pending, None
         if pending is not None:
             self.engine.sync(pending[0], pending[1])
             self._version = pending[1]

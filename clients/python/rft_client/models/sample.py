@@ -29,6 +29,8 @@ class Sample:
         completion_tokens (int | None | Unset):
         ended (None | str | Unset): How the episode ended: done, max_turns, max_total_tokens or length (multi-turn
             only).
+        policy_version (int | None | Unset): max_staleness > 0: the policy version (optimizer steps taken) whose weights
+            sampled it; null when the weights being trained sampled it.
         rewards (SampleRewards | Unset): Per grader; null = not applicable.
         trajectory (list[TrajectorySpan] | None | Unset): A multi-turn episode turn by turn (null for single-turn jobs).
     """
@@ -39,6 +41,7 @@ class Sample:
     reward: float | None
     completion_tokens: int | None | Unset = UNSET
     ended: None | str | Unset = UNSET
+    policy_version: int | None | Unset = UNSET
     rewards: SampleRewards | Unset = UNSET
     trajectory: list[TrajectorySpan] | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -64,6 +67,12 @@ class Sample:
             ended = UNSET
         else:
             ended = self.ended
+
+        policy_version: int | None | Unset
+        if isinstance(self.policy_version, Unset):
+            policy_version = UNSET
+        else:
+            policy_version = self.policy_version
 
         rewards: dict[str, Any] | Unset = UNSET
         if not isinstance(self.rewards, Unset):
@@ -95,6 +104,8 @@ class Sample:
             field_dict["completion_tokens"] = completion_tokens
         if ended is not UNSET:
             field_dict["ended"] = ended
+        if policy_version is not UNSET:
+            field_dict["policy_version"] = policy_version
         if rewards is not UNSET:
             field_dict["rewards"] = rewards
         if trajectory is not UNSET:
@@ -139,6 +150,15 @@ class Sample:
 
         ended = _parse_ended(d.pop("ended", UNSET))
 
+        def _parse_policy_version(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        policy_version = _parse_policy_version(d.pop("policy_version", UNSET))
+
         _rewards = d.pop("rewards", UNSET)
         rewards: SampleRewards | Unset
         if isinstance(_rewards, Unset):
@@ -175,6 +195,7 @@ class Sample:
             reward=reward,
             completion_tokens=completion_tokens,
             ended=ended,
+            policy_version=policy_version,
             rewards=rewards,
             trajectory=trajectory,
         )
