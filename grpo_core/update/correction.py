@@ -83,14 +83,20 @@ def importance_weights(
         weight = torch.where(keep, ratio_used, torch.zeros_like(ratio_used)) * m
         bounded = ~keep & on
     k3 = (ratio - 1.0 - log_ratio) * m
-    raw_max = float(torch.where(on, ratio_used, torch.zeros_like(ratio_used)).max()) if on.any() else 0.0
+    if m.numel():
+        raw_max = torch.where(on, ratio_used, torch.zeros_like(ratio_used)).amax()  # 0 when no token carries loss
+        diff_max = (log_ratio * m).abs().amax()
+    else:
+        raw_max = diff_max = torch.zeros((), device=weight.device)
+    # one device-to-host copy for the five measurements (each float() would wait for the device on its own)
+    sums = torch.stack([weight.sum(), raw_max, bounded.sum(), k3.sum(), diff_max]).float().tolist()
     return Correction(
         weight=weight.detach(),
-        weight_sum=float(weight.sum()),
-        weight_max=raw_max,
-        bounded_tokens=float(bounded.sum()),
-        kl_sum=float(k3.sum()),
-        logp_diff_max=float((log_ratio * m).abs().max()) if m.numel() else 0.0,
+        weight_sum=sums[0],
+        weight_max=sums[1],
+        bounded_tokens=sums[2],
+        kl_sum=sums[3],
+        logp_diff_max=sums[4],
     )
 
 
