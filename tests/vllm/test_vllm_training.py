@@ -19,20 +19,26 @@ from tests.training import ROWS, DigitShare, Recorder
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
+SETTINGS = {
+    "group_size": 4,
+    "batch_size": 2,
+    "max_completion_tokens": 12,
+    "max_prompt_tokens": 64,
+    "learning_rate": 0.01,
+    "beta": 0.0,
+    "temperature": 0.7,
+    "rollout_engine": "vllm",
+    "precision": "fp32",  # the log-prob match below is fp32's (auto would pick bf16 on an AMX CPU)
+}
+
+
+def _model(tmp_path: Path) -> Path:
+    return build_tiny_model(tmp_path, "tiny-hd64", hidden_size=128, num_attention_heads=2, peaked_eos=True)
+
+
 def test_three_steps_with_the_vllm_engine(tmp_path: Path) -> None:
-    model = build_tiny_model(tmp_path, "tiny-hd64", hidden_size=128, num_attention_heads=2, peaked_eos=True)
-    cfg = GRPOConfig(
-        group_size=4,
-        batch_size=2,
-        max_steps=3,
-        max_completion_tokens=12,
-        max_prompt_tokens=64,
-        learning_rate=0.01,
-        beta=0.0,
-        temperature=0.7,
-        rollout_engine="vllm",
-        precision="fp32",  # the log-prob match below is fp32's (auto would pick bf16 on an AMX CPU)
-    )
+    model = _model(tmp_path)
+    cfg = GRPOConfig.model_validate(SETTINGS | {"max_steps": 3})
     rec = Recorder()
     result = train(cfg, model, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path / "w", seed=1)
     assert result.steps_done == 3 and [m.step for m in rec.steps] == [1, 2, 3]
@@ -48,21 +54,8 @@ def test_asynchronous_steps_hot_swap_each_adapter_into_vllm(tmp_path: Path) -> N
     """max_staleness 1 with vLLM: its engine process samples the next batch while the trainer updates, each step's
     adapter reaches it as a LoRA hot swap (a snapshot: the trainer never waits for the rollout in flight), and the
     correction sees samples one version old."""
-    model = build_tiny_model(tmp_path, "tiny-hd64", hidden_size=128, num_attention_heads=2, peaked_eos=True)
-    cfg = GRPOConfig(
-        group_size=4,
-        batch_size=2,
-        max_steps=4,
-        max_completion_tokens=12,
-        max_prompt_tokens=64,
-        learning_rate=0.01,
-        beta=0.0,
-        temperature=0.7,
-        rollout_engine="vllm",
-        vllm_weight_sync="lora",
-        precision="fp32",
-        max_staleness=1,
-    )
+    model = _model(tmp_path)
+    cfg = GRPOConfig.model_validate(SETTINGS | {"max_steps": 4, "vllm_weight_sync": "lora", "max_staleness": 1})
     rec = Recorder()
     result = train(cfg, model, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path / "w", seed=1)
     assert result.steps_done == 4 and [m.step for m in rec.steps] == [1, 2, 3, 4]
