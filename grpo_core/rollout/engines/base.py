@@ -13,6 +13,10 @@ samples from the updated policy). Engines:
   weights; ``sync`` hands it the current LoRA adapter. Its kernels give slightly different log-probs than the
   trainer's forward, so it reports ``Rollout.sampling_logp`` and the loss applies truncated importance sampling.
 
+With ``max_staleness`` > 0 the engine samples beside the trainer (grpo_core.rollout.pipeline): the merged engine in
+a process of its own (grpo_core.rollout.engines.sampler_process), vLLM behind a lock with its syncs deferred to the
+next call (grpo_core.rollout.engines.shared); every rollout then carries ``Rollout.versions``.
+
 This module defines what an engine is and imports none of them: ``grpo_core.policy.make_engine`` builds one by name.
 """
 
