@@ -44,7 +44,7 @@ from grpo_core.rewards.base import Grader
 from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
 from grpo_core.rollout.batch import eos_ids
 from grpo_core.rollout.engines.base import RolloutEngine
-from grpo_core.rollout.engines.sampler_process import SamplerProcess, engine_notes, sampler_share, sampler_spec
+from grpo_core.rollout.engines.sampler_process import SamplerProcess, engine_notes, sampler_spec
 from grpo_core.rollout.engines.shared import SharedEngine
 from grpo_core.rollout.pipeline import batch_source
 from grpo_core.schemas.config import GRPOConfig
@@ -216,10 +216,10 @@ def _train(
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, valid_rows, agent)
     sampler: str | None = None  # where the sampler runs beside the trainer (max_staleness > 0)
     if cfg.max_staleness and cfg.rollout_engine == "merged":  # in a process of its own (grpo_core.rollout.pipeline)
-        spec = sampler_spec(cfg, model_dir, seed, base_name, autocast, episode_tokens, rollout, placement)
+        spec, threads = sampler_spec(cfg, model_dir, seed, base_name, autocast, episode_tokens, rollout, placement)
         if not placement.is_cuda:  # the sampler's cores are no longer the trainer's (restored when the run ends)
-            placement = replace(placement, threads=sampler_share(placement)[0])
-            torch.set_num_threads(placement.threads)
+            placement = replace(placement, threads=threads)
+            torch.set_num_threads(threads)
         engine: RolloutEngine = SamplerProcess(spec, model, state.step)
         sampler = spec.where()
     else:

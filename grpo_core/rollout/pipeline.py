@@ -27,11 +27,11 @@ from typing import Any, Protocol
 
 import torch
 
+from grpo_core.hardware.distributed import World
 from grpo_core.rewards.base import Grader
 from grpo_core.rollout.agent.episodes import AgentRollouts
-from grpo_core.rollout.batch import HOST
 from grpo_core.rollout.engines.base import RolloutEngine
-from grpo_core.rollout.sampling import PromptCursor, StepBatch, collect_batch
+from grpo_core.rollout.sampling import PromptCursor, StepBatch, collect_batch, rows_of_groups
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.correction import fresh_groups
 
@@ -69,7 +69,7 @@ class _Job:
     rows: list[dict[str, Any]]
     graders: Sequence[Grader]
     seed: int
-    world: Any
+    world: World
     agent: AgentRollouts | None
 
     def collect(self, cursor: PromptCursor, step: int) -> StepBatch:
@@ -178,7 +178,7 @@ def drop_stale(ready: ReadyBatch, step: int, max_staleness: int, group_size: int
     if not bool(keep.any()):
         raise RuntimeError(f"every sample of step {step}'s batch is older than max_staleness={max_staleness}")
     groups = torch.nonzero(keep).flatten()
-    rows = (groups.unsqueeze(1) * group_size + torch.arange(group_size, device=HOST)).flatten()
+    rows = rows_of_groups(groups, group_size)
     kept = replace(
         b,
         ro=b.ro.select(rows),
@@ -200,7 +200,7 @@ def batch_source(
     graders: Sequence[Grader],
     *,
     seed: int,
-    world: Any,
+    world: World,
     agent: AgentRollouts | None,
     position: int,
     version: int,

@@ -100,7 +100,8 @@ def groups_with_signal(total: Tensor, group_size: int) -> Tensor:
     return hi > lo
 
 
-def _rows_of_groups(keep_groups: Tensor, group_size: int) -> Tensor:
+def rows_of_groups(keep_groups: Tensor, group_size: int) -> Tensor:
+    """The row indices of groups ``keep_groups`` (rows grouped by prompt, ``group_size`` each), in order."""
     return (keep_groups.unsqueeze(1) * group_size + torch.arange(group_size, device=HOST)).flatten()
 
 
@@ -157,7 +158,7 @@ def collect_batch(
             dropped += int((~signal).sum())
             if signal.any() or (not parts and rounds >= cfg.dynamic_sampling_max_rounds):
                 kept = torch.nonzero(signal).flatten() if signal.any() else torch.arange(len(idx), device=HOST)
-                rows_kept = _rows_of_groups(kept, G)
+                rows_kept = rows_of_groups(kept, G)
                 parts.append((ro.select(rows_kept), [idx[int(k)] for k in kept], matrix[rows_kept]))
             n_groups = sum(len(p[1]) for p in parts)
             if n_groups < cfg.batch_size and rounds < cfg.dynamic_sampling_max_rounds:

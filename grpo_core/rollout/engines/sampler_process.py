@@ -93,11 +93,13 @@ def sampler_spec(
     episode_tokens: int,
     rollout: tuple[int, int] | None,
     placement: Placement,
-) -> SamplerSpec:
-    """The sampler process of a job whose ``cfg`` is resolved and placed at ``placement``."""
-    _, cores = sampler_share(placement)
+) -> tuple[SamplerSpec, int]:
+    """The sampler process of a job whose ``cfg`` is resolved and placed at ``placement``, and the torch threads
+    the trainer keeps beside it."""
+    trainer_threads, cores = sampler_share(placement)
     threads = len(cores) if cores is not None else 1
-    return SamplerSpec(model_dir, cfg, seed, base_name, autocast, episode_tokens, rollout, threads, cores)
+    spec = SamplerSpec(model_dir, cfg, seed, base_name, autocast, episode_tokens, rollout, threads, cores)
+    return spec, trainer_threads
 
 
 def adapter_state(model: Any) -> dict[str, torch.Tensor]:
