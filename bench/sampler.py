@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,24 +52,24 @@ def _policy(a: argparse.Namespace) -> tuple[Any, Any, Path]:
     return model, tok, model_dir
 
 
-def _variants(a: argparse.Namespace, model: Any, tok: Any, model_dir: Path) -> list[tuple[str, Any]]:
-    """(label, a callable that samples) per variant of ``a.device``."""
+def _variants(a: argparse.Namespace, model: Any, tok: Any, model_dir: Path) -> Iterator[tuple[str, Any]]:
+    """(label, a callable that samples) per variant of ``a.device``, each built only when the previous one is
+    measured: vLLM's start (a minute or more of compilation on a GPU) comes after our figures are printed, so a
+    run cut off keeps them."""
     import grpo_core.rollout.engines.merged as merged
     from grpo_core.rollout.engines.hf import sample
 
     if a.device == "cpu":
-        out: list[tuple[str, Any]] = [("peft generate (fp32)", lambda p, kw: sample(model, tok, p, kw))]
+        yield "peft generate (fp32)", lambda p, kw: sample(model, tok, p, kw)
         for label, dtype, prepack in (
             ("merged fp32", torch.float32, True),
             ("merged bf16", torch.bfloat16, True),
             ("merged bf16, not prepacked", torch.bfloat16, False),
         ):
-            engine = merged.MergedEngine(model, tok, dtype, prepack=prepack)
-            out.append((label, engine.generate))
-        return out
-    out = []
+            yield label, merged.MergedEngine(model, tok, dtype, prepack=prepack).generate
+        return
     for label, mode in (("merged bf16, eager", "eager"), ("merged bf16, CUDA graphs", "graphs")):
-        out.append((label, merged.MergedEngine(model, tok, torch.bfloat16, decode_mode=mode).generate))
+        yield label, merged.MergedEngine(model, tok, torch.bfloat16, decode_mode=mode).generate
     from grpo_core.hardware.device import vllm_on_cuda
 
     if vllm_on_cuda() and not a.no_vllm:
@@ -83,10 +84,9 @@ def _variants(a: argparse.Namespace, model: Any, tok: Any, model_dir: Path) -> l
             device="cuda:0",
             sleep=False,
         )
-        engine.sync(model, 1)
-        out.append(("vllm bf16 (LoRA)", engine.generate))
         _OPEN.append(engine)
-    return out
+        engine.sync(model, 1)
+        yield "vllm bf16 (LoRA)", engine.generate
 
 
 _OPEN: list[Any] = []  # engines with processes of their own, closed at the end
@@ -165,7 +165,7 @@ def main() -> None:
             mean, worst = _distance(model, ro, kw.temperature, a.device)
             r["logp_vs_trainer"] = {"mean": mean, "max": worst}
             line += f"  |log-prob vs trainer| mean {mean:.1e} max {worst:.1e}"
-        print(line)
+        print(line, flush=True)
         results.append(r)
     base = next((r for r in results if r["variant"] == "merged bf16, eager"), None)
     if base is not None:

@@ -35,18 +35,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=NO_CUDA))
 
 
+_RESULTS = Path(
+    os.environ.get("GPU_RESULTS", ROOT / "bench" / "results" / f"gpu-tests-{time.strftime('%Y%m%d-%H%M%S')}.json")
+)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if "tests/gpu/" in report.nodeid and (report.when == "call" or report.outcome == "skipped"):
-        _outcomes.append({"test": report.nodeid, "outcome": report.outcome, "seconds": round(report.duration, 2)})
+    """Each outcome (a failure's or an error's traceback too) goes into the results JSON as it happens: a GPU lease
+    is short, and a run cut off by it keeps what failed and why (pytest prints tracebacks only at the end)."""
+    if "tests/gpu/" not in report.nodeid:
+        return
+    if report.when == "call" or report.outcome != "passed":
+        outcome: dict[str, Any] = {"test": report.nodeid, "outcome": report.outcome, "when": report.when}
+        outcome["seconds"] = round(report.duration, 2)
+        if report.failed:
+            outcome["error"] = report.longreprtext[-6000:]
+        _outcomes.append(outcome)
+        _write_results()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The results JSON, only where the suite really ran (a GPU); ``GPU_RESULTS`` overrides the path."""
+    if _write_results():
+        print(f"\nGPU test results: {_RESULTS}")
+
+
+def _write_results() -> bool:
+    """The results JSON, only where the suite really runs (a GPU); ``GPU_RESULTS`` overrides the path."""
     if not HAS_CUDA or not _outcomes:
-        return
-    out = Path(
-        os.environ.get("GPU_RESULTS", ROOT / "bench" / "results" / f"gpu-tests-{time.strftime('%Y%m%d-%H%M%S')}.json")
-    )
+        return False
+    out = _RESULTS
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(
@@ -61,7 +78,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             indent=2,
         )
     )
-    print(f"\nGPU test results: {out}")
+    return True
 
 
 def _postgres_answers() -> bool:
