@@ -36,7 +36,8 @@ from grpo_core.evaluation.validation import reward_sums, standard_error
 from grpo_core.hardware import distributed
 from grpo_core.hardware.device import Placement, peak_memory_gb, reset_peak_memory, resolve_placement
 from grpo_core.hardware.distributed import World, all_gather_objects, any_rank, broadcast_parameters
-from grpo_core.hardware.memory import auto_micro_batch, auto_micro_batch_tokens, out_of_memory
+from grpo_core.hardware.memory import OWN_GPU_SHARE, auto_micro_batch, auto_micro_batch_tokens, out_of_memory
+from grpo_core.hardware.rollout_placement import DeviceSplit, rollout_placement
 from grpo_core.hardware.sharding import shard, sharded
 from grpo_core.metrics import step_metrics
 from grpo_core.policy import load_policy, prompts_of, resolve_execution, start_engine
@@ -128,6 +129,7 @@ def train(
     base_name: str | None = None,
     environment: EnvironmentSpec | None = None,
     sandbox_tier: str = "auto",
+    split: DeviceSplit | None = None,
 ) -> TrainResult:
     """Run GRPO on ``rows`` and return when done, stopped, or raise (UserError for the user's mistakes, its
     subclass DeviceOutOfMemory when the device runs out). ``placement``: where to train, when the caller resolved
@@ -135,7 +137,8 @@ def train(
     process's rank among the job's (default: torchrun's environment, or one process); the process group is
     joined here unless the caller did. ``base_name``: what the adapter names as its base (grpo_core.policy.load_policy).
     ``environment``: the job's tools or ``respond`` (grpo_core.rollout.agent), run in a ``sandbox_tier`` sandbox; every
-    sample is then a multi-turn episode."""
+    sample is then a multi-turn episode. ``split``: the node's devices the sampler takes for itself
+    (``resources.rollout_devices``, at ``max_staleness`` > 0; grpo_core.hardware.rollout_placement)."""
     if not rows:
         raise UserError("the training file has no rows")
     world = world or World.from_env()
@@ -147,7 +150,12 @@ def train(
     if cfg.max_staleness and world.size > 1:
         raise UserError(
             f"max_staleness {cfg.max_staleness} runs on one training process: train on one device (resources.devices "
-            "1) or set max_staleness 0"
+            "1, or resources.rollout_devices = devices - 1 for a sampler on devices of its own) or set max_staleness 0"
+        )
+    if split is not None and not cfg.max_staleness:
+        raise UserError(
+            f"resources.rollout_devices={split.rollout_devices} samples on devices of its own while the trainer "
+            "updates, which needs max_staleness of at least 1: set max_staleness 1 or rollout_devices 0"
         )
     placement = placement or resolve_placement(cfg.device, cfg.precision, world)
     with distributed.process_group(world, placement.device):
@@ -157,7 +165,9 @@ def train(
         run = (cfg, model_dir, rows, graders, callbacks, work_dir, seed, resume_from, valid_rows, placement, world)
         with contextlib.ExitStack() as cleanup:  # what the run starts (engine, sampler, sandbox) ends with it
             cleanup.callback(torch.set_num_threads, torch.get_num_threads())  # the sampler may take some cores
-            return _train(*run, cleanup, base_name=base_name, environment=environment, sandbox_tier=sandbox_tier)
+            return _train(
+                *run, cleanup, base_name=base_name, environment=environment, sandbox_tier=sandbox_tier, split=split
+            )
 
 
 def _train(
@@ -177,9 +187,11 @@ def _train(
     base_name: str | None = None,
     environment: EnvironmentSpec | None = None,
     sandbox_tier: str = "auto",
+    split: DeviceSplit | None = None,
 ) -> TrainResult:
     """The run; each thing it starts is closed by ``cleanup`` when the run ends, however it ends."""
     callbacks = _MainRank(reporter, world, placement.device)
+    asked_share = cfg.vllm_gpu_memory_utilization  # resolve_execution replaces it with a share beside training
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
     agent = None
@@ -215,18 +227,24 @@ def _train(
     cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, valid_rows, agent)
     sampler: str | None = None  # where the sampler runs beside the trainer (max_staleness > 0)
-    if cfg.max_staleness and cfg.rollout_engine == "merged":  # in a process of its own (grpo_core.rollout.pipeline)
-        spec, threads = sampler_spec(cfg, model_dir, seed, base_name, autocast, episode_tokens, rollout, placement)
+    seat = rollout_placement(placement, split) if cfg.max_staleness else None
+    if seat is not None and cfg.rollout_engine == "merged":  # in a process of its own (grpo_core.rollout.pipeline)
+        spec = sampler_spec(cfg, model_dir, seed, base_name, autocast, episode_tokens, rollout, seat)
         if not placement.is_cuda:  # the sampler's cores are no longer the trainer's (restored when the run ends)
-            placement = replace(placement, threads=threads)
-            torch.set_num_threads(threads)
+            placement = replace(placement, threads=seat.trainer_threads)
+            torch.set_num_threads(seat.trainer_threads)
         engine: RolloutEngine = SamplerProcess(spec, model, state.step)
         sampler = spec.where()
     else:
-        engine = start_engine(cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
-        if cfg.max_staleness:  # vLLM: its engine process samples; each step's adapter is hot-swapped in
+        engine_cfg = cfg
+        if seat is not None and seat.own_device and placement.is_cuda:  # vLLM on a GPU of its own: most of it
+            engine_cfg = cfg.model_copy(
+                update={"device": str(seat.device), "vllm_gpu_memory_utilization": asked_share or OWN_GPU_SHARE}
+            )
+        engine = start_engine(engine_cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
+        if seat is not None:  # vLLM: its engine process samples; each step's adapter is hot-swapped in
             engine = SharedEngine(engine, 0)  # the base weights: version 0 (a resume syncs its step below)
-            sampler = f"vLLM's engine process on {placement.device}, each step's adapter hot-swapped in"
+            sampler = f"vLLM's engine process on {engine_cfg.device}, each step's adapter hot-swapped in"
     cleanup.callback(engine.close)
     if agent is not None:
         agent.engine = engine

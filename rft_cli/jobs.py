@@ -88,6 +88,10 @@ def create(
         int | None, typer.Option(min=1, help="Training processes (GPUs) per node; batch_size ≥ devices × nodes.")
     ] = None,
     nodes: Annotated[int | None, typer.Option(min=1, help="Machines the job spans (default 1).")] = None,
+    rollout_devices: Annotated[
+        int | None,
+        typer.Option(min=0, help="Of the devices, the sampler's own (with --hp max_staleness=1: 1 of --devices 2)."),
+    ] = None,
     preflight: Annotated[
         bool,
         typer.Option("--preflight", help="Probe the base model first: the RL-readiness report (rft jobs readiness)."),
@@ -118,6 +122,7 @@ def create(
         metadata=parse_pairs(metadata or []),
         devices=devices,
         nodes=nodes,
+        rollout_devices=rollout_devices,
     )
     if preflight:
         body["preflight"] = True

@@ -121,6 +121,7 @@ def build_job_body(
     metadata: dict[str, Any] | None = None,
     devices: int | None = None,
     nodes: int | None = None,
+    rollout_devices: int | None = None,
 ) -> dict[str, Any]:
     """Merge a job file with flags into the API's body; refuse early what the API would refuse anyway."""
     body = normalize(base or {})
@@ -134,7 +135,8 @@ def build_job_body(
     body.update({k: v for k, v in top.items() if v is not None})
     if metadata:
         body["metadata"] = {**(body.get("metadata") or {}), **{k: str(v) for k, v in metadata.items()}}
-    resources = {k: v for k, v in (("devices", devices), ("nodes", nodes)) if v is not None}
+    asked = (("devices", devices), ("nodes", nodes), ("rollout_devices", rollout_devices))
+    resources = {k: v for k, v in asked if v is not None}
     if resources:
         body["resources"] = {**(body.get("resources") or {}), **resources}
     method = body.setdefault("method", {"type": "reinforcement"})

@@ -101,8 +101,9 @@ def job_summary(j: dict[str, Any]) -> None:
 
 
 def _resources(r: dict[str, Any]) -> str:
-    devices, nodes = r.get("devices", 1), r.get("nodes", 1)
-    return f"{devices} device{'s' * (devices != 1)} × {nodes} node{'s' * (nodes != 1)}"
+    devices, nodes, rollout = r.get("devices", 1), r.get("nodes", 1), r.get("rollout_devices") or 0
+    text = f"{devices} device{'s' * (devices != 1)} × {nodes} node{'s' * (nodes != 1)}"
+    return text + (f", {rollout} of them the sampler's" if rollout else "")
 
 
 def short(value: Any, width: int = 300) -> str:

@@ -70,7 +70,8 @@ class ResumePoint(BaseModel):
 
 class Resources(BaseModel):
     """What one job trains on: ``nodes`` machines, each running ``devices`` training processes (ranks) under
-    torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker. World size = devices × nodes."""
+    torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker; ``rollout_devices`` of a node's devices may
+    go to the sampler instead. World size = (devices - rollout_devices) × nodes."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -88,9 +89,20 @@ class Resources(BaseModel):
         "join its rendezvous.",
     )
 
+    rollout_devices: int = Field(
+        0,
+        ge=0,
+        le=63,
+        description="Of the node's devices, how many the sampler takes for itself (disaggregated sampling; needs "
+        "hyperparameters.max_staleness >= 1 and one node): it samples the coming batches there while the other "
+        "devices train. On a GPU worker the sampler's own GPU; on a CPU worker that share of the cores. 0: the "
+        "sampler shares the training device.",
+    )
+
     @property
     def world_size(self) -> int:
-        return self.devices * self.nodes
+        """Training processes (ranks) over all nodes: the devices the sampler does not take."""
+        return (self.devices - self.rollout_devices) * self.nodes
 
 
 class WandbSpec(BaseModel):

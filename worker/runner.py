@@ -249,11 +249,13 @@ class JobRun:
     def _train_job(
         self, claim: api.ClaimResponse, job: Job, inputs: Inputs, work: Path, reporter: Reporter
     ) -> TrainResult:
-        if claim.resources.world_size > 1:
+        res = claim.resources
+        if res.world_size > 1:
             return self._run_ranks(claim, job, inputs, work / "ranks", reporter)
 
         from grpo_core.data.rows import read_jsonl
         from grpo_core.hardware.device import release_device_memory, resolve_placement
+        from grpo_core.hardware.rollout_placement import DeviceSplit
         from grpo_core.trainer import train
 
         placement = resolve_placement(job.cfg.device, job.cfg.precision)  # also sets torch's threads
@@ -278,6 +280,7 @@ class JobRun:
                 base_name=job.base_name,
                 environment=job.environment,
                 sandbox_tier=self.settings.reward_sandbox,
+                split=DeviceSplit(res.devices, res.rollout_devices) if res.rollout_devices else None,
             )
         finally:
             for g in graders:

@@ -64,7 +64,8 @@ class JobCreate(BaseModel):
         default_factory=Resources,
         description="What the job trains on: `devices` training processes on each of `nodes` machines (default "
         "1 and 1). Each rank takes its share of every step's prompts, so batch_size must be at least devices × "
-        "nodes; the results do not depend on the split.",
+        "nodes; the results do not depend on the split. With max_staleness >= 1, `rollout_devices` 1 of 2 devices "
+        "gives the sampler a device of its own (disaggregated).",
     )
     integrations: list[Integration] | None = Field(
         None,

@@ -189,13 +189,40 @@ def check_resources(resources: Resources, settings: ApiSettings) -> None:
 
 
 def check_overlap(max_staleness: int, resources: Resources) -> None:
-    """422 for asynchronous GRPO on several ranks: its sampler runs beside one training process
-    (grpo_core.rollout.pipeline)."""
+    """422 for what asynchronous GRPO cannot do: a sampler on devices of its own without max_staleness, or one
+    that takes every device, or spans nodes, or more than one device; and max_staleness on several training ranks,
+    since its sampler runs beside one training process (grpo_core.rollout.pipeline)."""
+    rollout, devices = resources.rollout_devices, resources.devices
+    field = "resources.rollout_devices"
+    if rollout and not max_staleness:
+        raise Unprocessable(
+            f"{field}={rollout} samples on devices of its own while the others train, which needs "
+            f"{HP}.max_staleness of at least 1: set max_staleness 1, or rollout_devices 0",
+            param=field,
+        )
+    if rollout >= devices:
+        raise Unprocessable(
+            f"{field}={rollout} leaves no device to train of resources.devices={devices}: ask for "
+            f"resources.devices={rollout + 1}, or fewer rollout devices",
+            param=field,
+        )
+    if rollout > 1:
+        raise Unprocessable(
+            f"{field}={rollout}: the sampler is one engine on one device here; set rollout_devices 1",
+            param=field,
+        )
+    if rollout and resources.nodes > 1:
+        raise Unprocessable(
+            f"{field}={rollout} splits one node's devices, and this job asks for resources.nodes="
+            f"{resources.nodes}: train on one node",
+            param=field,
+        )
     if max_staleness and resources.world_size > 1:
         raise Unprocessable(
             f"max_staleness={max_staleness} samples beside one training process, and this job asks for "
-            f"{resources.world_size} (resources.devices={resources.devices} × resources.nodes={resources.nodes}): "
-            "set max_staleness 0 or train on one device",
+            f"{resources.world_size} (resources.devices={devices} × resources.nodes={resources.nodes}): "
+            "set max_staleness 0, train on one device, or give the sampler the others "
+            f"(resources.devices 2 with resources.rollout_devices 1)",
             param=f"{HP}.max_staleness",
         )
 

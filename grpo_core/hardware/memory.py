@@ -27,6 +27,8 @@ VLLM_MAX_SHARE = 0.5  # the colocated vLLM engine never takes more than this sha
 # optimizer state, the CUDA context's growth, the rollout's tensors) and the allocator's fragmentation.
 VLLM_MAX_SHARE_SLEEPING = 0.8
 VLLM_SLEEP_RESERVE_GB = 3.0
+# On a GPU of its own (resources.rollout_devices) nothing else needs the device: vLLM's own default share.
+OWN_GPU_SHARE = 0.9
 
 
 def _dims(model: Any) -> tuple[int, int, int, int]:

@@ -9,8 +9,10 @@ import time
 import httpx
 import pytest
 
+from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.integration.flow import all_events, submit
 from tests.integration.stack import Stack, wait_status
+from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 DONE = {"succeeded", "failed", "cancelled"}
@@ -41,3 +43,19 @@ def test_an_asynchronous_job_pauses_resumes_and_trains_each_step_once(worker: St
     messages = [e["message"] for e in events]
     assert any("asynchronous, samples at most 1 step(s) old" in m for m in messages), messages
     assert any(m.startswith(f"Resumed from step {paused['steps_done']} after a pause") for m in messages), messages
+
+
+def test_a_job_whose_sampler_has_a_device_of_its_own_trains_on_one_rank(worker: Stack, api: httpx.Client) -> None:
+    f = api.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", jsonl(ARITH_ROWS))})
+    body = job_body(TINY_ID, f.json()["id"], max_steps=3, max_staleness=1)
+    body["resources"] = {"devices": 2, "rollout_devices": 1}
+    r = api.post("/v1/fine_tuning/jobs", json=body)
+    assert r.status_code == 201, r.text
+    done = wait_status(api, r.json()["id"], DONE, 300, worker)
+    assert done["status"] == "succeeded", (done, worker.logs())
+    assert done["resources"] == {"devices": 2, "nodes": 1, "rollout_devices": 1}
+    ex = done["execution"]
+    # one training process (not torchrun's two ranks), the sampler on its share of the worker's cores
+    assert ex["world_size"] == 1 and ex["sampler"].startswith("its own process"), ex
+    metrics = [e["data"] for e in all_events(api, done["id"]) if e["type"] == "metrics"]
+    assert [m["step"] for m in metrics] == [1, 2, 3]

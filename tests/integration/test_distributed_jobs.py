@@ -56,7 +56,7 @@ def submit_on(api: httpx.Client, devices: int, nodes: int, **hp: Any) -> dict[st
     body = job_body(TINY_ID, f.json()["id"], **hp) | {"resources": {"devices": devices, "nodes": nodes}}
     r = api.post("/v1/fine_tuning/jobs", json=body)
     assert r.status_code == 201, r.text
-    assert r.json()["resources"] == {"devices": devices, "nodes": nodes}
+    assert r.json()["resources"] == {"devices": devices, "nodes": nodes, "rollout_devices": 0}
     return r.json()
 
 

@@ -106,15 +106,20 @@ def not_claimable(r: Any) -> None:
 
 def test_resources_default_to_one_device_on_one_node(client: TestClient, settings: ApiSettings) -> None:
     job = client.post("/v1/fine_tuning/jobs", json=body(upload(client))).json()
-    assert job["resources"] == {"devices": 1, "nodes": 1}
+    assert job["resources"] == {"devices": 1, "nodes": 1, "rollout_devices": 0}
     url = f"/internal/jobs/{job['id']}/claim"
     assert client.post(url, json={"worker_id": "w", "claim_id": "claim-0001"}, headers=AUTH).json()["resources"] == {
         "devices": 1,
         "nodes": 1,
+        "rollout_devices": 0,
     }
     with create_engine(settings.db_url).begin() as conn:  # a row from before the column existed
         conn.execute(text("update jobs set resources = null where id = :id"), {"id": job["id"]})
-    assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["resources"] == {"devices": 1, "nodes": 1}
+    assert client.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["resources"] == {
+        "devices": 1,
+        "nodes": 1,
+        "rollout_devices": 0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -144,7 +149,7 @@ def test_batch_size_must_give_every_rank_a_prompt(client: TestClient) -> None:
     assert "batch_size=7 is smaller than the job's 8 ranks" in err["message"]
     assert "every rank needs at least one prompt per step" in err["message"]
     ok = client.post("/v1/fine_tuning/jobs", json=body(fid, {"devices": 4, "nodes": 2}, batch_size=8))
-    assert ok.status_code == 201 and ok.json()["resources"] == {"devices": 4, "nodes": 2}
+    assert ok.status_code == 201 and ok.json()["resources"] == {"devices": 4, "nodes": 2, "rollout_devices": 0}
 
 
 def test_asynchronous_grpo_on_several_ranks_is_422_naming_max_staleness(client: TestClient) -> None:
@@ -156,6 +161,55 @@ def test_asynchronous_grpo_on_several_ranks_is_422_naming_max_staleness(client: 
     ok = client.post("/v1/fine_tuning/jobs", json=body(fid, {"devices": 1}, max_staleness=1))
     assert ok.status_code == 201, ok.text
     assert ok.json()["method"]["reinforcement"]["hyperparameters"]["max_staleness"] == 1
+
+
+@pytest.mark.parametrize(
+    ("resources", "hp", "param", "needles"),
+    [
+        (
+            {"devices": 2, "rollout_devices": 1},
+            {},
+            "resources.rollout_devices",
+            ["needs", "max_staleness of at least 1"],
+        ),
+        (
+            {"devices": 2, "rollout_devices": 2},
+            {"max_staleness": 1},
+            "resources.rollout_devices",
+            ["no device to train"],
+        ),
+        (
+            {"devices": 4, "rollout_devices": 2},
+            {"max_staleness": 1},
+            "resources.rollout_devices",
+            ["set rollout_devices 1"],
+        ),
+        (
+            {"devices": 2, "rollout_devices": 1, "nodes": 2},
+            {"max_staleness": 1},
+            "resources.rollout_devices",
+            ["train on one node"],
+        ),
+        ({"devices": 3, "rollout_devices": 1}, {"max_staleness": 1}, f"{HP}.max_staleness", ["asks for 2"]),
+        ({"devices": 2, "rollout_devices": -1}, {"max_staleness": 1}, "resources.rollout_devices", ["greater than"]),
+    ],
+)
+def test_rollout_devices_it_cannot_honour_are_422_naming_the_field(
+    client: TestClient, resources: dict[str, Any], hp: dict[str, Any], param: str, needles: list[str]
+) -> None:
+    r = client.post("/v1/fine_tuning/jobs", json=body(upload(client), resources, **hp))
+    err = r.json()["error"]
+    assert r.status_code == 422 and err["param"] == param, r.text
+    assert all(n in err["message"] for n in needles), err["message"]
+
+
+def test_a_sampler_on_a_device_of_its_own_is_one_training_rank(client: TestClient, settings: ApiSettings) -> None:
+    resources = {"devices": 2, "nodes": 1, "rollout_devices": 1}
+    job = client.post("/v1/fine_tuning/jobs", json=body(upload(client), resources, max_staleness=1)).json()
+    assert job["resources"] == resources
+    url = f"/internal/jobs/{job['id']}/claim"
+    claim = client.post(url, json={"worker_id": "w", "claim_id": "claim-0002"}, headers=AUTH).json()
+    assert claim["resources"] == resources  # the worker trains on one process: world size (2 - 1) × 1
 
 
 @pytest.mark.parametrize("settings_overrides", [BASE | {"cap_batch_size": 2}])
@@ -170,9 +224,13 @@ def test_the_claim_carries_resources_and_the_rendezvous_calls_the_other_nodes(
     client: TestClient, settings: ApiSettings
 ) -> None:
     job = MultiNodeJob(client, settings)
-    assert client.get(f"/v1/fine_tuning/jobs/{job.id}").json()["resources"] == {"devices": 2, "nodes": 3}
+    assert client.get(f"/v1/fine_tuning/jobs/{job.id}").json()["resources"] == {
+        "devices": 2,
+        "nodes": 3,
+        "rollout_devices": 0,
+    }
     claim = job.claim().json()
-    assert (claim["epoch"], claim["resources"]) == (1, {"devices": 2, "nodes": 3})
+    assert (claim["epoch"], claim["resources"]) == (1, {"devices": 2, "nodes": 3, "rollout_devices": 0})
     stale = job.publish(0)
     assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_lease"
     assert joins(settings) == []
@@ -279,8 +337,13 @@ def test_rft_jobs_create_devices_and_nodes(client: TestClient, monkeypatch: pyte
     made = rft(*base, "--devices", "2", "--nodes", "2", "--json")
     assert made.exit_code == 0, made.stderr
     job = json.loads(made.stdout)
-    assert job["resources"] == {"devices": 2, "nodes": 2}
+    assert job["resources"] == {"devices": 2, "nodes": 2, "rollout_devices": 0}
     assert "2 devices × 2 nodes" in rft("jobs", "get", job["id"]).stdout
+    split = rft(*base, "--hp", "max_staleness=1", "--devices", "2", "--rollout-devices", "1", "--json")
+    assert split.exit_code == 0, split.stderr
+    split_job = json.loads(split.stdout)
+    assert split_job["resources"] == {"devices": 2, "nodes": 1, "rollout_devices": 1}
+    assert "2 devices × 1 node, 1 of them the sampler's" in rft("jobs", "get", split_job["id"]).stdout
     too_many = rft(*base, "--devices", "8")
     assert too_many.exit_code == 1 and "422" in too_many.stderr and "[param: resources.devices]" in too_many.stderr
     assert rft(*base, "--nodes", "0").exit_code == 2  # typer refuses it before any request

@@ -3,7 +3,8 @@
 The child loads the base model from the job's model folder itself and builds a ``MergedEngine`` on it; after each
 optimizer step it receives the adapter's trainable tensors (the LoRA A and B matrices: a few MB, never the base
 weights) and re-merges them. On a CPU the child runs on its own cores (``os.sched_setaffinity``) with its own torch
-threads, and the trainer keeps the rest; on a GPU it is a second CUDA context on the trainer's device.
+threads, and the trainer keeps the rest; on a GPU it is a second CUDA context on the trainer's device, or the only one
+on a device of its own (grpo_core.hardware.rollout_placement).
 
 ``SamplerProcess`` is a ``RolloutEngine`` (grpo_core.rollout.engines.base) that any thread may call; calls are
 serialised. ``sync`` only records a snapshot of the adapter (the trainer never waits for the sampler); the next call
@@ -33,7 +34,7 @@ from typing import Any
 
 import torch
 
-from grpo_core.hardware.device import Placement
+from grpo_core.hardware.rollout_placement import RolloutPlacement
 from grpo_core.rollout.batch import HOST, Rollout
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.schemas.config import GRPOConfig
@@ -68,22 +69,6 @@ class SamplerSpec:
         return f"its own process, {self.threads} thread{'s' * (self.threads > 1)} (CPU {cores})"
 
 
-def split_cores(threads: int, cpus: list[int]) -> tuple[int, tuple[int, ...]]:
-    """(trainer threads, sampler cores) out of the trainer's ``threads`` on ``cpus``: the sampler takes the last half
-    of them (at least one), the trainer the rest (sharing the one CPU when there is a single one)."""
-    threads = max(1, min(threads, len(cpus)))
-    n = max(1, threads // 2)
-    return max(1, threads - n), tuple(cpus[-n:])
-
-
-def sampler_share(placement: Placement) -> tuple[int, tuple[int, ...] | None]:
-    """(the trainer's threads, the sampler's CPUs) for a job placed at ``placement``; on a GPU the threads are
-    unchanged and the sampler's CPUs left to the OS."""
-    if placement.is_cuda or not hasattr(os, "sched_getaffinity"):
-        return placement.threads, None
-    return split_cores(placement.threads, sorted(os.sched_getaffinity(0)))
-
-
 def sampler_spec(
     cfg: GRPOConfig,
     model_dir: Path,
@@ -92,14 +77,12 @@ def sampler_spec(
     autocast: torch.dtype | None,
     episode_tokens: int,
     rollout: tuple[int, int] | None,
-    placement: Placement,
-) -> tuple[SamplerSpec, int]:
-    """The sampler process of a job whose ``cfg`` is resolved and placed at ``placement``, and the torch threads
-    the trainer keeps beside it."""
-    trainer_threads, cores = sampler_share(placement)
-    threads = len(cores) if cores is not None else 1
-    spec = SamplerSpec(model_dir, cfg, seed, base_name, autocast, episode_tokens, rollout, threads, cores)
-    return spec, trainer_threads
+    where: RolloutPlacement,
+) -> SamplerSpec:
+    """The sampler process of a job whose ``cfg`` is resolved, placed at ``where`` (its device and cores:
+    grpo_core.hardware.rollout_placement)."""
+    cfg = cfg.model_copy(update={"device": str(where.device)})
+    return SamplerSpec(model_dir, cfg, seed, base_name, autocast, episode_tokens, rollout, where.threads, where.cores)
 
 
 def adapter_state(model: Any) -> dict[str, torch.Tensor]:

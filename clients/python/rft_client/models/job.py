@@ -40,7 +40,9 @@ class Job:
         organization_id (str):
         resources (Resources): What one job trains on: ``nodes`` machines, each running ``devices`` training processes
             (ranks) under
-            torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker. World size = devices × nodes.
+            torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker; ``rollout_devices`` of a node's devices
+            may
+            go to the sampler instead. World size = (devices - rollout_devices) × nodes.
         seed (int):
         status (JobStatus):
         steps_done (int): Optimizer steps finished so far.

@@ -35,7 +35,9 @@ class JobCreate:
             (GET …/{id}/readiness); true uses hyperparameters.preflight, or its defaults when unset. Default: False.
         resources (Resources | Unset): What one job trains on: ``nodes`` machines, each running ``devices`` training
             processes (ranks) under
-            torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker. World size = devices × nodes.
+            torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker; ``rollout_devices`` of a node's devices
+            may
+            go to the sampler instead. World size = (devices - rollout_devices) × nodes.
         seed (int | None | Unset): Makes sampling and LoRA init repeatable.
         suffix (None | str | Unset):
         validation_file (None | str | Unset):
