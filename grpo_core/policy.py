@@ -29,7 +29,7 @@ from torch import Tensor
 
 from grpo_core.data.rows import prompt_text
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_device, vllm_on_cuda
-from grpo_core.hardware.memory import enable_checkpointing, vllm_memory_share
+from grpo_core.hardware.memory import OWN_GPU_SHARE, enable_checkpointing, vllm_memory_share
 from grpo_core.hardware.vllm_support import supported_vllm
 from grpo_core.models.catalog import base_model_name
 from grpo_core.rewards.base import Grader, GraderResult
@@ -98,9 +98,10 @@ def load_adapter(model_dir: Path, adapter_dir: Path, cfg: GRPOConfig) -> tuple[A
     return model, tokenizer
 
 
-def resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRPOConfig:
+def resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement, own_gpu: bool = False) -> GRPOConfig:
     """``cfg`` with ``gradient_checkpointing``, ``rollout_engine`` and the vLLM engine's GPU share resolved for
     ``placement`` (``micro_batch_size`` waits for the engine: it is sized from the memory the engine leaves).
+    ``own_gpu``: the engine samples on a GPU of its own (resources.rollout_devices), which it need not share.
     Turns on ``model``'s activation checkpointing when it resolves to on."""
     checkpoint = placement.is_cuda if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
     if checkpoint:
@@ -118,7 +119,10 @@ def resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement) -> GRPO
     if engine == "vllm" and placement.is_cuda:
         # asleep during each update, unless it samples during the update (max_staleness > 0)
         sleep = not cfg.max_staleness if cfg.vllm_sleep_mode is None else cfg.vllm_sleep_mode
-        share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint, sleeping=sleep)
+        if own_gpu:  # nothing of the training's on that GPU
+            share = cfg.vllm_gpu_memory_utilization or OWN_GPU_SHARE
+        else:
+            share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint, sleeping=sleep)
     return cfg.model_copy(
         update={
             "gradient_checkpointing": checkpoint,

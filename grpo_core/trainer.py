@@ -36,7 +36,7 @@ from grpo_core.evaluation.validation import reward_sums, standard_error
 from grpo_core.hardware import distributed
 from grpo_core.hardware.device import Placement, peak_memory_gb, reset_peak_memory, resolve_placement
 from grpo_core.hardware.distributed import World, all_gather_objects, any_rank, broadcast_parameters
-from grpo_core.hardware.memory import OWN_GPU_SHARE, auto_micro_batch, auto_micro_batch_tokens, out_of_memory
+from grpo_core.hardware.memory import auto_micro_batch, auto_micro_batch_tokens, out_of_memory
 from grpo_core.hardware.rollout_placement import DeviceSplit, rollout_placement
 from grpo_core.hardware.sharding import shard, sharded
 from grpo_core.metrics import step_metrics
@@ -191,7 +191,6 @@ def _train(
 ) -> TrainResult:
     """The run; each thing it starts is closed by ``cleanup`` when the run ends, however it ends."""
     callbacks = _MainRank(reporter, world, placement.device)
-    asked_share = cfg.vllm_gpu_memory_utilization  # resolve_execution replaces it with a share beside training
     cfg = cfg.model_copy(update={"device": str(placement.device), "precision": placement.precision})
     model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
     agent = None
@@ -223,11 +222,12 @@ def _train(
     episode_tokens = environment.max_total_tokens if environment is not None else cfg.max_completion_tokens
     # memory is sized for the longest sample: a multi-turn episode holds up to max_total_tokens after its prompt
     sizing = cfg.model_copy(update={"max_completion_tokens": max(cfg.max_completion_tokens, episode_tokens)})
-    sizing = resolve_execution(sizing, model, placement)
+    seat = rollout_placement(placement, split) if cfg.max_staleness else None  # where the sampler runs beside it
+    own_gpu = seat is not None and seat.own_device and placement.is_cuda
+    sizing = resolve_execution(sizing, model, placement, own_gpu=own_gpu)
     cfg = sizing.model_copy(update={"max_completion_tokens": cfg.max_completion_tokens})
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, valid_rows, agent)
-    sampler: str | None = None  # where the sampler runs beside the trainer (max_staleness > 0)
-    seat = rollout_placement(placement, split) if cfg.max_staleness else None
+    sampler: str | None = None  # its words in the job's execution (max_staleness > 0)
     if seat is not None and cfg.rollout_engine == "merged":  # in a process of its own (grpo_core.rollout.pipeline)
         spec = sampler_spec(cfg, model_dir, seed, base_name, autocast, episode_tokens, rollout, seat)
         if not placement.is_cuda:  # the sampler's cores are no longer the trainer's (restored when the run ends)
@@ -236,15 +236,12 @@ def _train(
         engine: RolloutEngine = SamplerProcess(spec, model, state.step)
         sampler = spec.where()
     else:
-        engine_cfg = cfg
-        if seat is not None and seat.own_device and placement.is_cuda:  # vLLM on a GPU of its own: most of it
-            engine_cfg = cfg.model_copy(
-                update={"device": str(seat.device), "vllm_gpu_memory_utilization": asked_share or OWN_GPU_SHARE}
-            )
+        engine_cfg = cfg.model_copy(update={"device": str(seat.device)}) if own_gpu and seat is not None else cfg
         engine = start_engine(engine_cfg, model, tokenizer, model_dir, seed, autocast, episode_tokens, rollout)
         if seat is not None:  # vLLM: its engine process samples; each step's adapter is hot-swapped in
             engine = SharedEngine(engine, 0)  # the base weights: version 0 (a resume syncs its step below)
-            sampler = f"vLLM's engine process on {engine_cfg.device}, each step's adapter hot-swapped in"
+            own = ", a device of its own" if own_gpu else ""  # vLLM's CPU build keeps its own threads
+            sampler = f"vLLM's engine process on {engine_cfg.device}{own}, each step's adapter hot-swapped in"
     cleanup.callback(engine.close)
     if agent is not None:
         agent.engine = engine

@@ -100,9 +100,14 @@ class Resources(BaseModel):
     )
 
     @property
+    def ranks_per_node(self) -> int:
+        """Training processes on each node: the devices the sampler does not take."""
+        return self.devices - self.rollout_devices
+
+    @property
     def world_size(self) -> int:
-        """Training processes (ranks) over all nodes: the devices the sampler does not take."""
-        return (self.devices - self.rollout_devices) * self.nodes
+        """Training processes (ranks) over all nodes."""
+        return self.ranks_per_node * self.nodes
 
 
 class WandbSpec(BaseModel):

@@ -149,7 +149,7 @@ class Torchrun:
             "torch.distributed.run",
             f"--nnodes={res.nodes}",
             f"--node-rank={self.spec.node_rank}",
-            f"--nproc-per-node={res.devices}",
+            f"--nproc-per-node={res.ranks_per_node}",
             f"--master-addr={addr}",
             f"--master-port={port}",
             "--max-restarts=0",

@@ -301,7 +301,8 @@ class JobRun:
         single = res.nodes == 1
         host = "127.0.0.1" if single else self.settings.rendezvous_host()
         master = (host, free_port("127.0.0.1" if single else "0.0.0.0"))  # other nodes connect
-        where = f"{res.world_size} ranks ({res.nodes} node{'s' * (res.nodes > 1)} × {res.devices}) under torchrun"
+        layout = f"{res.nodes} node{'s' * (res.nodes > 1)} × {res.ranks_per_node}"
+        where = f"{res.world_size} ranks ({layout}) under torchrun"
         reporter.on_message(
             f"Training {claim.model} with GRPO on {where}: {claim.total_steps} steps of "
             f"{job.cfg.batch_size} prompts × {job.cfg.group_size} samples"

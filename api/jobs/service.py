@@ -192,7 +192,7 @@ def check_overlap(max_staleness: int, resources: Resources) -> None:
     """422 for what asynchronous GRPO cannot do: a sampler on devices of its own without max_staleness, or one
     that takes every device, or spans nodes, or more than one device; and max_staleness on several training ranks,
     since its sampler runs beside one training process (grpo_core.rollout.pipeline)."""
-    rollout, devices = resources.rollout_devices, resources.devices
+    rollout, devices, nodes = resources.rollout_devices, resources.devices, resources.nodes
     field = "resources.rollout_devices"
     if rollout and not max_staleness:
         raise Unprocessable(
@@ -200,29 +200,29 @@ def check_overlap(max_staleness: int, resources: Resources) -> None:
             f"{HP}.max_staleness of at least 1: set max_staleness 1, or rollout_devices 0",
             param=field,
         )
-    if rollout >= devices:
-        raise Unprocessable(
-            f"{field}={rollout} leaves no device to train of resources.devices={devices}: ask for "
-            f"resources.devices={rollout + 1}, or fewer rollout devices",
-            param=field,
-        )
     if rollout > 1:
         raise Unprocessable(
             f"{field}={rollout}: the sampler is one engine on one device here; set rollout_devices 1",
             param=field,
         )
-    if rollout and resources.nodes > 1:
+    if rollout and devices != rollout + 1:
         raise Unprocessable(
-            f"{field}={rollout} splits one node's devices, and this job asks for resources.nodes="
-            f"{resources.nodes}: train on one node",
+            f"{field}={rollout} with resources.devices={devices} leaves {max(devices - rollout, 0)} devices to "
+            f"train, and max_staleness samples beside one training process: set resources.devices {rollout + 1}",
+            param=field,
+        )
+    if rollout and nodes > 1:
+        raise Unprocessable(
+            f"{field}={rollout} splits one node's devices, and this job asks for resources.nodes={nodes}: "
+            "train on one node",
             param=field,
         )
     if max_staleness and resources.world_size > 1:
         raise Unprocessable(
             f"max_staleness={max_staleness} samples beside one training process, and this job asks for "
-            f"{resources.world_size} (resources.devices={devices} × resources.nodes={resources.nodes}): "
-            "set max_staleness 0, train on one device, or give the sampler the others "
-            f"(resources.devices 2 with resources.rollout_devices 1)",
+            f"{resources.world_size} (resources.devices={devices} × resources.nodes={nodes}): set max_staleness "
+            "0, train on one device, or give the sampler the other (resources.devices 2 with "
+            "resources.rollout_devices 1)",
             param=f"{HP}.max_staleness",
         )
 

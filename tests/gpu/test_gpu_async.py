@@ -84,4 +84,4 @@ def test_a_sampler_on_a_gpu_of_its_own(smollm2_dir: Path, tmp_path: Path, engine
     train(cfg, smollm2_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=2, split=split)
     _check_async(rec, engine)
     assert rec.execution is not None and rec.execution.device == "cuda:0"
-    assert rec.execution.sampler is not None and "cuda:1" in rec.execution.sampler, rec.execution.sampler
+    assert rec.execution.sampler is not None and "cuda:1, a device of its own" in rec.execution.sampler

@@ -57,5 +57,6 @@ def test_a_job_whose_sampler_has_a_device_of_its_own_trains_on_one_rank(worker: 
     ex = done["execution"]
     # one training process (not torchrun's two ranks), the sampler on its share of the worker's cores
     assert ex["world_size"] == 1 and ex["sampler"].startswith("its own process"), ex
+    assert ex["sampler"].endswith(", a device of its own"), ex  # the worker passed the split on
     metrics = [e["data"] for e in all_events(api, done["id"]) if e["type"] == "metrics"]
     assert [m["step"] for m in metrics] == [1, 2, 3]

@@ -176,7 +176,13 @@ def test_asynchronous_grpo_on_several_ranks_is_422_naming_max_staleness(client: 
             {"devices": 2, "rollout_devices": 2},
             {"max_staleness": 1},
             "resources.rollout_devices",
-            ["no device to train"],
+            ["set rollout_devices 1"],
+        ),
+        (
+            {"devices": 1, "rollout_devices": 1},
+            {"max_staleness": 1},
+            "resources.rollout_devices",
+            ["leaves 0 devices to train", "set resources.devices 2"],
         ),
         (
             {"devices": 4, "rollout_devices": 2},
@@ -190,7 +196,12 @@ def test_asynchronous_grpo_on_several_ranks_is_422_naming_max_staleness(client: 
             "resources.rollout_devices",
             ["train on one node"],
         ),
-        ({"devices": 3, "rollout_devices": 1}, {"max_staleness": 1}, f"{HP}.max_staleness", ["asks for 2"]),
+        (
+            {"devices": 3, "rollout_devices": 1},
+            {"max_staleness": 1},
+            "resources.rollout_devices",
+            ["leaves 2 devices to train", "set resources.devices 2"],
+        ),
         ({"devices": 2, "rollout_devices": -1}, {"max_staleness": 1}, "resources.rollout_devices", ["greater than"]),
     ],
 )

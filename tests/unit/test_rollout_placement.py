@@ -70,6 +70,7 @@ def test_a_sampler_on_a_cpu_device_of_its_own_trains_and_says_where(tiny_model_d
     assert result.steps_done == 3
     ex = rec.execution
     assert ex is not None and ex.sampler is not None and ex.sampler.startswith("its own process"), ex
+    assert ex.sampler.endswith(", a device of its own"), ex.sampler
     assert max(int(k) for m in rec.steps if m.off_policy for k in m.off_policy.staleness) <= 1
     synchronous = cfg.model_copy(update={"max_staleness": 0})
     with pytest.raises(UserError, match="needs max_staleness of at least 1"):

@@ -60,13 +60,15 @@ class SamplerSpec:
     rollout: tuple[int, int] | None
     threads: int  # torch's CPU threads in the child
     cores: tuple[int, ...] | None  # the CPUs the child runs on; None: wherever the OS puts it (a GPU job)
+    own_device: bool = False  # the device is the sampler's alone (resources.rollout_devices)
 
     def where(self) -> str:
         """The words of ``Execution.sampler``."""
+        own = ", a device of its own" if self.own_device else ""
         if self.cores is None:
-            return f"its own process on {self.cfg.device}"
+            return f"its own process on {self.cfg.device}{own}"
         cores = ",".join(str(c) for c in self.cores)
-        return f"its own process, {self.threads} thread{'s' * (self.threads > 1)} (CPU {cores})"
+        return f"its own process, {self.threads} thread{'s' * (self.threads > 1)} (CPU {cores}){own}"
 
 
 def sampler_spec(
@@ -82,7 +84,9 @@ def sampler_spec(
     """The sampler process of a job whose ``cfg`` is resolved, placed at ``where`` (its device and cores:
     grpo_core.hardware.rollout_placement)."""
     cfg = cfg.model_copy(update={"device": str(where.device)})
-    return SamplerSpec(model_dir, cfg, seed, base_name, autocast, episode_tokens, rollout, where.threads, where.cores)
+    return SamplerSpec(
+        model_dir, cfg, seed, base_name, autocast, episode_tokens, rollout, where.threads, where.cores, where.own_device
+    )
 
 
 def adapter_state(model: Any) -> dict[str, torch.Tensor]:
@@ -246,6 +250,8 @@ def _serve(conn: Connection) -> None:
     if spec.cores is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, spec.cores)
     torch.set_num_threads(spec.threads)
+    if spec.cfg.device.startswith("cuda"):  # graph capture and its memory pool follow the current device
+        torch.cuda.set_device(torch.device(spec.cfg.device))
     from grpo_core.policy import load_policy, start_engine
 
     model, tokenizer = load_policy(spec.model_dir, spec.cfg, spec.seed, base_name=spec.base_name)
