@@ -5,19 +5,24 @@
 # scripts/gpu_wheels.py carried there (docs/guides/gpu.md, "A GPU machine without network"):
 #
 #   bash scripts/gpu_checks.sh [--install /tmp/gpu-parts] [--real-models qwen2.5-0.5b,...] [--only tests|benches]
+#                              [--budget SECONDS]
 #
 # --install PARTS: first check and install the parts in PARTS into PARTS/site (skipped when already installed).
 # GPU_PYTHON: the interpreter (default python3). GPU_TESTS: what pytest runs (default tests/gpu; e.g.
-# "tests/gpu/test_gpu_vllm.py -k lora" to spread the suite over several short runs).
+# "tests/gpu/test_gpu_vllm.py -k lora" to spread the suite over several short runs). --budget: a lent machine's
+# call has a hard limit that loses a killed pipeline's output, so each piece runs under `timeout` for what is left
+# of SECONDS and a piece past it is skipped with a line that says so; each piece's log and results are written as
+# they come (tests/gpu/conftest.py records every outcome and traceback as it happens).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${GPU_PYTHON:-python3}
-PARTS="" REAL="" ONLY=""
+PARTS="" REAL="" ONLY="" BUDGET=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --install) PARTS=$2; shift 2 ;;
     --real-models) REAL=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --budget) BUDGET=$2; shift 2 ;;
     *) echo "gpu_checks: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -32,18 +37,28 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
   'the GPU checks need a GPU and a CUDA build of torch: torch.cuda.is_available() is False here')"
 stamp=$(date +%Y%m%d-%H%M%S)
+deadline=$(( $(date +%s) + ${BUDGET:-1000000} ))
 status=0
+piece() {  # piece LOG CMD...: CMD under the time left, its output in LOG as it comes
+  local log=$1 left=$(( deadline - $(date +%s) ))
+  shift
+  if [ "$left" -lt 10 ]; then
+    echo "gpu_checks: no time left for: $*" | tee -a "$log"
+    status=1
+    return
+  fi
+  timeout "$left" "$@" 2>&1 | tee "$log" || { echo "gpu_checks: exit ${PIPESTATUS[0]}: $*"; status=1; }
+}
 if [ "$ONLY" != benches ]; then
   # shellcheck disable=SC2086  # GPU_TESTS is a list of pytest arguments
-  GPU_RESULTS="$RESULTS/gpu-tests-$stamp.json" "$PY" -m pytest -q -p no:cacheprovider -rs ${GPU_TESTS:-tests/gpu} 2>&1 \
-    | tee "$RESULTS/gpu-tests-$stamp.log" || status=1
+  GPU_RESULTS="$RESULTS/gpu-tests-$stamp.json" piece "$RESULTS/gpu-tests-$stamp.log" \
+    "$PY" -m pytest -q -p no:cacheprovider -rs ${GPU_TESTS:-tests/gpu}
 fi
 if [ "$ONLY" != tests ]; then
-  "$PY" -m bench.sampler --device cuda --json "$RESULTS/sampler-cuda-$stamp.json" 2>&1 \
-    | tee "$RESULTS/sampler-cuda-$stamp.log" || status=1
-  "$PY" -m bench.grpo_vs_trl --device cuda --quick 2>&1 | tee "$RESULTS/grpo-vs-trl-cuda-$stamp.log" || status=1
+  piece "$RESULTS/sampler-cuda-$stamp.log" "$PY" -m bench.sampler --device cuda --json "$RESULTS/sampler-cuda-$stamp.json"
+  piece "$RESULTS/grpo-vs-trl-cuda-$stamp.log" "$PY" -m bench.grpo_vs_trl --device cuda --quick
   if [ -n "$REAL" ]; then
-    "$PY" -m bench.real_models run --models "$REAL" 2>&1 | tee "$RESULTS/real-models-$stamp.log" || status=1
+    piece "$RESULTS/real-models-$stamp.log" "$PY" -m bench.real_models run --models "$REAL"
   fi
   [ "$RESULTS" = bench/results ] || cp bench/results/*.json "$RESULTS"/ 2>/dev/null || true
 fi
