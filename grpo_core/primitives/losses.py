@@ -1,0 +1,122 @@
+"""The losses of the training API, as pure functions of per-token tensors, with Tinker's definitions.
+
+They follow the Tinker docs ("Loss Functions", tinker-docs.thinkingmachines.ai/losses): every loss is a SUM over
+tokens, never a mean, so the loss of a batch is the sum of its datums' losses and a client that splits a batch
+into chunks (the SDK does, at 1024 datums) gets the gradient of the whole. Per token t, with logp_t the trained
+policy's log-prob of the target token, w_t the weight (1 when an RL datum has none), q_t the sampler's log-prob of
+the same token (the ``logprobs`` input) and A_t the advantage:
+
+    cross_entropy         loss = Σ_t −w_t · logp_t
+    importance_sampling   ρ_t = exp(logp_t − q_t);   loss = Σ_t −w_t · ρ_t · A_t
+    ppo                   loss = Σ_t −w_t · min(ρ_t · A_t, clip(ρ_t, lo_t, hi_t) · A_t)
+                          lo_t, hi_t: the per-token ``clip_low_threshold`` / ``clip_high_threshold`` inputs, or
+                          the config's (default 0.8 / 1.2: Tinker's ε = 0.2 on both sides, Schulman et al., 2017)
+
+The Tinker docs' RL formulas have no weights: w_t = 1 (the default) reproduces them exactly, and w_t = 0 masks a
+token. ρ is per token: no sequence-level ratio, no KL term, no entropy bonus (grpo_core.update.loss has those, for
+the job trainer).
+
+Metrics are ``name:reduction`` with exactly one colon (the SDK splits every key on ':' and reduces chunks by the
+suffix). ``loss:sum`` always; ``tokens:sum`` counts the tokens that carry loss (w ≠ 0, and A ≠ 0 for the RL
+losses); ``ratio:mean`` and ``clip_fraction:mean`` are means over those tokens (0 when there are none). A token
+counts as clipped when the clipped term is the one the min picks and it differs from the unclipped one, i.e. its
+gradient is cut: ρ > hi with A > 0, or ρ < lo with A < 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from grpo_core.primitives.spec import BatchError, loss_spec
+
+
+@dataclass(frozen=True)
+class LossOutput:
+    loss: Tensor  # scalar, a sum over tokens (with gradient when logp has one)
+    metrics: dict[str, float]  # "name:reduction" -> value
+
+
+def _mean_over(values: Tensor, counted: Tensor) -> float:
+    """Mean of ``values`` over the ``counted`` tokens, 0 when none counts."""
+    n = int(counted.sum())
+    return float((values * counted).sum()) / n if n else 0.0
+
+
+def cross_entropy(logp: Tensor, weights: Tensor) -> LossOutput:
+    """Σ_t −w_t · logp_t over ``logp`` (N,) and ``weights`` (N,)."""
+    loss = -(weights * logp).sum()
+    with torch.no_grad():
+        tokens = float((weights != 0).sum())
+    return LossOutput(loss, {"loss:sum": float(loss.detach()), "tokens:sum": tokens})
+
+
+def importance_sampling(logp: Tensor, sampling_logp: Tensor, advantages: Tensor, weights: Tensor) -> LossOutput:
+    """Σ_t −w_t · exp(logp_t − q_t) · A_t over (N,) tensors (REINFORCE with an importance ratio)."""
+    ratio = torch.exp(logp - sampling_logp)
+    loss = -(weights * ratio * advantages).sum()
+    with torch.no_grad():
+        counted = ((weights != 0) & (advantages != 0)).float()
+        metrics = {
+            "loss:sum": float(loss.detach()),
+            "tokens:sum": float(counted.sum()),
+            "ratio:mean": _mean_over(ratio.detach(), counted),
+        }
+    return LossOutput(loss, metrics)
+
+
+def ppo(
+    logp: Tensor,
+    sampling_logp: Tensor,
+    advantages: Tensor,
+    weights: Tensor,
+    clip_low: Tensor | float = 0.8,
+    clip_high: Tensor | float = 1.2,
+) -> LossOutput:
+    """Σ_t −w_t · min(ρ_t A_t, clip(ρ_t, lo_t, hi_t) A_t) over (N,) tensors; ``clip_low`` / ``clip_high``: (N,)
+    per-token thresholds or one number for all."""
+    ratio = torch.exp(logp - sampling_logp)
+    lo = clip_low if isinstance(clip_low, Tensor) else torch.full_like(ratio, clip_low)
+    hi = clip_high if isinstance(clip_high, Tensor) else torch.full_like(ratio, clip_high)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, min=lo, max=hi) * advantages
+    loss = -(weights * torch.minimum(unclipped, clipped)).sum()
+    with torch.no_grad():
+        counted = ((weights != 0) & (advantages != 0)).float()
+        cut = (clipped < unclipped).float()
+        metrics = {
+            "loss:sum": float(loss.detach()),
+            "tokens:sum": float(counted.sum()),
+            "ratio:mean": _mean_over(ratio.detach(), counted),
+            "clip_fraction:mean": _mean_over(cut, counted),
+        }
+    return LossOutput(loss, metrics)
+
+
+def loss_of(loss_fn: str, logp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float]) -> LossOutput:
+    """The loss ``loss_fn`` of ``logp`` (N,) with its per-token ``inputs`` (N,) each, an optional input left out
+    taking its default (grpo_core.primitives.spec.LossSpec.fill) and the config its defaults. The inputs are
+    expected checked (spec.check_batch); an unknown loss raises spec.BatchError."""
+    spec = loss_spec(loss_fn)
+
+    def get(name: str) -> Tensor | float:
+        if name in inputs:
+            return inputs[name].to(logp.dtype)
+        if spec.inputs[name].required:
+            raise BatchError(f"loss_fn_inputs.{name}", f"missing: {loss_fn} needs it")
+        return spec.fill(name, config)
+
+    def per_token(name: str) -> Tensor:
+        value = get(name)
+        return value if isinstance(value, Tensor) else torch.full_like(logp, value)
+
+    weights = per_token("weights")
+    if loss_fn == "cross_entropy":
+        return cross_entropy(logp, weights)
+    q, adv = per_token("logprobs"), per_token("advantages")
+    if loss_fn == "importance_sampling":
+        return importance_sampling(logp, q, adv, weights)
+    return ppo(logp, q, adv, weights, get("clip_low_threshold"), get("clip_high_threshold"))

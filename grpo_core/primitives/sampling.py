@@ -1,0 +1,256 @@
+"""``Sampler``: token-level sampling for the training API, on the engine the jobs sample with.
+
+A Sampler holds the merged rollout engine (grpo_core.rollout.engines.merged: a copy of the policy with the adapter
+folded into its weights, in the model's dtype) over one of: a ``TrainingModel``'s resident adapter (re-merged
+before a sample whenever its ``version`` moved), a base model with a saved adapter (grpo_core.policy.load_adapter),
+or a base model alone. ``sample`` draws ``num_samples`` continuations of one token prompt with the engine's decode
+loop (grpo_core.rollout.engines.decode), whose noise is keyed by (seed, sample index, token): a seed reproduces
+its samples exactly, whatever else the process sampled. A call without a seed takes the next value of one counter
+for the whole process, started at a random value: unseeded calls never share noise, also across samplers (an RL
+loop that makes a new sampling client per step must not draw the same uniforms at every step).
+
+What a sequence holds:
+
+- ``tokens``: the sampled ids. A sequence that stops includes the token that stopped it (EOS or a stop token id),
+  so ``prompt + tokens`` is exactly what the model saw and what an RL datum trains on, stop token included (the
+  model must learn to stop); vLLM likewise returns a stop token id among its token ids.
+- Stops: the model's EOS ids always stop (vLLM's default; the SDK has no ``ignore_eos``). ``stop`` adds token ids
+  (the first one sampled ends the sequence) or strings: the sequence ends at the earliest token after which the
+  decoded completion contains one of them, that token included (the string may straddle tokens), as vLLM keeps
+  the token ids of a stop string's last token. ``stop_reason`` is "stop" for any of these, "length" when
+  ``max_tokens`` tokens came without one. Stop ids end the decode loop; stop strings are looked for after it
+  (the loop knows ids only), so a sequence cut by a string cost the tokens sampled after the cut.
+- ``logprobs``: per sampled token, its log-prob under the distribution that drew it: softmax(z / T) renormalised
+  within the top-p nucleus (temperature T > 0). That is the behaviour policy q an importance-sampling loss needs; at
+  T = 1 and top_p = 1 it is the model's own log-prob, which forward_backward computes again (up to the sampling
+  copy's rounding: exact in fp32 up to ~1e-6, looser in bf16). Greedy (T = 0) draws from no distribution: its
+  tokens get their log-prob under softmax(z), one extra scoring pass.
+- ``prompt_logprobs`` (when asked): log π(prompt[i] | prompt[:i]) under the sampled weights at temperature 1, None
+  at position 0 (nothing predicts the first token).
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from grpo_core.hardware.device import release_device_memory, resolve_device, resolve_precision
+from grpo_core.policy import load_adapter, load_policy
+from grpo_core.primitives.model import TrainingModel, target_logprobs
+from grpo_core.primitives.spec import Stop, check_sampling, stop_lists
+from grpo_core.rollout.batch import HOST, eos_ids, right_padded
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.engines.decode import decode_continuations
+from grpo_core.rollout.engines.merged import DecodeMode, MergedEngine
+from grpo_core.schemas.config import GRPOConfig
+
+StopReason = Literal["stop", "length"]
+_UNSEEDED = itertools.count(secrets.randbits(32))  # the seeds of calls that give none (the module docstring)
+
+
+@dataclass(frozen=True)
+class SampledSequence:
+    tokens: list[int]
+    logprobs: list[float]  # one per token
+    stop_reason: StopReason
+
+
+@dataclass(frozen=True)
+class SampleOutput:
+    sequences: list[SampledSequence]
+    prompt_logprobs: list[float | None] | None  # one per prompt token, None first; None when not asked
+
+
+def stop_string_end(tokens: list[int], stops: list[str], tokenizer: Any) -> int | None:
+    """The length of the shortest prefix of ``tokens`` whose decoded text contains one of ``stops``, or None.
+
+    A binary search over prefix lengths, so O(log n) decodes instead of one per token: the text of a longer
+    prefix extends that of a shorter one (up to a partial character at its end), so once a prefix contains a
+    stop string every longer one does."""
+
+    def hit(k: int) -> bool:
+        text = tokenizer.decode(tokens[:k], skip_special_tokens=True)
+        return any(s in text for s in stops)
+
+    if not stops or not tokens or not hit(len(tokens)):
+        return None
+    lo, hi = 1, len(tokens)  # hit(hi) holds
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if hit(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _sampling_dtype(model: Any) -> torch.dtype:
+    """The sampler's dtype: the base weights' (bf16 when the model was loaded in bf16, else fp32)."""
+    dtype: torch.dtype = model.get_input_embeddings().weight.dtype
+    return dtype
+
+
+class Sampler:
+    """Samples ``model`` (a PEFT model, as grpo_core.policy loads it) through a merged engine in the base weights'
+    dtype. ``version``: the weights' version now; the engine is re-merged before a sample when it moved.
+    ``owns_model``: ``close`` also frees the model (it was loaded for this sampler)."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        version: Callable[[], int] = lambda: 0,
+        owns_model: bool = False,
+        decode_mode: DecodeMode = "auto",
+    ) -> None:
+        self.model, self.tokenizer, self.version, self.owns_model = model, tokenizer, version, owns_model
+        self.engine = MergedEngine(model, tokenizer, dtype=_sampling_dtype(model), decode_mode=decode_mode)
+        self.synced = version()  # the engine merged the weights as they are now
+        self.eos = eos_ids(model, tokenizer)
+        self.vocab_size = int(model.get_input_embeddings().weight.shape[0])
+        self.max_context: int | None = getattr(model.get_base_model().config, "max_position_embeddings", None)
+
+    @classmethod
+    def for_training(cls, training: TrainingModel, *, decode_mode: DecodeMode = "auto") -> Sampler:
+        """A sampler of ``training``'s resident weights: whatever its last optim_step or load_state left."""
+        return cls(training.model, training.tokenizer, version=lambda: training.version, decode_mode=decode_mode)
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: Path,
+        adapter_dir: Path | None = None,
+        *,
+        device: str = "cpu",
+        precision: str = "fp32",
+        decode_mode: DecodeMode = "auto",
+    ) -> Sampler:
+        """A sampler of ``model_dir``'s base model with the PEFT adapter in ``adapter_dir`` (``save_adapter``'s
+        folder; its own config says its rank and modules), or of the base model alone (a fresh adapter, whose B
+        is zero: it computes exactly the base model)."""
+        place = resolve_device(device)
+        prec, _ = resolve_precision(precision, place)
+        cfg = GRPOConfig.model_validate({"device": str(place), "precision": prec})
+        if adapter_dir is None:
+            lora = cfg.lora.model_copy(update={"rank": 1})  # nothing to learn: the smallest adapter
+            model, tokenizer = load_policy(model_dir, cfg.model_copy(update={"lora": lora}), 0)
+        else:
+            model, tokenizer = load_adapter(model_dir, adapter_dir, cfg)
+        model.requires_grad_(False)  # sampling only
+        return cls(model, tokenizer, owns_model=True, decode_mode=decode_mode)
+
+    def sample(
+        self,
+        prompt: list[int],
+        num_samples: int,
+        max_tokens: int,
+        temperature: float,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop: Stop = None,
+        prompt_logprobs: bool = False,
+    ) -> SampleOutput:
+        """``num_samples`` continuations of ``prompt`` (see the module docstring for what they hold). Raises
+        spec.BatchError for parameters spec.check_sampling refuses."""
+        check_sampling(
+            max_tokens,
+            temperature,
+            top_p,
+            -1,
+            num_samples,
+            prompt=prompt,
+            stop=stop,
+            vocab_size=self.vocab_size,
+            max_context=self.max_context,
+        )
+        self._sync()
+        strings, ids = stop_lists(stop)
+        stop_ids = sorted(set(self.eos) | set(ids))
+        sampling = Sampling(
+            group_size=1,
+            max_new_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed if seed is not None else next(_UNSEEDED),
+        )
+        pad = self.tokenizer.pad_token_id
+        raw = decode_continuations(
+            self.engine.model,
+            [list(prompt)] * num_samples,
+            sampling,
+            list(range(num_samples)),
+            stop_ids=stop_ids,
+            pad_id=pad if pad is not None else self.eos[0],
+            static=self.engine.static,
+        )
+        sequences = []
+        for tokens, logps in raw:
+            end = stop_string_end(tokens, strings, self.tokenizer)
+            stopped = end is not None or (bool(tokens) and tokens[-1] in stop_ids)
+            cut = end if end is not None else len(tokens)
+            sequences.append((tokens[:cut], None if logps is None else logps[:cut], stopped))
+        scored = self._score(prompt, [s[0] for s in sequences]) if temperature == 0 else None
+        out = [
+            SampledSequence(
+                tokens=tokens,
+                logprobs=logps if logps is not None else scored[i] if scored is not None else [],
+                stop_reason="stop" if stopped else "length",
+            )
+            for i, (tokens, logps, stopped) in enumerate(sequences)
+        ]
+        return SampleOutput(out, self._prompt_logprobs(prompt) if prompt_logprobs else None)
+
+    def _sync(self) -> None:
+        """Re-merge the engine's weights when the model's version moved since the last merge."""
+        now = self.version()
+        if now != self.synced:
+            self.engine.sync(self.model, now)
+            self.synced = now
+
+    @torch.inference_mode()
+    def _score(self, prompt: Sequence[int], completions: list[list[int]]) -> list[list[float]]:
+        """Per completion, log π(token | prompt, earlier tokens) of each of its tokens under the sampling copy
+        at temperature 1."""
+        if not any(completions):
+            return [[] for _ in completions]
+        rows = [list(prompt) + c for c in completions]
+        ids = right_padded(rows, 0)
+        width = ids.shape[1]
+        targets = torch.cat([ids[:, 1:], ids.new_zeros((ids.shape[0], 1))], dim=1)
+        starts = len(prompt) - 1  # position predicting the first completion token
+        cols = torch.arange(width, device=HOST).unsqueeze(0)
+        lengths = torch.tensor([len(c) for c in completions], device=HOST).unsqueeze(1)
+        mask = (cols >= starts) & (cols < starts + lengths)
+        device = next(self.engine.model.parameters()).device
+        logp = target_logprobs(self.engine.model, ids.to(device), targets.to(device), mask.to(device))
+        return [part.tolist() for part in torch.split(logp.to(HOST), [len(c) for c in completions])]
+
+    @torch.inference_mode()
+    def _prompt_logprobs(self, prompt: list[int]) -> list[float | None]:
+        """None, then log π(prompt[i] | prompt[:i]) for i ≥ 1 under the sampling copy at temperature 1."""
+        if len(prompt) < 2:
+            return [None]
+        device = next(self.engine.model.parameters()).device
+        ids = torch.tensor([prompt], dtype=torch.long, device=device)
+        targets = torch.cat([ids[:, 1:], ids.new_zeros((1, 1))], dim=1)
+        mask = torch.ones_like(ids, dtype=torch.bool)
+        mask[0, -1] = False
+        logp = target_logprobs(self.engine.model, ids, targets, mask).to(HOST).tolist()
+        return [None, *logp]
+
+    def close(self) -> None:
+        """Close the engine, and free the model when this sampler loaded it (once)."""
+        if "engine" not in vars(self):
+            return
+        self.engine.close()
+        del self.engine
+        if self.owns_model:
+            del self.model
+        release_device_memory()
