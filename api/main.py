@@ -30,6 +30,8 @@ from api.jobs.reaper import Reaper
 from api.models import internal_routes as models_internal
 from api.models import routes as models
 from api.tenants.callers import KeyCache
+from api.training import internal_routes as training_internal
+from api.training import routes as training
 from api.webhooks import routes as webhooks
 from api.webhooks.dispatch import start_dispatcher
 
@@ -119,6 +121,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         inference.router,
         webhooks.router,
         jobs_internal.router,
+        training_internal.router,
+        training.router,  # last: its catch-all answers calls of the SDK this server does not serve
     ):
         app.include_router(router)
 

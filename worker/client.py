@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from grpo_core.schemas.metrics import Execution
 from runtime import eval_contract as evc
 from runtime import internal as api
+from runtime import training_contract as tcc
 from runtime.errors import InfrastructureError
 
 Answer = TypeVar("Answer", bound=BaseModel)
@@ -87,6 +88,21 @@ class InternalClient:
 
     def eval_finish(self, run_id: str, body: evc.EvalFinishRequest) -> str:
         return self._post(evc.url(evc.FINISH, run_id), body, evc.EvalFinishResponse).status
+
+    def training_claim(self, session_id: str, body: tcc.Claim) -> tcc.SessionClaim:
+        return self._post(tcc.url(tcc.CLAIM, session_id), body, tcc.SessionClaim)
+
+    def training_next(self, session_id: str, body: tcc.NextRequest) -> tcc.NextAnswer:
+        return self._post(tcc.url(tcc.NEXT, session_id), body, tcc.NextAnswer)
+
+    def training_result(self, session_id: str, request_id: str, body: tcc.ResultPost) -> tcc.Ack:
+        return self._post(tcc.url(tcc.RESULT, session_id, request_id), body, tcc.Ack, retries=15)
+
+    def training_heartbeat(self, session_id: str, body: tcc.Fenced) -> tcc.Ack:
+        return self._post(tcc.url(tcc.HEARTBEAT, session_id), body, tcc.Ack)
+
+    def training_release(self, session_id: str, body: tcc.Release) -> tcc.Ack:
+        return self._post(tcc.url(tcc.RELEASE, session_id), body, tcc.Ack)
 
     def claim(self, job_id: str, worker_id: str, claim_id: str) -> api.ClaimResponse:
         body = api.ClaimRequest(worker_id=worker_id, claim_id=claim_id)

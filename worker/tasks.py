@@ -1,16 +1,18 @@
-"""The Celery tasks: each hands its job (a training job, a node of one, an eval run) to its runner."""
+"""The Celery tasks: each hands its job (a training job, a node of one, an eval run, a training-API session) to its
+runner."""
 
 from __future__ import annotations
 
 import logging
 
-from runtime.queue import JOIN_JOB, RUN_EVAL, RUN_JOB
+from runtime.queue import JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION
 from worker.celery_app import app
 from worker.client import LeaseHeld
 from worker.evals import EvalRunner
 from worker.node import JoinRun
 from worker.runner import JobRun
 from worker.settings import get_settings
+from worker.training import SessionRunner
 
 log = logging.getLogger(__name__)
 
@@ -40,3 +42,10 @@ def join_job(job_id: str, epoch: int) -> None:
 def run_eval(run_id: str) -> None:
     """Claim eval run ``run_id`` and run it (worker.evals); a run another worker holds is left to it."""
     EvalRunner(run_id, get_settings()).run()
+
+
+@app.task(name=RUN_SESSION)
+def run_session(session_id: str) -> None:
+    """Claim training-API session ``session_id`` and serve its requests until it is closed or idle
+    (worker.training); a session another worker holds is left to it."""
+    SessionRunner(session_id, get_settings()).run()

@@ -143,9 +143,10 @@ class ObserveMiddleware:
 
         try:
             wait = 0.0
-            if self.limiter is not None and scope["path"].startswith("/v1/"):
+            if self.limiter is not None and scope["path"].startswith(("/v1/", "/api/v1/")):
                 client = scope.get("client")
-                who = headers.get(b"authorization") or (client[0] if client else "?").encode()
+                key = headers.get(b"authorization") or headers.get(b"x-api-key")  # /api/v1: the tinker SDK's header
+                who = key or (client[0] if client else "?").encode()
                 wait = await self.limiter.acquire(hashlib.sha256(who).hexdigest())
             if wait > 0:
                 retry = max(1, math.ceil(wait))  # whole seconds, never early: a retry at Retry-After gets through

@@ -2,7 +2,8 @@
 
 The message is a doorbell, not the truth: the job row is committed first and the worker claims it through the
 internal API, so a lost or duplicated message can delay a job but never corrupt it. Services take a ``Doorbell``
-(anything with ``ring``, ``join`` and ``ring_eval``), so a test can record the rings instead of sending them.
+(anything with ``ring``, ``join``, ``ring_eval`` and ``ring_session``), so a test can record the rings instead of
+sending them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Protocol
 
 from celery import Celery
 
-from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_EVAL, RUN_JOB
+from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION
 from runtime.settings import CommonSettings
 
 
@@ -27,6 +28,11 @@ class Doorbell(Protocol):
 
     def ring_eval(self, run_id: str) -> None:
         """Tell a worker that eval run ``run_id`` is queued; raises when the broker cannot be reached."""
+        ...
+
+    def ring_session(self, session_id: str) -> None:
+        """Tell a worker that training session ``session_id`` has work and no worker; raises when the broker
+        cannot be reached."""
         ...
 
 
@@ -52,6 +58,9 @@ class JobQueue:
 
     def ring_eval(self, run_id: str) -> None:
         self.app.send_task(RUN_EVAL, args=[run_id], queue=GPU_QUEUE)
+
+    def ring_session(self, session_id: str) -> None:
+        self.app.send_task(RUN_SESSION, args=[session_id], queue=GPU_QUEUE)
 
     def ping(self) -> None:
         """Reach the broker once (readiness); raises when it cannot be reached within a few seconds."""

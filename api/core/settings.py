@@ -40,8 +40,22 @@ class ApiSettings(CommonSettings):
         300, ge=1, description="A queued job not claimed this long after its doorbell gets it rung again."
     )
     reaper: bool = Field(True, description="Run the reaper thread in this API process.")
+    training_idle_timeout_seconds: int = Field(
+        900,
+        ge=10,
+        description="A training API session with no request for this long is handed back: its worker frees the "
+        "device, and its models' unsaved state is gone (a clear error says so).",
+    )
+    training_lease_seconds: int = Field(
+        60, ge=5, description="A training API session's lease; its worker renews it every third of it."
+    )
+    training_poll_seconds: float = Field(
+        20.0, gt=0, le=40, description="How long retrieve_future holds a poll open for a result (the SDK waits 45 s)."
+    )
     log_format: str = Field("json", description="json: one JSON object per log line, with request ids; text: plain.")
-    rate_limit_per_minute: int = Field(600, ge=0, description="Requests per minute per API key on /v1/; 0 = off.")
+    rate_limit_per_minute: int = Field(
+        600, ge=0, description="Requests per minute per API key on /v1/ and /api/v1/; 0 = off."
+    )
     rate_limit_redis_url: str | None = Field(
         None,
         description="Redis holding the rate limit's buckets, one budget per key shared by every API process; "

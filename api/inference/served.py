@@ -1,5 +1,6 @@
 """Which model a ``model`` name means, for the caller's project: a base model of the catalog, a job's fine-tuned
-model (its newest checkpoint), or one checkpoint (``ft:…:ckpt-step-N`` or its ``ftckpt-…`` id).
+model (its newest checkpoint), one checkpoint (``ft:…:ckpt-step-N`` or its ``ftckpt-…`` id), or a sampler checkpoint
+of the training API (its ``ftckpt-…`` id or ``tinker://…/sampler_weights/…`` path).
 
 Ownership is checked here, once, for every inference route: another project's model is "not found", never
 "forbidden" (its existence is not revealed), as for jobs (api.jobs.access). No FastAPI, no HTTP here.
@@ -9,12 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.core.errors import NotFound
-from api.db.models import Checkpoint, Job, JobStatus
+from api.db.models import Checkpoint, Job, JobStatus, TrainingCheckpoint, TrainingRun
 
 # ft:{base}:{suffix}:{job id}[:ckpt-step-N]; the base and the suffix may hold ':' themselves, the job id cannot.
 _FT_NAME = re.compile(r"^ft:.+:(?P<job>ftjob-[0-9a-f]+)(?::ckpt-step-(?P<step>\d{1,9}))?$")
@@ -50,6 +52,8 @@ def resolve(session: Session, project_id: str, model: str, base_models: list[str
     """The target of ``model`` for ``project_id``, or 404 ``model_not_found``."""
     if model in base_models:
         return Target(requested=model, base=model)
+    if model.startswith("tinker://"):
+        return _sampler_checkpoint(session, project_id, model, TrainingCheckpoint.tinker_path == model)
     if model.startswith("ftckpt-"):
         row = session.execute(
             select(Checkpoint, Job)
@@ -57,7 +61,7 @@ def resolve(session: Session, project_id: str, model: str, base_models: list[str
             .where(Checkpoint.id == model, Job.project_id == project_id)
         ).first()
         if row is None:
-            raise not_found(model)
+            return _sampler_checkpoint(session, project_id, model, TrainingCheckpoint.id == model)
         found, owner = row
         return Target(requested=model, base=owner.model, adapter=found.id, object_key=found.object_key)
     match = _FT_NAME.match(model)
@@ -80,6 +84,19 @@ def resolve(session: Session, project_id: str, model: str, base_models: list[str
         if ckpt is None:
             raise not_found(model)
     return Target(requested=model, base=job.model, adapter=ckpt.id, object_key=ckpt.object_key)
+
+
+def _sampler_checkpoint(session: Session, project_id: str, model: str, which: Any) -> Target:
+    """A sampler checkpoint a training-API client saved (api.training), by its ``ftckpt-`` id or ``tinker://`` path."""
+    row = session.execute(
+        select(TrainingCheckpoint, TrainingRun)
+        .join(TrainingRun, TrainingRun.id == TrainingCheckpoint.run_id)
+        .where(which, TrainingCheckpoint.project_id == project_id, TrainingCheckpoint.kind == "sampler")
+    ).first()
+    if row is None:
+        raise not_found(model)
+    found, run = row
+    return Target(requested=model, base=run.base_model, adapter=found.id, object_key=found.object_key)
 
 
 def fine_tuned_models(session: Session, project_id: str) -> list[tuple[str, str, int]]:

@@ -10,6 +10,8 @@ UPDATE, and a doorbell rung twice only makes a duplicate claim attempt that find
   checkpoint stands);
 - queued with no doorbell since ``requeue_after_seconds`` (Redis flushed, broker down at creation, a message
   lost) and past its backoff (``not_before``): rung again.
+Eval runs and training-API sessions follow rules of their own beside these (api.evals.leases.reap,
+api.training.leases.reap).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from api.db.models import Job, JobStatus, now
 from api.db.session import rows_changed
 from api.evals.leases import reap as reap_eval_runs
 from api.jobs.events import add_event
+from api.training.leases import reap as reap_training_sessions
 from api.webhooks.service import record_job_event
 
 log = logging.getLogger(__name__)
@@ -94,6 +97,8 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
             counts["requeued_queued"] += 1
     eval_runs = reap_eval_runs(session, stale)
     counts["eval_runs_rung"] = len(eval_runs)
+    training_sessions = reap_training_sessions(session, stale)
+    counts["training_sessions_rung"] = len(training_sessions)
     session.commit()  # the doorbells ring after the commit: a worker never sees a job state older than its message
     for job_id in ring:
         try:
@@ -105,6 +110,11 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
             queue.ring_eval(run_id)
         except Exception:
             log.exception("reaper could not enqueue eval run %s", run_id)
+    for session_id in training_sessions:
+        try:
+            queue.ring_session(session_id)
+        except Exception:
+            log.exception("reaper could not enqueue training session %s", session_id)
     return counts
 
 

@@ -219,6 +219,9 @@ def test_the_reaper_requeues_a_run_whose_worker_died_and_gives_up_after_three_cl
         def ring_eval(self, run_id: str) -> None:
             self.evals.append(run_id)
 
+        def ring_session(self, session_id: str) -> None:
+            raise AssertionError("no training session here")
+
     ev = make_eval(client).json()
     run = client.post(f"/v1/evals/{ev['id']}/runs", json=run_body()).json()
     url = f"/internal/evals/runs/{run['id']}"

@@ -44,6 +44,7 @@ API_MAY_USE = {
     "grpo_core.rewards.judge",
     "grpo_core.rewards.python_runner",
     "grpo_core.schemas.graders",
+    "grpo_core.primitives.spec",  # the training API checks a forward_backward batch before queueing it
     "grpo_core.rewards.templates",
 }
 

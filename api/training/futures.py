@@ -1,0 +1,81 @@
+"""``retrieve_future``: a request's result, held open until it is there (a long poll).
+
+The SDK polls again at once after each answer, with a 45 s timeout and no pause
+(docs/architecture/tinker-protocol.md §3), so the call waits here up to ``training_poll_seconds`` (default 20 s),
+looking at the request row every 50 ms to 0.5 s, and answers ``try_again`` when the time is up. Each look is one
+indexed read in the threadpool; the waiting itself costs the event loop nothing.
+
+The answer, by what the request became:
+- done: forward/backward and sample results as protobuf (the SDK refuses them as JSON), the others as JSON in the
+  SDK's response shapes (the worker posted them so: worker.training);
+- failed: ``{"error", "category"}``, which the SDK raises as ``RequestFailedError`` with that category (``user``
+  for what the caller can fix, ``server`` for a lost worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from sqlalchemy.orm import Session, sessionmaker
+
+from api.db.models import TrainingRequest, TrainingRequestStatus
+from api.training.wire import encode_forward_backward, encode_sample
+from runtime.training_contract import RequestKind
+
+PROTOBUF = "application/x-protobuf"
+
+
+def _look(sessions: sessionmaker[Session], project_id: str, request_id: str) -> TrainingRequest | bool | None:
+    """The request when it has finished, None while it has not, False when the caller cannot see it."""
+    with sessions() as db:
+        row = db.get(TrainingRequest, request_id)
+        if row is None or row.project_id != project_id:
+            return False
+        if row.status in (TrainingRequestStatus.done, TrainingRequestStatus.failed):
+            db.expunge(row)
+            return row
+        return None
+
+
+def answer(row: TrainingRequest) -> Response:
+    if row.status == TrainingRequestStatus.failed:
+        error = row.error or {}
+        return JSONResponse(
+            {"error": error.get("message", "the request failed"), "category": error.get("category", "unknown")}
+        )
+    result: dict[str, Any] = row.result or {}
+    kind = RequestKind(row.kind)
+    if kind == RequestKind.forward_backward:
+        return Response(encode_forward_backward(result["logprobs"], result["metrics"]), media_type=PROTOBUF)
+    if kind == RequestKind.sample:
+        return Response(encode_sample(result["sequences"], result.get("prompt_logprobs")), media_type=PROTOBUF)
+    return JSONResponse(result)
+
+
+async def retrieve(sessions: sessionmaker[Session], project_id: str, request_id: str, hold: float) -> Response:
+    deadline = time.monotonic() + hold
+    pause = 0.05
+    while True:
+        found = await run_in_threadpool(_look, sessions, project_id, request_id)
+        if found is False:
+            return JSONResponse(
+                {
+                    "error": {
+                        "type": "not_found_error",
+                        "code": None,
+                        "message": f"no request {request_id!r}",
+                        "param": "request_id",
+                    }
+                },
+                status_code=404,
+            )
+        if isinstance(found, TrainingRequest):
+            return answer(found)
+        if time.monotonic() + pause > deadline:
+            return JSONResponse({"type": "try_again", "request_id": request_id, "queue_state": "active"})
+        await asyncio.sleep(pause)
+        pause = min(pause * 1.5, 0.5)

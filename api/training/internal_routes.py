@@ -1,0 +1,63 @@
+"""``/internal/training``: what the worker holding a training session calls (worker token, not in the public
+spec): claim the session, take its next request (held open up to ``wait_seconds`` while there is none), post each
+result, renew, hand it back. Each call after the claim is fenced by the claim id (api.training.leases; the
+contract: runtime.training_contract)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+
+from api.core.deps import SessionDep, SettingsDep, require_worker
+from api.training import leases
+from runtime import training_contract as contract
+
+router = APIRouter(
+    prefix=contract.PREFIX, tags=["internal"], dependencies=[Depends(require_worker)], include_in_schema=False
+)
+
+
+@router.post(contract.CLAIM)
+def claim(session_id: str, body: contract.Claim, db: SessionDep, settings: SettingsDep) -> contract.SessionClaim:
+    return leases.claim(db, session_id, body, settings.training_lease_seconds, settings.training_idle_timeout_seconds)
+
+
+@router.post(contract.NEXT)
+async def next_request(
+    session_id: str, body: contract.NextRequest, request: Request, settings: SettingsDep
+) -> contract.NextAnswer:
+    """The next request, or nothing after ``wait_seconds`` (the worker asks again, or hands the session back when
+    it has been idle too long). Each look is a short transaction of its own in the threadpool."""
+    deadline = time.monotonic() + body.wait_seconds
+    pause = 0.02
+    while True:
+
+        def look() -> contract.NextAnswer:
+            with request.app.state.sessionmaker() as db:
+                return leases.next_request(db, session_id, body.claim_id, settings.training_lease_seconds)
+
+        answer = await run_in_threadpool(look)
+        if answer.request is not None or answer.stop is not None or time.monotonic() + pause > deadline:
+            return answer
+        await asyncio.sleep(pause)
+        pause = min(pause * 1.5, 0.25)
+
+
+@router.post(contract.RESULT)
+def post_result(
+    session_id: str, request_id: str, body: contract.ResultPost, db: SessionDep, settings: SettingsDep
+) -> contract.Ack:
+    return leases.post_result(db, session_id, request_id, body, settings.training_lease_seconds)
+
+
+@router.post(contract.HEARTBEAT)
+def heartbeat(session_id: str, body: contract.Fenced, db: SessionDep, settings: SettingsDep) -> contract.Ack:
+    return leases.heartbeat(db, session_id, body, settings.training_lease_seconds)
+
+
+@router.post(contract.RELEASE)
+def release(session_id: str, body: contract.Release, db: SessionDep) -> contract.Ack:
+    return leases.release(db, session_id, body)

@@ -1,0 +1,250 @@
+"""Training sessions, the worker's side (no FastAPI): claim a session, take its next request, post the result,
+renew, hand it back; and the reaper's rule for sessions whose worker stopped.
+
+A claim is a guarded UPDATE (an active session no worker holds) that records the worker's claim id; every later
+call must carry it (``_held``), so a worker whose lease expired, and whose session the reaper marked lost, can
+never write a result: it gets 409 ``stale_claim`` and stops. Each call renews the lease.
+
+What the API records when a result arrives (and only then: nothing half-stored): a save registers its checkpoint
+row, replacing an overwritten one; an unnamed save for sampling creates its sampling client.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from api.core.errors import Conflict, NotFound
+from api.db.models import (
+    SamplingSession,
+    TrainingCheckpoint,
+    TrainingRequest,
+    TrainingRequestStatus,
+    TrainingRun,
+    TrainingSession,
+    TrainingSessionStatus,
+    now,
+)
+from api.db.session import rows_changed
+from api.training.paths import TinkerPath
+from api.training.service import fail_open_requests
+from runtime import training_contract as tc
+from runtime.internal import Refusal
+
+# The SDK heartbeats every 10 s while its process lives; a session with nothing to do and no heartbeat for this long
+# belongs to a client that is gone (a script that ended without closing it), and its worker is freed.
+CLIENT_GONE_SECONDS = 60
+
+
+def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle_seconds: int) -> tc.SessionClaim:
+    t = now()
+    changed = rows_changed(
+        db,
+        update(TrainingSession)
+        .where(
+            TrainingSession.id == session_id,
+            TrainingSession.status == TrainingSessionStatus.active,
+            (TrainingSession.claim_id.is_(None)) | (TrainingSession.claim_id == body.claim_id),  # or a retried claim
+        )
+        .values(claim_id=body.claim_id, worker_id=body.worker_id, lease_expires_at=t + lease_seconds),
+    )
+    db.commit()
+    if not changed:
+        raise Conflict(f"session {session_id} is not claimable", code=Refusal.stale_claim)
+    row = db.get(TrainingSession, session_id)
+    assert row is not None
+    return tc.SessionClaim(
+        session_id=session_id,
+        project_id=row.project_id,
+        lease_seconds=lease_seconds,
+        idle_timeout_seconds=idle_seconds,
+    )
+
+
+def _held(db: Session, session_id: str, claim_id: str, lease_seconds: int) -> TrainingSession:
+    """The session this claim holds, its lease renewed; 409 ``stale_claim`` when it holds it no longer (a finished
+    session stays held until its worker hands it back, so the worker can be told to stop)."""
+    row = db.get(TrainingSession, session_id)
+    if row is None:
+        raise NotFound(f"no session {session_id!r}")
+    if row.claim_id != claim_id or row.status not in (TrainingSessionStatus.active, TrainingSessionStatus.finished):
+        raise Conflict(f"session {session_id} is {row.status} and not held by this claim", code=Refusal.stale_claim)
+    row.lease_expires_at = now() + lease_seconds
+    return row
+
+
+def heartbeat(db: Session, session_id: str, body: tc.Fenced, lease_seconds: int) -> tc.Ack:
+    row = _held(db, session_id, body.claim_id, lease_seconds)
+    db.commit()
+    return tc.Ack(stop="finished" if row.status == TrainingSessionStatus.finished else None)
+
+
+def next_request(db: Session, session_id: str, claim_id: str, lease_seconds: int) -> tc.NextAnswer:
+    """The session's lowest pending request, now running; or nothing yet (the route waits and asks again)."""
+    row = _held(db, session_id, claim_id, lease_seconds)
+    if row.status == TrainingSessionStatus.finished:
+        db.commit()
+        return tc.NextAnswer(stop="finished")
+    pending = db.scalars(
+        select(TrainingRequest)
+        .where(TrainingRequest.session_id == session_id, TrainingRequest.status == TrainingRequestStatus.pending)
+        .order_by(TrainingRequest.seq)
+        .limit(1)
+    ).first()
+    if pending is None:
+        gone = row.heartbeat_at is not None and row.heartbeat_at < now() - CLIENT_GONE_SECONDS
+        if gone:  # the client's process ended without closing the session: hand the device back now
+            row.status, row.finished_at = TrainingSessionStatus.expired, now()
+            row.error = {"message": f"expired: its client sent no heartbeat for {CLIENT_GONE_SECONDS} s"}
+        db.commit()
+        return tc.NextAnswer(stop="finished" if gone else None)
+    taken = rows_changed(
+        db,
+        update(TrainingRequest)
+        .where(TrainingRequest.id == pending.id, TrainingRequest.status == TrainingRequestStatus.pending)
+        .values(status=TrainingRequestStatus.running),
+    )
+    db.commit()
+    if not taken:  # failed meanwhile (the session was closed): the next ask finds what is left
+        return tc.NextAnswer()
+    return tc.NextAnswer(
+        request=tc.WorkItem(
+            id=pending.id, kind=tc.RequestKind(pending.kind), target=pending.target, payload=pending.payload
+        )
+    )
+
+
+def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPost, lease_seconds: int) -> tc.Ack:
+    row = _held(db, session_id, body.claim_id, lease_seconds)
+    req = db.get(TrainingRequest, request_id)
+    if req is None or req.session_id != session_id:
+        raise NotFound(f"no request {request_id!r} in session {session_id}")
+    done = body.error is None
+    changed = rows_changed(
+        db,
+        update(TrainingRequest)
+        .where(TrainingRequest.id == request_id, TrainingRequest.status == TrainingRequestStatus.running)
+        .values(
+            status=TrainingRequestStatus.done if done else TrainingRequestStatus.failed,
+            result=body.result,
+            error=body.error.model_dump() if body.error is not None else None,
+            finished_at=now(),
+        ),
+    )
+    if changed and done:
+        _register_checkpoint(db, req, body.result or {})
+    db.commit()
+    return tc.Ack(stop="finished" if row.status == TrainingSessionStatus.finished else None)
+
+
+def _register_checkpoint(db: Session, req: TrainingRequest, result: dict[str, object]) -> None:
+    """A save that succeeded: its checkpoint row (the object is in the store now), replacing an overwritten one."""
+    kind = tc.RequestKind(req.kind)
+    target: tc.CheckpointTarget | None
+    if kind == tc.RequestKind.save_weights:
+        target = tc.SaveWeights.model_validate(req.payload).to
+    elif kind == tc.RequestKind.save_weights_for_sampler:
+        target = tc.SaveForSampler.model_validate(req.payload).to
+    else:
+        return
+    if target is None:  # an unnamed save: a sampling client of the session, on the weights its worker kept
+        run = db.get(TrainingRun, req.target)
+        sid = tc.SaveForSampler.model_validate(req.payload).sampler_id
+        if run is not None and sid is not None and db.get(SamplingSession, sid) is None:
+            db.add(
+                SamplingSession(
+                    id=sid,
+                    session_id=req.session_id,
+                    project_id=req.project_id,
+                    base_model=run.base_model,
+                    snapshot_of=run.id,
+                )
+            )
+        return
+    path = TinkerPath.parse(target.tinker_path)
+    row = db.get(TrainingCheckpoint, target.checkpoint_id)
+    size = result.get("size_bytes")
+    if row is None:
+        row = TrainingCheckpoint(
+            id=target.checkpoint_id,
+            project_id=req.project_id,
+            run_id=path.run_id,
+            kind=path.kind,
+            name=path.name,
+            tinker_path=target.tinker_path,
+            object_key=target.object_key,
+        )
+        db.add(row)
+    row.size_bytes = int(size) if isinstance(size, int) else None
+    row.created_at = now()
+
+
+def release(db: Session, session_id: str, body: tc.Release) -> tc.Ack:
+    """The worker hands the session back: idle (expired), finished by its client, or its worker failed."""
+    row = db.get(TrainingSession, session_id)
+    if row is None or row.claim_id != body.claim_id:
+        return tc.Ack()  # not held by this claim any more: nothing to release
+    t = now()
+    if row.status == TrainingSessionStatus.active:
+        if body.reason == "idle":
+            row.status = TrainingSessionStatus.expired
+            row.error = {"message": body.message or "expired after its idle timeout"}
+            fail_open_requests(db, session_id, f"session {session_id} expired", "user")
+        else:
+            row.status = TrainingSessionStatus.lost
+            row.error = {"message": f"lost its worker: {body.message or 'the worker stopped'}"}
+            fail_open_requests(
+                db, session_id, f"the worker holding session {session_id} failed: {body.message}", "server"
+            )
+        row.finished_at = t
+    row.claim_id, row.lease_expires_at = None, None
+    db.commit()
+    return tc.Ack()
+
+
+def reap(db: Session, stale_before: int) -> list[str]:
+    """The reaper's rule for sessions (api.jobs.reaper): a session whose worker stopped renewing its lease is lost,
+    and its open requests fail with a server error (the client's futures answer; nothing hangs); an active session
+    with pending requests and no worker, not rung since ``stale_before``, is rung again. Returns the sessions to
+    ring, after the caller commits."""
+    t = now()
+    lost = select(TrainingSession).where(
+        TrainingSession.status.in_([TrainingSessionStatus.active, TrainingSessionStatus.finished]),
+        TrainingSession.claim_id.is_not(None),
+        TrainingSession.lease_expires_at < t,
+    )
+    for row in db.scalars(lost).all():
+        if row.status == TrainingSessionStatus.active:
+            row.status, row.finished_at = TrainingSessionStatus.lost, t
+            row.error = {
+                "message": f"lost its worker ({row.worker_id}): its lease expired, so its models and "
+                "their unsaved state are gone"
+            }
+            fail_open_requests(
+                db,
+                row.id,
+                f"the worker holding session {row.id} stopped (lease expired); the session is lost. "
+                "Restore from your last save_state in a new ServiceClient.",
+                "server",
+            )
+        row.claim_id, row.lease_expires_at = None, None
+    waiting = (
+        select(TrainingSession.id)
+        .where(
+            TrainingSession.status == TrainingSessionStatus.active,
+            TrainingSession.claim_id.is_(None),
+            (TrainingSession.enqueued_at.is_(None)) | (TrainingSession.enqueued_at < stale_before),
+        )
+        .where(
+            select(TrainingRequest.id)
+            .where(
+                TrainingRequest.session_id == TrainingSession.id,
+                TrainingRequest.status == TrainingRequestStatus.pending,
+            )
+            .exists()
+        )
+    )
+    ring = list(db.scalars(waiting).all())
+    if ring:
+        db.execute(update(TrainingSession).where(TrainingSession.id.in_(ring)).values(enqueued_at=t))
+    return ring

@@ -1,0 +1,133 @@
+"""The JSON bodies of the ``tinker`` SDK's calls, as this server reads them (docs/architecture/tinker-protocol.md §2).
+
+Each model ignores fields it does not use (the SDK sends ``type`` literals, idempotency and telemetry fields), so
+a newer SDK that adds a field still works; what it does use is typed, and a wrong type is a 422 naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+
+
+class CreateSession(_In):
+    tags: list[str] = Field(default_factory=list)
+    user_metadata: dict[str, Any] | None = None
+    sdk_version: str | None = None
+
+
+class SessionRef(_In):
+    session_id: str
+
+
+class FinishSession(_In):
+    reason: dict[str, Any] | None = None
+    detail: str | None = None
+
+
+class LoraIn(_In):
+    rank: int = 32
+    seed: int | None = None
+    train_unembed: bool = True
+    train_mlp: bool = True
+    train_attn: bool = True
+
+
+class CreateModel(_In):
+    session_id: str
+    model_seq_id: int = Field(ge=0)
+    base_model: str
+    lora_config: LoraIn | None = None
+    optimizer_config: dict[str, Any] | None = None
+    user_metadata: dict[str, Any] | None = None
+
+
+class ModelRef(_In):
+    model_id: str
+
+
+class AdamIn(_In):
+    learning_rate: float = Field(1e-4, ge=0)
+    beta1: float = Field(0.9, ge=0, lt=1)
+    beta2: float = Field(0.95, ge=0, lt=1)
+    eps: float = Field(1e-12, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    grad_clip_norm: float = Field(0.0, ge=0)
+
+
+class OptimStep(_In):
+    model_id: str
+    adam_params: AdamIn | None = None
+    optimizer_params: dict[str, Any] | None = None
+
+
+class SaveWeights(_In):
+    model_id: str
+    path: str | None = None
+    overwrite: bool = False
+
+
+class SaveForSampler(_In):
+    model_id: str
+    path: str | None = None
+    sampling_session_seq_id: int | None = None
+    kind: str = "snapshot"
+
+
+class LoadWeights(_In):
+    path: str
+    optimizer: bool = False
+    model_id: str | None = None
+    session_id: str | None = None
+    model_seq_id: int | None = None
+    user_metadata: dict[str, Any] | None = None
+
+
+class CreateSampler(_In):
+    session_id: str
+    sampling_session_seq_id: int = Field(ge=0)
+    base_model: str | None = None
+    model_path: str | None = None
+
+
+class Chunk(_In):
+    type: str = "encoded_text"
+    tokens: list[int] = Field(default_factory=list)
+
+
+class ModelInput(_In):
+    chunks: list[Chunk]
+
+
+class SamplingParamsIn(_In):
+    max_tokens: int | None = None
+    seed: int | None = None
+    stop: str | list[str] | list[int] | None = None
+    temperature: float = 1.0
+    top_k: int = -1
+    top_p: float = 1.0
+
+
+class Sample(_In):
+    sampling_session_id: str | None = None
+    base_model: str | None = None
+    model_path: str | None = None
+    prompt: ModelInput
+    num_samples: int = 1
+    sampling_params: SamplingParamsIn
+    prompt_logprobs: bool = False
+    topk_prompt_logprobs: int = 0
+    topk_sample_logprobs: int = 0
+
+
+class Retrieve(_In):
+    request_id: str
+
+
+class WeightsInfo(_In):
+    tinker_path: str

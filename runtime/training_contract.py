@@ -1,0 +1,192 @@
+"""The internal API of training sessions, both sides: a worker claims a session, takes its requests in order,
+posts each one's result, and hands the session back.
+
+Served under ``/internal/training`` (api.training.internal_routes, worker token) and called by worker.training.
+A session is leased like a job: the claim records the worker's claim id and every later call carries it, so a
+worker presumed dead (its lease expired, the session marked lost) can never write a result into it: the API
+answers 409 ``stale_claim`` and the worker stops.
+
+A request's payload is the worker's view of one SDK call, already validated by the API (api.training.service):
+the worker trusts its shapes and names, and what it still finds wrong (a token id beyond the vocabulary) is a
+``user`` error of that request alone.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from runtime.internal import ModelSource
+
+PREFIX = "/internal/training/sessions"
+CLAIM = "/{session_id}/claim"
+NEXT = "/{session_id}/next"
+RESULT = "/{session_id}/results/{request_id}"
+HEARTBEAT = "/{session_id}/heartbeat"
+RELEASE = "/{session_id}/release"
+
+
+def url(path: str, session_id: str, request_id: str = "") -> str:
+    return PREFIX + path.format(session_id=session_id, request_id=request_id)
+
+
+class RequestKind(enum.StrEnum):
+    """What a request asks of the session's worker (one per SDK call that returns a future)."""
+
+    create_model = "create_model"
+    load_weights = "load_weights"
+    forward_backward = "forward_backward"
+    optim_step = "optim_step"
+    save_weights = "save_weights"
+    save_weights_for_sampler = "save_weights_for_sampler"
+    sample = "sample"
+
+
+class Claim(BaseModel):
+    worker_id: str
+    claim_id: str
+
+
+class SessionClaim(BaseModel):
+    session_id: str
+    project_id: str
+    lease_seconds: int = Field(description="Renew (heartbeat) well within this, or the session is lost.")
+    idle_timeout_seconds: int = Field(description="Hand the session back after this long without a request.")
+
+
+class Fenced(BaseModel):
+    claim_id: str
+
+
+class NextRequest(BaseModel):
+    claim_id: str
+    wait_seconds: float = Field(10.0, ge=0, le=30, description="How long the API may hold the call for work.")
+
+
+class ModelSpec(BaseModel):
+    """A base model as the worker loads it: a registry model's files, or a folder of the worker's catalog."""
+
+    id: str
+    source: ModelSource | None = None
+
+
+class CheckpointTarget(BaseModel):
+    """Where a save goes (the API picked the object key) and what it answers as."""
+
+    checkpoint_id: str
+    object_key: str
+    tinker_path: str
+
+
+class SamplerSpec(BaseModel):
+    """What a sampling client samples from: the base model alone, an adapter in the store (a sampler checkpoint),
+    or a training run's weights as the worker saved them for this session (``snapshot_of``: the run's id)."""
+
+    id: str
+    base: ModelSpec
+    adapter_key: str | None = None
+    snapshot_of: str | None = None
+
+
+class WorkItem(BaseModel):
+    id: str
+    kind: RequestKind
+    target: str | None = Field(None, description="The training run or sampling client it acts on.")
+    payload: dict[str, Any]
+
+
+class NextAnswer(BaseModel):
+    request: WorkItem | None = None
+    stop: Literal["finished"] | None = Field(
+        None, description="The client closed the session (or is gone, and the API expired it): hand it back."
+    )
+
+
+class RequestError(BaseModel):
+    message: str
+    category: Literal["user", "server"] = "server"
+
+
+class ResultPost(BaseModel):
+    claim_id: str
+    result: dict[str, Any] | None = None
+    error: RequestError | None = None
+
+
+class Ack(BaseModel):
+    ok: bool = True
+    stop: Literal["finished"] | None = None
+
+
+class Release(BaseModel):
+    claim_id: str
+    reason: Literal["idle", "finished", "error"]
+    message: str | None = None
+
+
+# Payloads, as the API writes them and the worker reads them.
+class CreateModel(BaseModel):
+    base: ModelSpec
+    rank: int
+    seed: int
+    train_mlp: bool = True
+    train_attn: bool = True
+
+
+class LoadWeights(BaseModel):
+    """Load a training checkpoint into ``target``: a run of this session (``create``: a new one, built first)."""
+
+    object_key: str
+    optimizer: bool
+    create: CreateModel | None = None
+
+
+class DatumIn(BaseModel):
+    tokens: list[int]
+    inputs: dict[str, list[int] | list[float]] = Field(description="Token ids stay ints (target_tokens).")
+
+
+class ForwardBackward(BaseModel):
+    loss_fn: str
+    config: dict[str, float] = Field(default_factory=dict)
+    forward_only: bool = False
+    data: list[DatumIn]
+
+
+class Adam(BaseModel):
+    learning_rate: float = 1e-4
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-12
+    weight_decay: float = 0.0
+    grad_clip_norm: float = 0.0
+
+
+class OptimStep(BaseModel):
+    adam: Adam
+
+
+class SaveWeights(BaseModel):
+    to: CheckpointTarget
+
+
+class SaveForSampler(BaseModel):
+    """A named save (``to``: an adapter in the store) or an unnamed one (``sampler``: a sampling client of this
+    session that samples the run's weights as they are now)."""
+
+    to: CheckpointTarget | None = None
+    sampler_id: str | None = None
+
+
+class Sample(BaseModel):
+    sampler: SamplerSpec
+    prompt: list[int]
+    num_samples: int
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None = None
+    stop: list[str] | list[int] | None = None
+    prompt_logprobs: bool = False
