@@ -32,6 +32,7 @@ from api.models import routes as models
 from api.tenants.callers import KeyCache
 from api.training import internal_routes as training_internal
 from api.training import routes as training
+from api.training import runs_routes as training_runs
 from api.webhooks import routes as webhooks
 from api.webhooks.dispatch import start_dispatcher
 
@@ -121,6 +122,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         inference.router,
         webhooks.router,
         jobs_internal.router,
+        training_runs.router,
         training_internal.router,
         training.router,  # last: its catch-all answers calls of the SDK this server does not serve
     ):

@@ -485,6 +485,18 @@ class TrainingRequest(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))  # TrainingRequestStatus
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # a training step's, kept small for the series
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # {"message", "category": user|server}
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class TrainingRunMetrics(Base):
+    """Metrics a client reports for one step of its own loop (a reward the service cannot see), merged by step."""
+
+    __tablename__ = "training_run_metrics"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("training_runs.id"), primary_key=True)
+    step: Mapped[int] = mapped_column(Integer, primary_key=True)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)

@@ -127,6 +127,7 @@ def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPo
         .values(
             status=TrainingRequestStatus.done if done else TrainingRequestStatus.failed,
             result=body.result,
+            metrics=step_metrics(req, body.result) if done else None,
             error=body.error.model_dump() if body.error is not None else None,
             finished_at=now(),
         ),
@@ -135,6 +136,17 @@ def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPo
         _register_checkpoint(db, req, body.result or {})
     db.commit()
     return tc.Ack(stop="finished" if row.status == TrainingSessionStatus.finished else None)
+
+
+def step_metrics(req: TrainingRequest, result: dict[str, object] | None) -> dict[str, object] | None:
+    """The few numbers of a training call the run's series is drawn from (api.training.runs), kept apart from its
+    result (whose per-token log-probs are large): a forward_backward's loss and tokens, an optim_step's."""
+    kind = tc.RequestKind(req.kind)
+    trains = kind == tc.RequestKind.forward_backward and not req.payload.get("forward_only", False)
+    if not (trains or kind == tc.RequestKind.optim_step) or result is None:
+        return None
+    metrics = result.get("metrics")
+    return dict(metrics) if isinstance(metrics, dict) else None
 
 
 def _register_checkpoint(db: Session, req: TrainingRequest, result: dict[str, object]) -> None:

@@ -98,8 +98,10 @@ def session_heartbeat(body: s.SessionRef, db: SessionDep, project: Project) -> R
 
 
 @router.post("/sessions/{session_id}/finish")
-def finish_session(session_id: str, body: s.FinishSession, db: SessionDep, project: Project) -> dict[str, Any]:
-    reason = (body.reason or {}).get("type")
+def finish_session(
+    session_id: str, db: SessionDep, project: Project, body: s.FinishSession | None = None
+) -> dict[str, Any]:
+    reason = ((body.reason if body else None) or {}).get("type")
     row = service.finish_session(db, project, session_id, reason)
     return {"session_id": row.id, "status": row.status}
 
@@ -275,22 +277,22 @@ def training_runs(db: SessionDep, project: Project, limit: int = 20, offset: int
     return listing.runs(db, project, limit, offset)
 
 
-@router.get("/training_runs/{run_id}")
-def training_run(run_id: str, db: SessionDep, project: Project) -> dict[str, Any]:
-    return listing.run(db, service.get_run(db, project, run_id))
+@router.get("/training_runs/{training_run_id}")
+def training_run(training_run_id: str, db: SessionDep, project: Project) -> dict[str, Any]:
+    return listing.run(db, service.get_run(db, project, training_run_id))
 
 
-@router.get("/training_runs/{run_id}/checkpoints")
-def run_checkpoints(run_id: str, db: SessionDep, project: Project) -> dict[str, Any]:
-    service.get_run(db, project, run_id)
-    return listing.checkpoints(db, project, run_id, 1000, 0)
+@router.get("/training_runs/{training_run_id}/checkpoints")
+def run_checkpoints(training_run_id: str, db: SessionDep, project: Project) -> dict[str, Any]:
+    service.get_run(db, project, training_run_id)
+    return listing.checkpoints(db, project, training_run_id, 1000, 0)
 
 
-@router.delete("/training_runs/{run_id}/checkpoints/{checkpoint_id:path}")
+@router.delete("/training_runs/{training_run_id}/checkpoints/{tinker_checkpoint_id:path}")
 def delete_checkpoint(
-    run_id: str, checkpoint_id: str, request: Request, db: SessionDep, project: Project
+    training_run_id: str, tinker_checkpoint_id: str, request: Request, db: SessionDep, project: Project
 ) -> dict[str, Any]:
-    listing.delete(db, request.app.state.store, project, run_id, checkpoint_id)
+    listing.delete(db, request.app.state.store, project, training_run_id, tinker_checkpoint_id)
     return {"deleted": True}
 
 

@@ -1,12 +1,13 @@
-"""training_sessions, training_runs, sampling_sessions, training_checkpoints, training_requests: the training API
+"""training_sessions, training_runs, sampling_sessions, training_checkpoints, training_requests,
+training_run_metrics: the training API
 
 Revision ID: 0011
 Revises: 0010
 Create Date: 2026-11-28
 
 The ``tinker`` SDK's objects (api.training): a session a worker leases to hold its models, its LoRA training runs
-and sampling clients, the checkpoints they save, and every call as a request row (the future the client polls),
-taken by the session's worker in ``seq`` order.
+and sampling clients, the checkpoints they save, every call as a request row (the future the client polls) taken
+by the session's worker in ``seq`` order, and the metrics a client reports for its own loop's steps.
 """
 
 from collections.abc import Sequence
@@ -73,6 +74,7 @@ def upgrade() -> None:
         sa.Column("payload", sa.JSON(), nullable=False),
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("result", sa.JSON(), nullable=True),
+        sa.Column("metrics", sa.JSON(), nullable=True),
         sa.Column("error", sa.JSON(), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.Column("finished_at", sa.BigInteger(), nullable=True),
@@ -125,8 +127,21 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_training_checkpoints_project_id"), ["project_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_training_checkpoints_run_id"), ["run_id"], unique=False)
 
+    op.create_table(
+        "training_run_metrics",
+        sa.Column("run_id", sa.String(length=160), nullable=False),
+        sa.Column("step", sa.Integer(), nullable=False),
+        sa.Column("metrics", sa.JSON(), nullable=False),
+        sa.Column("created_at", sa.BigInteger(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["run_id"], ["training_runs.id"], name=op.f("fk_training_run_metrics_run_id_training_runs")
+        ),
+        sa.PrimaryKeyConstraint("run_id", "step", name=op.f("pk_training_run_metrics")),
+    )
+
 
 def downgrade() -> None:
+    op.drop_table("training_run_metrics")
     with op.batch_alter_table("training_checkpoints", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_training_checkpoints_run_id"))
         batch_op.drop_index(batch_op.f("ix_training_checkpoints_project_id"))

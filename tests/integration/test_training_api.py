@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 import tinker
+import torch
 from tinker import types
 
 from scripts.local_stack import ROOT
@@ -135,13 +136,39 @@ def test_a_supervised_loop_lowers_the_loss_and_a_saved_state_continues_bit_exact
     b = restored.forward(SFT, "cross_entropy").result()
     for x, y in zip(a.loss_fn_outputs, b.loss_fn_outputs, strict=True):
         assert x["logprobs"].tolist() == y["logprobs"].tolist()
-    runs = (
-        tinker.RestClient(base_url=service.stack.url, api_key=f"tml-{service.key_a}")
-        .list_checkpoints(tc.model_id)
-        .result()
-        .checkpoints
-    )
-    assert [c.tinker_path for c in runs] == [saved]
+    rest = tinker.RestClient(base_url=service.stack.url, api_key=f"tml-{service.key_a}")
+    assert [c.tinker_path for c in rest.list_checkpoints(tc.model_id).result().checkpoints] == [saved]
+    info = rest.get_weights_info_by_tinker_path(saved).result()
+    assert info.base_model == TINY_ID and info.lora_rank == 8
+
+    # load_state (weights only) into a client that trained on: its forward is the saved weights' again
+    before = restored.forward(SFT, "cross_entropy").result()
+    tc.load_state(saved).result()
+    again = tc.forward(SFT, "cross_entropy").result()
+    first = sc.create_training_client_from_state(saved).result().forward(SFT, "cross_entropy").result()
+    assert [o["logprobs"].tolist() for o in again.loss_fn_outputs] == [
+        o["logprobs"].tolist() for o in first.loss_fn_outputs
+    ]
+    assert again.metrics["loss:sum"] != before.metrics["loss:sum"]
+
+    # a custom loss runs on two cross_entropy calls (the SDK's forward_backward_custom), weights negative included
+    def mean_logprob(data: list[types.Datum], logprobs: list[torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        loss = -torch.stack([lp.mean() for lp in logprobs]).mean()
+        return loss, {"custom:mean": float(loss)}
+
+    custom = tc.forward_backward_custom(SFT, mean_logprob).result()
+    assert "custom:mean" in custom.metrics
+    tc.optim_step(ADAM).result()
+
+    # what the dashboard draws: one row per step, the loss of its calls
+    rows = httpx.get(
+        f"{service.stack.url}/v1/training_runs/{tc.model_id}/metrics",
+        headers={"Authorization": f"Bearer {service.key_a}"},
+    ).json()["data"]
+    assert [r["step"] for r in rows] == list(range(1, 13))  # 10 + the step checked against the restored + 1
+    assert rows[0]["loss"] == pytest.approx(losses[0]) and rows[9]["loss"] == pytest.approx(losses[9])
+    rest.delete_checkpoint(tc.model_id, "weights/after-10").result()
+    assert rest.list_checkpoints(tc.model_id).result().checkpoints == []
 
 
 def rest(service: Service, key: str | None = None) -> tinker.RestClient:

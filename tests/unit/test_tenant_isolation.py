@@ -38,6 +38,7 @@ EVAL_RUN = {
 BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/evals/{eval_id}"): {"name": "renamed"},
     ("POST", "/v1/evals/{eval_id}/runs"): EVAL_RUN,
+    ("POST", "/v1/training_runs/{training_run_id}/metrics"): {"step": 2, "metrics": {"reward": 1.0}},
 }
 SAMPLE = {"prompt": "1+1=", "completion": "2", "reward": 1.0, "advantage": 0.5}
 
@@ -106,6 +107,9 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
     items_url = f"/v1/evals/{ev.json()['id']}/runs/{run.json()['id']}/output_items"
     output_item = client.get(items_url, headers=headers).json()["data"][0]
     deliveries = client.get(f"/v1/webhook_endpoints/{ep.json()['id']}/deliveries", headers=headers).json()["data"]
+    from tests.unit.test_training_isolation import make_training_objects  # it imports this module's helpers
+
+    training = make_training_objects(client, headers.get("Authorization", "Bearer open-mode").removeprefix("Bearer "))
     events = client.get(f"{JOBS}/{job['id']}/events", params={"limit": 100}, headers=headers).json()["data"]
     assert len(deliveries) == 1 and len(events) >= 5
     return {
@@ -118,6 +122,8 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
         "eval_id": ev.json()["id"],
         "run_id": run.json()["id"],
         "output_item_id": output_item["id"],
+        "training_run_id": training["model_id"],
+        "session_id": training["session_id"],
         "project_id": job["organization_id"],
         "webhook_secret": ep.json()["secret"],
         "checkpoint_key": key,
@@ -178,8 +184,10 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
     for method, path, route in api_routes(client):
         if path.startswith("/internal/"):  # a project key is not the worker token, whoever's it is
             for hdr in (a_hdr, b_hdr):
-                internal_ids = a_ids | {"job_id": a["fine_tuning_job_id"], "model_id": TINY_ID}
+                internal_ids = a_ids | {"job_id": a["fine_tuning_job_id"], "model_id": TINY_ID, "request_id": "req-1"}
                 assert call(client, method, path, internal_ids, hdr).status_code == 401
+            continue
+        if path.startswith("/api/v1/"):  # the training API's own key header: tests/unit/test_training_isolation.py
             continue
         if path == DOWNLOADS:  # no key at all: the signed token is the credential (checked below)
             continue

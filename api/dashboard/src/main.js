@@ -1,4 +1,4 @@
-// The dashboard's shell: API-key login, hash routes (#/, #/jobs/<id>, #/new) and the header.
+// The dashboard's shell: API-key login, hash routes (#/, #/jobs/<id>, #/runs/<id>, #/new) and the header.
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import { render } from "preact";
@@ -7,6 +7,7 @@ import { ApiError, api, auth } from "./api.js";
 import { CreateJob } from "./create.js";
 import { JobPage } from "./job.js";
 import { JobsList } from "./jobs.js";
+import { RunPage, RunsList } from "./runs.js";
 import { ErrorNote, html, navigate } from "./util.js";
 
 function useRoute() {
@@ -71,9 +72,11 @@ function App() {
 
   let page;
   const job = route.match(/^#\/jobs\/([^/?]+)/);
+  const run = route.match(/^#\/runs\/([^/?]+)/);
   if (job) page = html`<${JobPage} key=${job[1]} jobId=${decodeURIComponent(job[1])} />`;
+  else if (run) page = html`<${RunPage} key=${run[1]} runId=${decodeURIComponent(run[1])} />`;
   else if (route.startsWith("#/new")) page = html`<${CreateJob} />`;
-  else page = html`<${JobsList} />`;
+  else page = html`<${JobsList} /><${RunsList} />`;
 
   return html`<div>
     <header class="topbar">

@@ -94,6 +94,7 @@ from .list_response_job import ListResponseJob
 from .list_response_job_event import ListResponseJobEvent
 from .list_response_output_item import ListResponseOutputItem
 from .list_response_run import ListResponseRun
+from .list_response_training_run_object import ListResponseTrainingRunObject
 from .list_response_webhook_delivery import ListResponseWebhookDelivery
 from .list_response_webhook_endpoint import ListResponseWebhookEndpoint
 from .list_runs_order import ListRunsOrder
@@ -130,15 +131,19 @@ from .regex_grader import RegexGrader
 from .regex_grader_flags_item import RegexGraderFlagsItem
 from .regex_grader_mode import RegexGraderMode
 from .reinforcement_method import ReinforcementMethod
+from .report_metrics import ReportMetrics
+from .report_metrics_metrics import ReportMetricsMetrics
 from .resources import Resources
 from .result_counts import ResultCounts
 from .run import Run
+from .run_checkpoint import RunCheckpoint
 from .run_create import RunCreate
 from .run_create_data_source import RunCreateDataSource
 from .run_create_metadata_type_0 import RunCreateMetadataType0
 from .run_data_source import RunDataSource
 from .run_deleted import RunDeleted
 from .run_metadata_type_0 import RunMetadataType0
+from .run_metrics import RunMetrics
 from .run_per_model_usage_item import RunPerModelUsageItem
 from .run_request import RunRequest
 from .run_request_item import RunRequestItem
@@ -147,6 +152,8 @@ from .run_response_metadata import RunResponseMetadata
 from .run_response_model_grader_token_usage_per_model import RunResponseModelGraderTokenUsagePerModel
 from .run_response_sub_rewards import RunResponseSubRewards
 from .run_status import RunStatus
+from .run_step import RunStep
+from .run_step_reported import RunStepReported
 from .sample import Sample
 from .sample_rewards import SampleRewards
 from .samples_response import SamplesResponse
@@ -163,6 +170,7 @@ from .string_check_grader_operation import StringCheckGraderOperation
 from .text_similarity_grader import TextSimilarityGrader
 from .text_similarity_grader_evaluation_metric import TextSimilarityGraderEvaluationMetric
 from .timing import Timing
+from .training_run_object import TrainingRunObject
 from .trajectory_span import TrajectorySpan
 from .trajectory_span_kind import TrajectorySpanKind
 from .validate_request import ValidateRequest
@@ -274,6 +282,7 @@ __all__ = (
     "ListResponseJobEvent",
     "ListResponseOutputItem",
     "ListResponseRun",
+    "ListResponseTrainingRunObject",
     "ListResponseWebhookDelivery",
     "ListResponseWebhookEndpoint",
     "ListRunsOrder",
@@ -310,15 +319,19 @@ __all__ = (
     "RegexGraderFlagsItem",
     "RegexGraderMode",
     "ReinforcementMethod",
+    "ReportMetrics",
+    "ReportMetricsMetrics",
     "Resources",
     "ResultCounts",
     "Run",
+    "RunCheckpoint",
     "RunCreate",
     "RunCreateDataSource",
     "RunCreateMetadataType0",
     "RunDataSource",
     "RunDeleted",
     "RunMetadataType0",
+    "RunMetrics",
     "RunPerModelUsageItem",
     "RunRequest",
     "RunRequestItem",
@@ -327,6 +340,8 @@ __all__ = (
     "RunResponseModelGraderTokenUsagePerModel",
     "RunResponseSubRewards",
     "RunStatus",
+    "RunStep",
+    "RunStepReported",
     "Sample",
     "SampleRewards",
     "SamplesResponse",
@@ -343,6 +358,7 @@ __all__ = (
     "TextSimilarityGrader",
     "TextSimilarityGraderEvaluationMetric",
     "Timing",
+    "TrainingRunObject",
     "TrajectorySpan",
     "TrajectorySpanKind",
     "ValidateRequest",

@@ -1,0 +1,137 @@
+"""Training runs as ``/v1`` shows them (no FastAPI): the list, one run with its checkpoints, its per-step series, and
+the metrics a client reports for its steps.
+
+The series is computed from the run's requests: each ``optim_step`` closes a step, and the ``forward_backward``
+calls (not ``forward``) since the previous one are its loss. Their numbers were kept apart from the results when
+the worker posted them (``training_requests.metrics``), so drawing a long run reads no per-token log-probs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from api.core.pagination import Page, anchor, keyset_page
+from api.db.models import (
+    TrainingCheckpoint,
+    TrainingRequest,
+    TrainingRequestStatus,
+    TrainingRun,
+    TrainingRunMetrics,
+    TrainingSession,
+    now,
+)
+from api.training.run_schemas import ReportMetrics, RunCheckpoint, RunStep, TrainingRunObject
+from api.training.service import get_run
+from runtime.training_contract import RequestKind
+
+
+def view(db: Session, run: TrainingRun) -> TrainingRunObject:
+    session = db.get(TrainingSession, run.session_id)
+    assert session is not None
+    steps = db.scalar(
+        select(func.count())
+        .select_from(TrainingRequest)
+        .where(
+            TrainingRequest.target == run.id,
+            TrainingRequest.kind == RequestKind.optim_step,
+            TrainingRequest.status == TrainingRequestStatus.done,
+        )
+    )
+    ckpts = db.scalars(
+        select(TrainingCheckpoint).where(TrainingCheckpoint.run_id == run.id).order_by(TrainingCheckpoint.created_at)
+    ).all()
+    return TrainingRunObject(
+        id=run.id,
+        session_id=run.session_id,
+        base_model=run.base_model,
+        lora_rank=int(run.lora.get("rank", 0)),
+        status=session.status,
+        error=(session.error or {}).get("message"),
+        steps=steps or 0,
+        created_at=run.created_at,
+        last_request_at=run.last_request_at,
+        checkpoints=[
+            RunCheckpoint(
+                id=c.id,
+                kind=c.kind,
+                name=c.name,
+                tinker_path=c.tinker_path,
+                size_bytes=c.size_bytes,
+                created_at=c.created_at,
+            )
+            for c in ckpts
+        ],
+    )
+
+
+def list_runs(db: Session, project_id: str, limit: int, after: str | None) -> Page[TrainingRun]:
+    """The project's runs, newest first."""
+    query = select(TrainingRun).where(TrainingRun.project_id == project_id)
+    start = anchor(
+        after, TrainingRun.id == after, TrainingRun.project_id == project_id, missing=f"no training run {after!r}"
+    )
+    return keyset_page(db, query, [TrainingRun.created_at, TrainingRun.id], limit=limit, descending=True, after=start)
+
+
+def series(db: Session, project_id: str, run_id: str) -> list[RunStep]:
+    get_run(db, project_id, run_id)
+    rows = db.execute(
+        select(TrainingRequest.kind, TrainingRequest.metrics, TrainingRequest.finished_at)
+        .where(
+            TrainingRequest.target == run_id,
+            TrainingRequest.status == TrainingRequestStatus.done,
+            TrainingRequest.kind.in_([RequestKind.forward_backward, RequestKind.optim_step]),
+        )
+        .order_by(TrainingRequest.seq)
+    ).all()
+    reported = {
+        r.step: r.metrics for r in db.scalars(select(TrainingRunMetrics).where(TrainingRunMetrics.run_id == run_id))
+    }
+    out: list[RunStep] = []
+    loss = tokens = 0.0
+    seen = False
+    for kind, metrics, finished_at in rows:
+        m: dict[str, Any] = metrics or {}
+        if kind == RequestKind.forward_backward:
+            if "loss:sum" in m:
+                loss, tokens, seen = loss + float(m["loss:sum"]), tokens + float(m.get("tokens:sum", 0)), True
+            continue
+        step = len(out) + 1
+        out.append(
+            RunStep(
+                step=step,
+                loss=loss if seen else None,
+                tokens=tokens if seen else None,
+                loss_per_token=loss / tokens if seen and tokens else None,
+                grad_norm=_finite(m.get("grad_norm:mean")),
+                learning_rate=_finite(m.get("learning_rate:mean")),
+                reported=reported.pop(step, {}),
+                created_at=finished_at,
+            )
+        )
+        loss = tokens = 0.0
+        seen = False
+    # what the client reported for steps the service has not seen (yet): still drawn
+    out += [RunStep(step=s, reported=v) for s, v in sorted(reported.items())]
+    return out
+
+
+def _finite(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
+
+
+def report(db: Session, project_id: str, run_id: str, body: ReportMetrics) -> RunStep:
+    """Merge the client's metrics for one step (a second report of a key replaces its value)."""
+    get_run(db, project_id, run_id)
+    row = db.get(TrainingRunMetrics, (run_id, body.step))
+    if row is None:
+        row = TrainingRunMetrics(run_id=run_id, step=body.step, metrics=dict(body.metrics), created_at=now())
+        db.add(row)
+    else:
+        row.metrics = {**row.metrics, **body.metrics}
+    db.commit()
+    return RunStep(step=body.step, reported=row.metrics, created_at=row.created_at)

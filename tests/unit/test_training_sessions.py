@@ -1,0 +1,194 @@
+"""A training-API session's life on the API's side, with a worker played through the internal API: the order
+requests reach the worker in, the fence, closing, idling, a client that went away, a lost worker (the reaper), the
+long poll, and the run's series as /v1 draws it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from api.core.settings import ApiSettings
+from api.jobs.reaper import reap
+from tests.tiny_model import TINY_ID
+from tests.unit.test_training_isolation import WORKER, fwdbwd_body
+
+API = "/api/v1"
+H = {"X-API-Key": "tml-anything"}  # no keys configured: the default project
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, Any]:
+    return {"reaper": False, "webhook_dispatcher": False, "training_poll_seconds": 0.3}
+
+
+def start(client: TestClient) -> tuple[str, str]:
+    """A session with one training run (its create_model still pending); (session id, run id)."""
+    sid = client.post(f"{API}/create_session", json={}, headers=H).json()["session_id"]
+    body = {"session_id": sid, "model_seq_id": 0, "base_model": TINY_ID, "lora_config": {"rank": 4}}
+    made = client.post(f"{API}/create_model", json=body, headers=H)
+    assert made.status_code == 200, made.text
+    return sid, made.json()["model_id"]
+
+
+def internal(client: TestClient, sid: str, what: str, body: dict[str, Any]) -> Any:
+    return client.post(f"/internal/training/sessions/{sid}/{what}", json=body, headers=WORKER)
+
+
+def take(client: TestClient, sid: str, claim: str = "c-1") -> dict[str, Any]:
+    got = internal(client, sid, "next", {"claim_id": claim, "wait_seconds": 0}).json()
+    assert got["request"], got
+    return got["request"]
+
+
+def answer(client: TestClient, sid: str, req: dict[str, Any], result: dict[str, Any], claim: str = "c-1") -> Any:
+    return internal(client, sid, f"results/{req['id']}", {"claim_id": claim, "result": result})
+
+
+def sql(settings: ApiSettings, statement: str, **params: Any) -> None:
+    with create_engine(settings.db_url).begin() as conn:
+        conn.execute(text(statement), params)
+
+
+def test_requests_reach_the_worker_in_order_and_only_the_claim_holder_writes(client: TestClient) -> None:
+    sid, run = start(client)
+    assert internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"}).status_code == 200
+    assert internal(client, sid, "claim", {"worker_id": "w2", "claim_id": "c-2"}).status_code == 409
+    optim = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H).json()
+    save = client.post(f"{API}/save_weights", json={"model_id": run, "path": "a"}, headers=H).json()
+    kinds = []
+    for _ in range(3):
+        req = take(client, sid)
+        kinds.append(req["kind"])
+        stale = answer(client, sid, req, {}, claim="c-2")
+        assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_claim"
+        answer(client, sid, req, {"type": req["kind"], "path": "tinker://x/weights/a"})
+    assert kinds == ["create_model", "optim_step", "save_weights"]
+    got = client.post(f"{API}/retrieve_future", json={"request_id": optim["request_id"]}, headers=H)
+    assert got.json() == {"type": "optim_step", "path": "tinker://x/weights/a"}
+    saved = client.post(f"{API}/retrieve_future", json={"request_id": save["request_id"]}, headers=H)
+    assert saved.status_code == 200
+    listed = client.get(f"{API}/training_runs/{run}/checkpoints", headers=H).json()["checkpoints"]
+    assert [c["tinker_path"] for c in listed] == [f"tinker://{run}/weights/a"]  # registered when the save landed
+
+
+def test_a_future_is_long_polled_then_try_again(client: TestClient) -> None:
+    _, run = start(client)
+    assert client.post(f"{API}/retrieve_future", json={"request_id": "req-nope"}, headers=H).status_code == 404
+    fut = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H).json()
+    started = time.monotonic()
+    waited = client.post(f"{API}/retrieve_future", json={"request_id": fut["request_id"]}, headers=H).json()
+    # held for about training_poll_seconds (0.3 s here), not answered at once: the SDK polls again without a pause
+    assert waited["type"] == "try_again" and 0.2 < time.monotonic() - started < 5
+
+
+def test_closing_the_session_fails_what_is_pending_and_tells_the_worker(client: TestClient) -> None:
+    sid, run = start(client)
+    internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    create = take(client, sid)
+    pending = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H).json()
+    closed = client.post(f"{API}/sessions/{sid}/finish", json={"reason": {"type": "success"}}, headers=H)
+    assert closed.json()["status"] == "finished"
+    failed = client.post(f"{API}/retrieve_future", json={"request_id": pending["request_id"]}, headers=H).json()
+    assert failed["category"] == "user" and "closed" in failed["error"]
+    assert answer(client, sid, create, {}).json()["stop"] == "finished"  # the running one's result is refused nothing
+    assert internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json()["stop"] == "finished"
+    refused = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "session_finished"
+    heartbeat = client.post(f"{API}/session_heartbeat", json={"session_id": sid}, headers=H)
+    assert heartbeat.status_code == 410  # ends the SDK's heartbeat loop
+
+
+def test_an_idle_session_expires_and_says_so(client: TestClient, settings: ApiSettings) -> None:
+    sid, run = start(client)
+    internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    answer(client, sid, take(client, sid), {"model_id": run})
+    released = internal(client, sid, "release", {"claim_id": "c-1", "reason": "idle", "message": "idle for 900 s"})
+    assert released.status_code == 200
+    refused = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "session_expired"
+    assert "idle for 900 s" in refused.json()["error"]["message"]
+    assert "create_training_client_from_state" in refused.json()["error"]["message"]
+
+
+def test_a_client_that_stopped_heartbeating_frees_the_worker(client: TestClient, settings: ApiSettings) -> None:
+    sid, run = start(client)
+    internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    answer(client, sid, take(client, sid), {"model_id": run})
+    assert internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json()["stop"] is None
+    sql(settings, "update training_sessions set heartbeat_at = :t where id = :id", t=int(time.time()) - 61, id=sid)
+    assert internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json()["stop"] == "finished"
+    refused = client.post(f"{API}/get_info", json={"model_id": run}, headers=H)
+    assert refused.status_code == 200  # describing the run needs no worker
+    again = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
+    assert again.json()["error"]["code"] == "session_expired" and "heartbeat" in again.json()["error"]["message"]
+
+
+class Rung:
+    def __init__(self) -> None:
+        self.sessions: list[str] = []
+
+    def ring(self, job_id: str) -> None:
+        raise AssertionError("no job here")
+
+    def join(self, job_id: str, epoch: int) -> None:
+        raise AssertionError("no job here")
+
+    def ring_eval(self, run_id: str) -> None:
+        raise AssertionError("no eval here")
+
+    def ring_session(self, session_id: str) -> None:
+        self.sessions.append(session_id)
+
+
+def test_the_reaper_fails_a_lost_workers_futures_and_rings_unclaimed_sessions(
+    client: TestClient, settings: ApiSettings
+) -> None:
+    engine = create_engine(settings.db_url)
+    sid, run = start(client)
+    # nobody took the session: rung again once its doorbell is older than requeue_after_seconds
+    sql(settings, "update training_sessions set enqueued_at = 1 where id = :id", id=sid)
+    with Session(engine) as db:
+        bell = Rung()
+        reap(db, bell, settings)
+    assert bell.sessions == [sid]
+    internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    running = take(client, sid)
+    sql(settings, "update training_sessions set lease_expires_at = 1 where id = :id", id=sid)  # its worker died
+    with Session(engine) as db:
+        reap(db, Rung(), settings)
+    failed = client.post(f"{API}/retrieve_future", json={"request_id": running["id"]}, headers=H).json()
+    assert failed["category"] == "server" and "lease expired" in failed["error"]
+    late = answer(client, sid, running, {"model_id": run})
+    assert late.status_code == 409  # the dead worker, back, can write nothing
+    refused = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
+    assert refused.json()["error"]["code"] == "session_lost"
+
+
+def test_the_runs_series_sums_each_steps_calls_and_merges_what_the_client_reports(client: TestClient) -> None:
+    sid, run = start(client)
+    internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    answer(client, sid, take(client, sid), {"model_id": run})
+    v1 = {"Authorization": "Bearer anything"}
+    for step, losses in enumerate(([4.0, 2.0], [3.0]), start=1):
+        for loss in losses:  # forward_backward results as the worker posts them (the protobuf is made at retrieval)
+            fb = client.post(f"{API}/forward_backward", content=fwdbwd_body(run), headers=H)
+            assert fb.status_code == 200, fb.text
+            req = take(client, sid)
+            answer(client, sid, req, {"logprobs": [[-1.0, -2.0]], "metrics": {"loss:sum": loss, "tokens:sum": 2.0}})
+        client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
+        req = take(client, sid)
+        answer(client, sid, req, {"metrics": {"grad_norm:mean": float(step), "learning_rate:mean": 1e-4}})
+        report = {"step": step, "metrics": {"reward": step / 4}}
+        assert client.post(f"/v1/training_runs/{run}/metrics", json=report, headers=v1).status_code == 200
+    rows = client.get(f"/v1/training_runs/{run}/metrics", headers=v1).json()["data"]
+    assert [(r["step"], r["loss"], r["loss_per_token"], r["grad_norm"], r["reported"]) for r in rows] == [
+        (1, 6.0, 1.5, 1.0, {"reward": 0.25}),
+        (2, 3.0, 1.5, 2.0, {"reward": 0.5}),
+    ]
+    got = client.get(f"/v1/training_runs/{run}", headers=v1).json()
+    assert got["steps"] == 2 and got["status"] == "active" and got["lora_rank"] == 4
