@@ -21,6 +21,7 @@ import tarfile
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,11 @@ from worker.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 NEXT_WAIT_SECONDS = 10.0  # how long one ask for the next request may be held open by the API
+# An RL loop makes a sampling client per step (save_weights_and_get_sampling_client): the newest this many keep
+# their weights on the worker's disk; sampling an older one is an error that says to name the save instead.
+MAX_SNAPSHOTS = 8
+# Sampling clients whose weights are not a resident run's each load a model of their own: this many stay loaded.
+MAX_LOADED_SAMPLERS = 2
 
 
 class SessionRunner:
@@ -44,8 +50,10 @@ class SessionRunner:
         self.claim_id = uuid.uuid4().hex
         self.work = settings.scratch_dir / "training" / session_id / self.claim_id[:8]
         self.runs: dict[str, Any] = {}  # run id -> grpo_core.primitives.model.TrainingModel
-        self.samplers: dict[str, Any] = {}  # sampling client id (or run id, for its live weights) -> Sampler
-        self.snapshots: dict[str, tuple[str, int, Path]] = {}  # sampling client -> (run, version, adapter folder)
+        self.live: dict[str, Any] = {}  # run id -> a Sampler of its resident weights
+        self.loaded: OrderedDict[str, Any] = OrderedDict()  # sampling client -> Sampler with a model of its own (LRU)
+        # unnamed saves: sampling client -> (run, its version then, adapter folder), the newest MAX_SNAPSHOTS
+        self.snapshots: OrderedDict[str, tuple[str, int, Path]] = OrderedDict()
         self.bases: dict[str, Path] = {}
         self.stopped = threading.Event()
 
@@ -71,7 +79,7 @@ class SessionRunner:
             message = f"{type(exc).__name__}: {exc}"
         finally:
             self.stopped.set()
-            self._close()
+            self.free()
             if reason:
                 try:
                     self.client.training_release(
@@ -96,7 +104,7 @@ class SessionRunner:
                 return "finished"
             if answer.request is None:
                 continue
-            post = self._execute(answer.request)
+            post = self.execute(answer.request)
             ack = self.client.training_result(self.session_id, answer.request.id, post)
             if ack.stop is not None:
                 return "finished"
@@ -114,7 +122,7 @@ class SessionRunner:
             except Exception:
                 log.exception("session %s: lease renewal failed (retrying)", self.session_id)
 
-    def _execute(self, item: tc.WorkItem) -> tc.ResultPost:
+    def execute(self, item: tc.WorkItem) -> tc.ResultPost:
         """Run one request; a user's mistake the API could not see (a token beyond the vocabulary) fails it as
         ``user``, anything else as ``server``; the session goes on either way."""
         from grpo_core.primitives import spec
@@ -156,7 +164,9 @@ class SessionRunner:
     def _new_run(self, run_id: str, create: tc.CreateModel) -> Any:
         from grpo_core.primitives.model import TrainingModel
 
-        old = self.runs.pop(run_id, None)
+        old, sampler = self.runs.pop(run_id, None), self.live.pop(run_id, None)
+        if sampler is not None:
+            sampler.close()
         if old is not None:
             old.close()
         self.runs[run_id] = TrainingModel(
@@ -239,30 +249,56 @@ class SessionRunner:
         # unnamed: the run's weights as they are now, for a sampling client of this session; sampled from the
         # live model while it has not moved on, from this copy after
         folder = model.save_adapter(self.work / "snapshots" / body.sampler_id.replace(":", "_"))
-        self.snapshots[body.sampler_id] = (item.target or "", model.version, folder)
+        self._keep_snapshot(body.sampler_id, item.target or "", model.version, folder)
         return {"sampling_session_id": body.sampler_id, "type": "save_weights_for_sampler"}
 
+    def _keep_snapshot(self, sampler_id: str, run_id: str, version: int, folder: Path) -> None:
+        self.snapshots[sampler_id] = (run_id, version, folder)
+        while len(self.snapshots) > MAX_SNAPSHOTS:
+            old, (_, _, old_folder) = self.snapshots.popitem(last=False)
+            shutil.rmtree(old_folder, ignore_errors=True)
+            dropped = self.loaded.pop(old, None)
+            if dropped is not None:
+                dropped.close()
+
+    def _load(self, sampler_id: str, base: tc.ModelSpec, adapter: Path | None) -> Any:
+        """A sampler with a model of its own, kept among the MAX_LOADED_SAMPLERS most recently used."""
+        from grpo_core.primitives.sampling import Sampler
+
+        if sampler_id in self.loaded:
+            self.loaded.move_to_end(sampler_id)
+            return self.loaded[sampler_id]
+        while len(self.loaded) >= MAX_LOADED_SAMPLERS:
+            self.loaded.popitem(last=False)[1].close()
+        self.loaded[sampler_id] = Sampler.load(self._base_dir(base), adapter, device="auto", precision="auto")
+        return self.loaded[sampler_id]
+
     def _sampler(self, spec: tc.SamplerSpec) -> Any:
+        """What samples for sampling client ``spec``: the resident run itself while its weights are the ones the
+        client was saved from, else a model of its own (the saved snapshot, a sampler checkpoint, the base)."""
         from grpo_core.primitives.sampling import Sampler
 
         if spec.snapshot_of is not None:
             snap = self.snapshots.get(spec.id)
             if snap is None:
-                raise UserError(f"sampling client {spec.id}'s weights are not on this session's worker")
+                raise UserError(
+                    f"sampling client {spec.id}'s weights are gone: the worker keeps the newest {MAX_SNAPSHOTS} "
+                    "unnamed saves; keep older ones with save_weights_for_sampler(name)"
+                )
             run_id, version, folder = snap
             live = self.runs.get(run_id)
             if live is not None and live.version == version:
-                if run_id not in self.samplers:
-                    self.samplers[run_id] = Sampler.for_training(live)
-                return self.samplers[run_id]
-            if spec.id not in self.samplers:
-                base = self._base_dir(spec.base)
-                self.samplers[spec.id] = Sampler.load(base, folder, device="auto", precision="auto")
-            return self.samplers[spec.id]
-        if spec.id not in self.samplers:
-            adapter = self._fetch_tar(spec.adapter_key, f"sampler-{len(self.samplers)}") if spec.adapter_key else None
-            self.samplers[spec.id] = Sampler.load(self._base_dir(spec.base), adapter, device="auto", precision="auto")
-        return self.samplers[spec.id]
+                if run_id not in self.live:
+                    self.live[run_id] = Sampler.for_training(live)
+                return self.live[run_id]
+            return self._load(spec.id, spec.base, folder)
+        if spec.adapter_key is None or spec.id in self.loaded:
+            return self._load(spec.id, spec.base, None)
+        adapter = self._fetch_tar(spec.adapter_key, f"sampler-{uuid.uuid4().hex[:8]}")
+        try:
+            return self._load(spec.id, spec.base, adapter)
+        finally:
+            shutil.rmtree(adapter, ignore_errors=True)  # loaded: fetched again if it is ever evicted
 
     def _sample(self, item: tc.WorkItem) -> dict[str, Any]:
         body = tc.Sample.model_validate(item.payload)
@@ -279,14 +315,16 @@ class SessionRunner:
         sequences = [{"tokens": s.tokens, "logprobs": s.logprobs, "stop_reason": s.stop_reason} for s in out.sequences]
         return {"sequences": sequences, "prompt_logprobs": out.prompt_logprobs}
 
-    def _close(self) -> None:
+    def free(self) -> None:
+        """Drop every model and sampler of the session, hand their device memory back, remove its scratch files."""
         from grpo_core.hardware.device import release_device_memory
 
-        for sampler in self.samplers.values():
+        for sampler in [*self.live.values(), *self.loaded.values()]:
             sampler.close()
         for model in self.runs.values():
             model.close()
-        self.samplers.clear()
+        self.live.clear()
+        self.loaded.clear()
         self.runs.clear()
         release_device_memory()
         shutil.rmtree(self.work, ignore_errors=True)

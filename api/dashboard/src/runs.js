@@ -6,6 +6,7 @@ import { api } from "./api.js";
 import { Chart } from "./charts.js";
 import { ErrorNote, StatusBadge, ago, fmt, html, when } from "./util.js";
 
+const size = (n) => (n >= 1e6 ? `${fmt(n / 1e6, 1)} MB` : `${fmt(n / 1e3, 1)} kB`);
 const runPath = (id = "") => `/v1/training_runs${id ? `/${encodeURIComponent(id)}` : ""}`;
 
 function usePolled(load, deps) {
@@ -109,7 +110,7 @@ export function RunPage({ runId }) {
               <td><code>${c.tinker_path}</code></td>
               <td>${c.kind}</td>
               <td><code>${c.id}</code></td>
-              <td>${c.size_bytes ? `${fmt(c.size_bytes / 1e6, 1)} MB` : ""}</td>
+              <td>${c.size_bytes ? size(c.size_bytes) : ""}</td>
               <td>${ago(c.created_at)}</td>
             </tr>`,
           )}
