@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from api.core.errors import NotFound
-from api.db.models import Checkpoint
+from api.db.models import Checkpoint, TrainingCheckpoint
 from runtime.settings import CommonSettings
 from runtime.storage import ObjectStore
 
@@ -60,8 +60,9 @@ def verify(settings: CommonSettings, token: str, now: float | None = None) -> tu
     return claims["k"], claims["f"]
 
 
-def presigned_adapter(store: ObjectStore, ckpt: Checkpoint) -> tuple[str | None, str]:
-    """(a presigned URL of the checkpoint's adapter tar, or None on a store without URLs; its filename)."""
+def presigned_adapter(store: ObjectStore, ckpt: Checkpoint | TrainingCheckpoint) -> tuple[str | None, str]:
+    """(a presigned URL of the checkpoint's tar, or None on a store without URLs; its filename): a job's adapter, or
+    a training-API checkpoint (api.training.runs_routes)."""
     filename = f"{ckpt.id}.tar"
     return store.presigned_url(ckpt.object_key, LINK_SECONDS, filename=filename, content_type=TAR), filename
 

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api.core.errors import NotFound
 from api.core.pagination import Page, anchor, keyset_page
 from api.db.models import (
     TrainingCheckpoint,
@@ -66,6 +67,14 @@ def view(db: Session, run: TrainingRun) -> TrainingRunObject:
             for c in ckpts
         ],
     )
+
+
+def get_checkpoint(db: Session, project_id: str, run_id: str, checkpoint_id: str) -> TrainingCheckpoint:
+    get_run(db, project_id, run_id)
+    row = db.get(TrainingCheckpoint, checkpoint_id)
+    if row is None or row.run_id != run_id:
+        raise NotFound(f"no checkpoint {checkpoint_id!r} in training run {run_id}", param="training_checkpoint_id")
+    return row
 
 
 def list_runs(db: Session, project_id: str, limit: int, after: str | None) -> Page[TrainingRun]:

@@ -1,16 +1,19 @@
 """``/v1/training_runs``: the runs of the training API (a user-written loop driven by the ``tinker`` SDK) as the
 dashboard and the generated client see them, beside the jobs: the list, one run with its checkpoints, its
-per-step series, and the metrics the client reports for its steps (a reward the service cannot see)."""
+per-step series, the metrics the client reports for its steps (a reward the service cannot see), and a
+checkpoint's download."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
-from api.core.deps import CurrentProject, SessionDep
+from api.core.deps import CurrentProject, SessionDep, StoreDep
 from api.core.errors import ERROR_RESPONSES
 from api.core.pagination import ListResponse
+from api.jobs.downloads import TAR, presigned_adapter
 from api.training import runs
 from api.training.run_schemas import ReportMetrics, RunMetrics, RunStep, TrainingRunObject
 from api.training.service import get_run
@@ -49,3 +52,31 @@ def report_training_run_metrics(
     """Report metrics of one step of your loop (e.g. ``{"step": 3, "metrics": {"reward": 0.75}}``): the dashboard
     draws them beside the loss."""
     return runs.report(session, project, training_run_id, body)
+
+
+@router.get(
+    "/{training_run_id}/checkpoints/{training_checkpoint_id}/content",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {TAR: {}},
+            "description": "A sampler checkpoint: adapter_config.json and adapter_model.safetensors (PeftModel); "
+            "a training checkpoint: the same and the optimizer's state (optimizer.pt, state.json)",
+        },
+        302: {"description": "On S3: a presigned URL of the tar, valid for 5 minutes (Location header)"},
+    },
+)
+def download_training_checkpoint(
+    training_run_id: str, training_checkpoint_id: str, session: SessionDep, store: StoreDep, project: CurrentProject
+) -> Response:
+    """A checkpoint of the run, by its ``ftckpt-`` id, as a tar: streamed from a local store, or a 302 to a
+    presigned S3 URL (5 minutes), as a job's checkpoint is."""
+    ckpt = runs.get_checkpoint(session, project, training_run_id, training_checkpoint_id)
+    url, filename = presigned_adapter(store, ckpt)
+    if url is not None:
+        return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
+    return StreamingResponse(
+        store.iter_bytes(ckpt.object_key),
+        media_type=TAR,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

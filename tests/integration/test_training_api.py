@@ -10,10 +10,12 @@ The SDK is synchronous here (``.result()`` on its futures): each call goes throu
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -234,6 +236,17 @@ def test_sampling_clients_and_the_policy_gradient_losses(
     assert logprobs[0] is None and len(logprobs) == 5 and all(x is not None and x < 0 for x in logprobs[1:])
     listed = {c.tinker_path for c in rest(service).list_checkpoints(tc.model_id).result().checkpoints}
     assert listed == {path}
+    # downloaded by its id as a job's adapter is (a 302 to S3 here): a PEFT adapter
+    ckpt = httpx.get(f"{service.stack.url}/api/v1/checkpoints", headers={"X-API-Key": f"tml-{service.key_a}"})
+    ckpt_id = next(c["id"] for c in ckpt.json()["checkpoints"] if c["tinker_path"] == path)
+    tar = httpx.get(
+        f"{service.stack.url}/v1/training_runs/{tc.model_id}/checkpoints/{ckpt_id}/content",
+        headers={"Authorization": f"Bearer {service.key_a}"},
+        follow_redirects=True,
+    )
+    assert tar.status_code == 200, tar.text
+    with tarfile.open(fileobj=io.BytesIO(tar.content)) as archive:
+        assert {"adapter_config.json", "adapter_model.safetensors"} <= set(archive.getnames())
 
 
 def test_bad_input_is_a_clear_4xx_through_the_sdks_own_exceptions(

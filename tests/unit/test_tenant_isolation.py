@@ -109,7 +109,8 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
     deliveries = client.get(f"/v1/webhook_endpoints/{ep.json()['id']}/deliveries", headers=headers).json()["data"]
     from tests.unit.test_training_isolation import make_training_objects  # it imports this module's helpers
 
-    training = make_training_objects(client, headers.get("Authorization", "Bearer open-mode").removeprefix("Bearer "))
+    api_key = headers.get("Authorization", "Bearer open-mode").removeprefix("Bearer ")
+    training = make_training_objects(client, api_key, LocalStore(settings.objects_dir))
     events = client.get(f"{JOBS}/{job['id']}/events", params={"limit": 100}, headers=headers).json()["data"]
     assert len(deliveries) == 1 and len(events) >= 5
     return {
@@ -124,6 +125,7 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
         "output_item_id": output_item["id"],
         "training_run_id": training["model_id"],
         "session_id": training["session_id"],
+        "training_checkpoint_id": training["training_checkpoint_id"],
         "project_id": job["organization_id"],
         "webhook_secret": ep.json()["secret"],
         "checkpoint_key": key,

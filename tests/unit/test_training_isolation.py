@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 import struct
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from api.core.settings import ApiSettings
+from api.training.paths import TinkerPath, object_key
 from api.training.wire import ForwardBackwardRequestPb
+from runtime.storage import LocalStore
 from tests.tiny_model import TINY_ID
 from tests.unit.test_tenant_isolation import api_routes, assert_like_never, fake
 from tests.unit.test_tenants import new_key
@@ -51,9 +54,10 @@ def fwdbwd_body(model_id: str) -> bytes:
     return bytes(msg.SerializeToString())
 
 
-def make_training_objects(client: TestClient, key: str) -> dict[str, str]:
+def make_training_objects(client: TestClient, key: str, store: LocalStore | None = None) -> dict[str, str]:
     """One of everything of the training API for ``key``'s project: a session, a run with a training and a sampler
-    checkpoint, a sampling client on the latter, a finished future, and a reported metric."""
+    checkpoint (their tars in ``store``, when given), a sampling client on the latter, a finished future, and a
+    reported metric."""
     h = tinker(key)
     sid = client.post(f"{API}/create_session", json={"tags": []}, headers=h).json()["session_id"]
     claim = {"worker_id": "w", "claim_id": "c-1"}
@@ -70,6 +74,12 @@ def make_training_objects(client: TestClient, key: str) -> dict[str, str]:
     _serve_one(client, sid, {"path": f"tinker://{run_id}/weights/s1", "size_bytes": 8})
     client.post(f"{API}/save_weights_for_sampler", json={"model_id": run_id, "path": "s1"}, headers=h)
     _serve_one(client, sid, {"path": f"tinker://{run_id}/sampler_weights/s1", "size_bytes": 8})
+    listed = client.get(f"{API}/training_runs/{run_id}/checkpoints", headers=h).json()["checkpoints"]
+    if store is not None:
+        for c in listed:  # what the worker uploaded before posting the saves' results
+            blob = Path(store.root).parent / f"{c['id']}.blob"
+            blob.write_bytes(f"tar of {c['tinker_path']}".encode())
+            store.put_file(object_key(_project_of(client, key), TinkerPath.parse(c["tinker_path"])), blob)
     sampler = client.post(
         f"{API}/create_sampling_session",
         headers=h,
@@ -91,7 +101,14 @@ def make_training_objects(client: TestClient, key: str) -> dict[str, str]:
         "tinker_path": f"tinker://{run_id}/weights/s1",
         "sampler_path": f"tinker://{run_id}/sampler_weights/s1",
         "tinker_checkpoint_id": "weights/s1",
+        "training_checkpoint_id": next(c["id"] for c in listed if c["checkpoint_type"] == "sampler"),
     }
+
+
+def _project_of(client: TestClient, key: str) -> str:
+    """The project ``key`` opens (what /v1/training_runs reports as each run's owner, model_owner)."""
+    runs = client.get(f"{API}/training_runs", headers=tinker(key)).json()["training_runs"]
+    return str(runs[0]["model_owner"])
 
 
 # The calls that name A's objects in their body: (path, body). Each answers B as an id that never existed.
