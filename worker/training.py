@@ -71,7 +71,7 @@ class SessionRunner:
         reason, message = "error", None
         try:
             reason = self._serve(claim.idle_timeout_seconds)
-        except StaleLease as exc:  # taken from us (lost, then re-leased): nothing more to write
+        except StaleLease as exc:  # the reaper found our lease expired and the session lost: nothing more to write
             log.info("session %s stopped: %s", self.session_id, exc)
             reason = ""
         except Exception as exc:

@@ -474,12 +474,18 @@ class TrainingRequest(Base):
     The worker holding the session takes them in ``seq`` order and posts each result (or error) here."""
 
     __tablename__ = "training_requests"
-    __table_args__ = (Index("ix_training_requests_session_status_seq", "session_id", "status", "seq"),)
+    __table_args__ = (
+        Index("ix_training_requests_session_status_seq", "session_id", "status", "seq"),
+        Index("ix_training_requests_target_kind", "target", "kind"),
+        # the SDK numbers each client's calls (seq_id) and retries a POST whose answer it lost: one request each
+        UniqueConstraint("target", "client_seq"),
+    )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "req-…": the future's request_id
     session_id: Mapped[str] = mapped_column(ForeignKey("training_sessions.id"))
     project_id: Mapped[str] = mapped_column(String(64), index=True)
     seq: Mapped[int] = mapped_column(BigInteger)
+    client_seq: Mapped[int | None] = mapped_column(BigInteger)  # the SDK's seq_id of the call, when it sends one
     kind: Mapped[str] = mapped_column(String(32))  # runtime.training_contract.RequestKind
     target: Mapped[str | None] = mapped_column(String(160))  # the run or sampling session it acts on
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
@@ -489,6 +495,8 @@ class TrainingRequest(Base):
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # {"message", "category": user|server}
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)
+    # a forward_backward's or sample's result (per-token numbers, the large part) is dropped after this
+    result_expires_at: Mapped[int | None] = mapped_column(BigInteger, index=True)
 
 
 class TrainingRunMetrics(Base):

@@ -15,6 +15,8 @@ The answer, by what the request became:
 from __future__ import annotations
 
 import asyncio
+import logging
+import struct
 import time
 from typing import Any
 
@@ -27,6 +29,7 @@ from api.training.wire import encode_forward_backward, encode_sample
 from runtime.training_contract import RequestKind
 
 PROTOBUF = "application/x-protobuf"
+log = logging.getLogger(__name__)
 
 
 def _look(sessions: sessionmaker[Session], project_id: str, request_id: str) -> TrainingRequest | bool | None:
@@ -44,16 +47,25 @@ def _look(sessions: sessionmaker[Session], project_id: str, request_id: str) -> 
 def answer(row: TrainingRequest) -> Response:
     if row.status == TrainingRequestStatus.failed:
         error = row.error or {}
-        return JSONResponse(
-            {"error": error.get("message", "the request failed"), "category": error.get("category", "unknown")}
-        )
-    result: dict[str, Any] = row.result or {}
+        return _failed(error.get("message", "the request failed"), error.get("category", "unknown"))
+    if row.result is None:
+        return _failed("the result of this request expired (results are kept for a day)", "user")
+    result: dict[str, Any] = row.result
     kind = RequestKind(row.kind)
-    if kind == RequestKind.forward_backward:
-        return Response(encode_forward_backward(result["logprobs"], result["metrics"]), media_type=PROTOBUF)
-    if kind == RequestKind.sample:
-        return Response(encode_sample(result["sequences"], result.get("prompt_logprobs")), media_type=PROTOBUF)
+    try:
+        if kind == RequestKind.forward_backward:
+            return Response(encode_forward_backward(result["logprobs"], result["metrics"]), media_type=PROTOBUF)
+        if kind == RequestKind.sample:
+            return Response(encode_sample(result["sequences"], result.get("prompt_logprobs")), media_type=PROTOBUF)
+    except (KeyError, TypeError, ValueError, struct.error) as exc:  # an answer the SDK can read, never a 500 it
+        log.exception("request %s: its result cannot be encoded", row.id)  # would retry without a pause
+        return _failed(f"the worker's result could not be encoded: {type(exc).__name__}: {exc}", "server")
     return JSONResponse(result)
+
+
+def _failed(message: str, category: str) -> Response:
+    """A failed future, which the SDK raises as RequestFailedError with this category."""
+    return JSONResponse({"error": message, "category": category})
 
 
 async def retrieve(sessions: sessionmaker[Session], project_id: str, request_id: str, hold: float) -> Response:

@@ -33,13 +33,15 @@ async def next_request(
     it has been idle too long). Each look is a short transaction of its own in the threadpool."""
     deadline = time.monotonic() + body.wait_seconds
     pause = 0.02
+    renew: int | None = settings.training_lease_seconds  # the first look renews the lease, the others only look
+
+    def look() -> contract.NextAnswer:
+        with request.app.state.sessionmaker() as db:
+            return leases.next_request(db, session_id, body.claim_id, renew)
+
     while True:
-
-        def look() -> contract.NextAnswer:
-            with request.app.state.sessionmaker() as db:
-                return leases.next_request(db, session_id, body.claim_id, settings.training_lease_seconds)
-
         answer = await run_in_threadpool(look)
+        renew = None
         if answer.request is not None or answer.stop is not None or time.monotonic() + pause > deadline:
             return answer
         await asyncio.sleep(pause)

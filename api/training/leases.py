@@ -11,7 +11,9 @@ row, replacing an overwritten one; an unnamed save for sampling creates its samp
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from typing import Any
+
+from sqlalchemy import null, select, update
 from sqlalchemy.orm import Session
 
 from api.core.errors import Conflict, NotFound
@@ -34,6 +36,9 @@ from runtime.internal import Refusal
 # The SDK heartbeats every 10 s while its process lives; a session with nothing to do and no heartbeat for this long
 # belongs to a client that is gone (a script that ended without closing it), and its worker is freed.
 CLIENT_GONE_SECONDS = 60
+# A forward_backward's or sample's result (per-token numbers) is kept this long for the client to fetch; its
+# metrics stay for the run's series.
+RESULT_TTL_SECONDS = 86_400
 
 
 def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle_seconds: int) -> tc.SessionClaim:
@@ -61,15 +66,17 @@ def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle
     )
 
 
-def _held(db: Session, session_id: str, claim_id: str, lease_seconds: int) -> TrainingSession:
-    """The session this claim holds, its lease renewed; 409 ``stale_claim`` when it holds it no longer (a finished
-    session stays held until its worker hands it back, so the worker can be told to stop)."""
+def _held(db: Session, session_id: str, claim_id: str, lease_seconds: int | None) -> TrainingSession:
+    """The session this claim holds, its lease renewed (unless ``lease_seconds`` is None: a look that writes
+    nothing); 409 ``stale_claim`` when it holds it no longer (a finished session stays held until its worker hands
+    it back, so the worker can be told to stop)."""
     row = db.get(TrainingSession, session_id)
     if row is None:
         raise NotFound(f"no session {session_id!r}")
     if row.claim_id != claim_id or row.status not in (TrainingSessionStatus.active, TrainingSessionStatus.finished):
         raise Conflict(f"session {session_id} is {row.status} and not held by this claim", code=Refusal.stale_claim)
-    row.lease_expires_at = now() + lease_seconds
+    if lease_seconds is not None:
+        row.lease_expires_at = now() + lease_seconds
     return row
 
 
@@ -79,8 +86,9 @@ def heartbeat(db: Session, session_id: str, body: tc.Fenced, lease_seconds: int)
     return tc.Ack(stop="finished" if row.status == TrainingSessionStatus.finished else None)
 
 
-def next_request(db: Session, session_id: str, claim_id: str, lease_seconds: int) -> tc.NextAnswer:
-    """The session's lowest pending request, now running; or nothing yet (the route waits and asks again)."""
+def next_request(db: Session, session_id: str, claim_id: str, lease_seconds: int | None) -> tc.NextAnswer:
+    """The session's lowest pending request, now running; or nothing yet (the route waits and asks again, with
+    ``lease_seconds`` None: its first ask renewed the lease, the next ones only look)."""
     row = _held(db, session_id, claim_id, lease_seconds)
     if row.status == TrainingSessionStatus.finished:
         db.commit()
@@ -92,10 +100,30 @@ def next_request(db: Session, session_id: str, claim_id: str, lease_seconds: int
         .limit(1)
     ).first()
     if pending is None:
-        gone = row.heartbeat_at is not None and row.heartbeat_at < now() - CLIENT_GONE_SECONDS
+        t = now()
+        gone = row.heartbeat_at is not None and row.heartbeat_at < t - CLIENT_GONE_SECONDS
         if gone:  # the client's process ended without closing the session: hand the device back now
-            row.status, row.finished_at = TrainingSessionStatus.expired, now()
-            row.error = {"message": f"expired: its client sent no heartbeat for {CLIENT_GONE_SECONDS} s"}
+            # guarded: a request that arrived since the look above keeps the session (enqueue refreshes the
+            # heartbeat in the same transaction as its insert)
+            gone = (
+                rows_changed(
+                    db,
+                    update(TrainingSession)
+                    .where(
+                        TrainingSession.id == session_id,
+                        TrainingSession.status == TrainingSessionStatus.active,
+                        TrainingSession.heartbeat_at < t - CLIENT_GONE_SECONDS,
+                    )
+                    .values(
+                        status=TrainingSessionStatus.expired,
+                        finished_at=t,
+                        error={"message": f"expired: its client sent no heartbeat for {CLIENT_GONE_SECONDS} s"},
+                    ),
+                )
+                == 1
+            )
+            if gone:
+                fail_open_requests(db, session_id, f"session {session_id} expired", "user")
         db.commit()
         return tc.NextAnswer(stop="finished" if gone else None)
     taken = rows_changed(
@@ -120,6 +148,8 @@ def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPo
     if req is None or req.session_id != session_id:
         raise NotFound(f"no request {request_id!r} in session {session_id}")
     done = body.error is None
+    t = now()
+    bulky = tc.RequestKind(req.kind) in (tc.RequestKind.forward_backward, tc.RequestKind.sample)
     changed = rows_changed(
         db,
         update(TrainingRequest)
@@ -129,7 +159,10 @@ def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPo
             result=body.result,
             metrics=step_metrics(req, body.result) if done else None,
             error=body.error.model_dump() if body.error is not None else None,
-            finished_at=now(),
+            finished_at=t,
+            # the datums or prompt the worker has read: nothing needs them any more
+            payload={} if bulky else req.payload,
+            result_expires_at=t + RESULT_TTL_SECONDS if bulky else None,
         ),
     )
     if changed and done:
@@ -174,7 +207,8 @@ def _register_checkpoint(db: Session, req: TrainingRequest, result: dict[str, ob
             )
         return
     path = TinkerPath.parse(target.tinker_path)
-    row = db.get(TrainingCheckpoint, target.checkpoint_id)
+    # by path: two saves to one name, both queued before either landed, leave one checkpoint (the later one's)
+    row = db.scalars(select(TrainingCheckpoint).where(TrainingCheckpoint.tinker_path == target.tinker_path)).first()
     size = result.get("size_bytes")
     if row is None:
         row = TrainingCheckpoint(
@@ -215,31 +249,64 @@ def release(db: Session, session_id: str, body: tc.Release) -> tc.Ack:
 
 
 def reap(db: Session, stale_before: int) -> list[str]:
-    """The reaper's rule for sessions (api.jobs.reaper): a session whose worker stopped renewing its lease is lost,
-    and its open requests fail with a server error (the client's futures answer; nothing hangs); an active session
-    with pending requests and no worker, not rung since ``stale_before``, is rung again. Returns the sessions to
-    ring, after the caller commits."""
+    """The reaper's rule for sessions (api.jobs.reaper), each change a guarded UPDATE:
+
+    - a session whose worker stopped renewing its lease is lost, and its open requests fail with a server error
+      (the client's futures answer; nothing hangs); a finished one is simply let go;
+    - a request still open in a session that ended and that no worker holds fails (a backstop: every path that
+      ends a session fails them itself);
+    - an active session with pending requests and no worker, not rung since ``stale_before``, is rung again;
+    - results past their time (RESULT_TTL_SECONDS) are dropped.
+
+    Returns the sessions to ring, after the caller commits."""
     t = now()
-    lost = select(TrainingSession).where(
+    expired = select(TrainingSession.id, TrainingSession.claim_id, TrainingSession.status, TrainingSession.worker_id)
+    expired = expired.where(
         TrainingSession.status.in_([TrainingSessionStatus.active, TrainingSessionStatus.finished]),
         TrainingSession.claim_id.is_not(None),
         TrainingSession.lease_expires_at < t,
     )
-    for row in db.scalars(lost).all():
-        if row.status == TrainingSessionStatus.active:
-            row.status, row.finished_at = TrainingSessionStatus.lost, t
-            row.error = {
-                "message": f"lost its worker ({row.worker_id}): its lease expired, so its models and "
-                "their unsaved state are gone"
-            }
+    for sid, claim_id, status, worker in db.execute(expired).all():
+        guard = (
+            (TrainingSession.id == sid)
+            & (TrainingSession.claim_id == claim_id)
+            & (TrainingSession.lease_expires_at < t)  # not renewed since the look above
+        )
+        values: dict[str, Any] = {"claim_id": None, "lease_expires_at": None}
+        if status == TrainingSessionStatus.active:
+            message = f"lost its worker ({worker}): its lease expired, so its models and their unsaved state are gone"
+            values |= {"status": TrainingSessionStatus.lost, "finished_at": t, "error": {"message": message}}
+        changed = rows_changed(
+            db, update(TrainingSession).where(guard, TrainingSession.status == status).values(**values)
+        )
+        if changed and status == TrainingSessionStatus.active:
             fail_open_requests(
                 db,
-                row.id,
-                f"the worker holding session {row.id} stopped (lease expired); the session is lost. "
+                sid,
+                f"the worker holding session {sid} stopped (lease expired); the session is lost. "
                 "Restore from your last save_state in a new ServiceClient.",
                 "server",
             )
-        row.claim_id, row.lease_expires_at = None, None
+    ended = select(TrainingSession.id).where(
+        TrainingSession.status != TrainingSessionStatus.active, TrainingSession.claim_id.is_(None)
+    )
+    db.execute(
+        update(TrainingRequest)
+        .where(
+            TrainingRequest.status.in_([TrainingRequestStatus.pending, TrainingRequestStatus.running]),
+            TrainingRequest.session_id.in_(ended),
+        )
+        .values(
+            status=TrainingRequestStatus.failed,
+            error={"message": "the session ended before this request ran", "category": "user"},
+            finished_at=t,
+        )
+    )
+    db.execute(
+        update(TrainingRequest)
+        .where(TrainingRequest.result_expires_at < t)
+        .values(result=null(), result_expires_at=None)
+    )
     waiting = (
         select(TrainingSession.id)
         .where(

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from api.core.errors import NotFound
 from api.db.models import TrainingCheckpoint, TrainingRun
 from api.models.service import available
-from api.training.paths import SEGMENT, TinkerPath, segment
+from api.training.paths import KIND_OF_SEGMENT, TinkerPath, segment
 from runtime.settings import CommonSettings
 from runtime.storage import ObjectStore
 
@@ -149,8 +149,8 @@ def find(db: Session, project_id: str, tinker_path: str) -> TrainingCheckpoint:
 
 
 def delete(db: Session, store: ObjectStore, project_id: str, run_id: str, checkpoint_id: str) -> None:
-    segment, _, name = checkpoint_id.partition("/")
-    kind = {v: k for k, v in SEGMENT.items()}.get(segment)
+    part, _, name = checkpoint_id.partition("/")
+    kind = KIND_OF_SEGMENT.get(part)
     if kind is None:
         raise NotFound(f"no checkpoint {checkpoint_id!r}", param="checkpoint_id")
     row = find(db, project_id, str(TinkerPath(run_id, kind, name)))

@@ -16,12 +16,12 @@ from api.core.errors import InvalidRequest
 
 CheckpointKind = Literal["training", "sampler"]
 SEGMENT: dict[CheckpointKind, str] = {"training": "weights", "sampler": "sampler_weights"}
-_KIND = {v: k for k, v in SEGMENT.items()}
+KIND_OF_SEGMENT: dict[str, CheckpointKind] = {v: k for k, v in SEGMENT.items()}
 
 
 def segment(kind: str) -> str:
-    """The path segment of a checkpoint kind as stored (``training_checkpoints.kind``)."""
-    return {"training": "weights", "sampler": "sampler_weights"}[kind]
+    """The path segment of a checkpoint kind as stored (``training_checkpoints.kind``, a plain string)."""
+    return SEGMENT["training" if kind == "training" else "sampler"]
 
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -56,9 +56,9 @@ class TinkerPath:
         if not path.startswith("tinker://"):
             raise InvalidRequest(f"{path!r} is not a checkpoint path ({form})", param=param)
         parts = path[len("tinker://") :].split("/")
-        if len(parts) != 3 or parts[1] not in _KIND or not parts[0] or not parts[2]:
+        if len(parts) != 3 or parts[1] not in KIND_OF_SEGMENT or not parts[0] or not parts[2]:
             raise InvalidRequest(f"{path!r} is not a checkpoint path ({form})", param=param)
-        return cls(parts[0], _KIND[parts[1]], parts[2])
+        return cls(parts[0], KIND_OF_SEGMENT[parts[1]], parts[2])
 
 
 def checked_name(name: str | None, param: str = "path") -> str:

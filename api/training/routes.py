@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.orm import Session
 
 from api.core.deps import QueueDep, SessionDep, SettingsDep
-from api.core.errors import InvalidRequest, NotFound
+from api.core.errors import InvalidRequest, NotFound, TooLarge
 from api.db.models import TrainingSessionStatus
 from api.tenants.callers import resolve
 from api.training import futures, listing, service
@@ -29,6 +30,7 @@ from grpo_core.primitives.spec import BatchError, Datum, check_batch, check_samp
 from runtime import training_contract as tc
 
 KEY_PREFIX = "tml-"
+MAX_FORWARD_BACKWARD_BYTES = 64 << 20  # the SDK splits a batch into chunks of at most 5 MB
 
 
 def tinker_project(request: Request, settings: SettingsDep, x_api_key: Annotated[str | None, Header()] = None) -> str:
@@ -130,10 +132,16 @@ async def forward_backward(
 ) -> dict[str, Any]:
     if "zstd" in request.headers.get("content-encoding", ""):
         raise InvalidRequest("zstd bodies are not supported (this server never asks for them)", param="body")
-    raw = await request.body()
-    from fastapi.concurrency import run_in_threadpool
-
-    return await run_in_threadpool(_forward_backward, raw, db, queue, settings, project)
+    raw = bytearray()
+    async for part in request.stream():
+        raw += part
+        if len(raw) > MAX_FORWARD_BACKWARD_BYTES:
+            raise TooLarge(
+                f"a forward_backward body over {MAX_FORWARD_BACKWARD_BYTES >> 20} MiB: send fewer datums per call "
+                "(the SDK sends at most 5 MB)",
+                param="body",
+            )
+    return await run_in_threadpool(_forward_backward, bytes(raw), db, queue, settings, project)
 
 
 def _forward_backward(raw: bytes, db: Session, queue: Any, settings: Any, project: str) -> dict[str, Any]:
@@ -153,7 +161,14 @@ def _forward_backward(raw: bytes, db: Session, queue: Any, settings: Any, projec
         data=[tc.DatumIn(tokens=t, inputs=i) for t, i in req.data],
     )
     row = service.run_request(
-        db, queue, settings, project, req.model_id, tc.RequestKind.forward_backward, payload.model_dump()
+        db,
+        queue,
+        settings,
+        project,
+        req.model_id,
+        tc.RequestKind.forward_backward,
+        payload.model_dump(),
+        client_seq=req.seq_id or None,  # proto3: 0 is "not sent" (the SDK numbers from 1)
     )
     return _future(row, model_id=req.model_id)
 
@@ -167,7 +182,7 @@ def optim_step(
         raise InvalidRequest(f"optimizer {kind!r} is not supported: pass AdamParams", param="optimizer_params")
     payload = tc.OptimStep(adam=tc.Adam(**body.adam_params.model_dump()))
     row = service.run_request(
-        db, queue, settings, project, body.model_id, tc.RequestKind.optim_step, payload.model_dump()
+        db, queue, settings, project, body.model_id, tc.RequestKind.optim_step, payload.model_dump(), body.seq_id
     )
     return _future(row, model_id=body.model_id)
 
@@ -177,10 +192,13 @@ def save_weights(
     body: s.SaveWeights, db: SessionDep, queue: QueueDep, settings: SettingsDep, project: Project
 ) -> dict[str, Any]:
     service.get_run(db, project, body.model_id)
+    first = service.replay(db, body.model_id, body.seq_id)  # a retry, maybe of a save that is done by now
+    if first is not None:
+        return _future(first, model_id=body.model_id)
     to = service.checkpoint_target(db, project, body.model_id, "training", body.path, body.overwrite)
     payload = tc.SaveWeights(to=to)
     row = service.run_request(
-        db, queue, settings, project, body.model_id, tc.RequestKind.save_weights, payload.model_dump()
+        db, queue, settings, project, body.model_id, tc.RequestKind.save_weights, payload.model_dump(), body.seq_id
     )
     return _future(row, model_id=body.model_id)
 
@@ -190,6 +208,9 @@ def save_for_sampler(
     body: s.SaveForSampler, db: SessionDep, queue: QueueDep, settings: SettingsDep, project: Project
 ) -> dict[str, Any]:
     run = service.get_run(db, project, body.model_id)
+    first = service.replay(db, body.model_id, body.seq_id)
+    if first is not None:
+        return _future(first, model_id=body.model_id)
     if body.path is not None:
         to = service.checkpoint_target(db, project, body.model_id, "sampler", body.path, overwrite=False)
         payload = tc.SaveForSampler(to=to)
@@ -199,7 +220,14 @@ def save_for_sampler(
     else:
         raise InvalidRequest("save_weights_for_sampler needs a path or a sampling_session_seq_id", param="path")
     row = service.run_request(
-        db, queue, settings, project, body.model_id, tc.RequestKind.save_weights_for_sampler, payload.model_dump()
+        db,
+        queue,
+        settings,
+        project,
+        body.model_id,
+        tc.RequestKind.save_weights_for_sampler,
+        payload.model_dump(),
+        body.seq_id,
     )
     return _future(row, model_id=body.model_id)
 
@@ -261,7 +289,9 @@ def asample(body: s.Sample, db: SessionDep, queue: QueueDep, settings: SettingsD
         stop=stop,
         prompt_logprobs=body.prompt_logprobs,
     )
-    req = service.enqueue(db, queue, settings, session, tc.RequestKind.sample, row.id, payload.model_dump())
+    req = service.enqueue(
+        db, queue, settings, session, tc.RequestKind.sample, row.id, payload.model_dump(), client_seq=body.seq_id
+    )
     return _future(req, sample_sequence_ids=[f"{req.id}:{i}" for i in range(body.num_samples)])
 
 

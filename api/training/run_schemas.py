@@ -3,9 +3,11 @@ trained, beside the jobs."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, FiniteFloat, StringConstraints
+
+MAX_REPORTED = 64  # names a step's reported metrics may hold, merged over its reports
 
 
 class RunCheckpoint(BaseModel):
@@ -56,4 +58,6 @@ class ReportMetrics(BaseModel):
     A step reported again merges its new values over the old."""
 
     step: int = Field(ge=1, description="The optimizer step they belong to (1 = after the first optim_step).")
-    metrics: dict[str, float] = Field(min_length=1, max_length=64)
+    metrics: dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], FiniteFloat] = Field(
+        min_length=1, max_length=MAX_REPORTED, description=f"Finite numbers by name, at most {MAX_REPORTED} a step."
+    )

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.core.errors import NotFound
+from api.core.errors import InvalidRequest, NotFound
 from api.core.pagination import Page, anchor, keyset_page
 from api.db.models import (
     TrainingCheckpoint,
@@ -25,7 +25,7 @@ from api.db.models import (
     TrainingSession,
     now,
 )
-from api.training.run_schemas import ReportMetrics, RunCheckpoint, RunStep, TrainingRunObject
+from api.training.run_schemas import MAX_REPORTED, ReportMetrics, RunCheckpoint, RunStep, TrainingRunObject
 from api.training.service import get_run
 from runtime.training_contract import RequestKind
 
@@ -106,8 +106,9 @@ def series(db: Session, project_id: str, run_id: str) -> list[RunStep]:
     for kind, metrics, finished_at in rows:
         m: dict[str, Any] = metrics or {}
         if kind == RequestKind.forward_backward:
-            if "loss:sum" in m:
-                loss, tokens, seen = loss + float(m["loss:sum"]), tokens + float(m.get("tokens:sum", 0)), True
+            value, count = _finite(m.get("loss:sum")), _finite(m.get("tokens:sum"))
+            if value is not None:
+                loss, tokens, seen = loss + value, tokens + (count or 0.0), True
             continue
         step = len(out) + 1
         out.append(
@@ -141,6 +142,11 @@ def report(db: Session, project_id: str, run_id: str, body: ReportMetrics) -> Ru
         row = TrainingRunMetrics(run_id=run_id, step=body.step, metrics=dict(body.metrics), created_at=now())
         db.add(row)
     else:
-        row.metrics = {**row.metrics, **body.metrics}
+        merged = {**row.metrics, **body.metrics}
+        if len(merged) > MAX_REPORTED:
+            raise InvalidRequest(
+                f"step {body.step} would hold {len(merged)} metrics; at most {MAX_REPORTED}", param="metrics"
+            )
+        row.metrics = merged
     db.commit()
     return RunStep(step=body.step, reported=row.metrics, created_at=row.created_at)

@@ -2,6 +2,8 @@
 
 Each model ignores fields it does not use (the SDK sends ``type`` literals, idempotency and telemetry fields), so
 a newer SDK that adds a field still works; what it does use is typed, and a wrong type is a 422 naming the field.
+``seq_id``: the SDK numbers each client's calls; a call retried with the same number is the same request
+(api.training.service.enqueue).
 """
 
 from __future__ import annotations
@@ -62,18 +64,21 @@ class AdamIn(_In):
 
 class OptimStep(_In):
     model_id: str
+    seq_id: int | None = None
     adam_params: AdamIn | None = None
     optimizer_params: dict[str, Any] | None = None
 
 
 class SaveWeights(_In):
     model_id: str
+    seq_id: int | None = None
     path: str | None = None
     overwrite: bool = False
 
 
 class SaveForSampler(_In):
     model_id: str
+    seq_id: int | None = None
     path: str | None = None
     sampling_session_seq_id: int | None = None
     kind: str = "snapshot"
@@ -81,6 +86,7 @@ class SaveForSampler(_In):
 
 class LoadWeights(_In):
     path: str
+    seq_id: int | None = None
     optimizer: bool = False
     model_id: str | None = None
     session_id: str | None = None
@@ -115,6 +121,7 @@ class SamplingParamsIn(_In):
 
 class Sample(_In):
     sampling_session_id: str | None = None
+    seq_id: int | None = None
     base_model: str | None = None
     model_path: str | None = None
     prompt: ModelInput

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.core.errors import InvalidRequest, NotFound
@@ -38,11 +39,12 @@ from api.db.models import (
     now,
 )
 from api.db.session import rows_changed
-from api.models.service import find, source_of
+from api.models.service import available, find, source_of
 from api.training.paths import TinkerPath, checked_name, object_key, run_id, sampler_id
 from runtime import training_contract as tc
 
 log = logging.getLogger(__name__)
+MAX_RUNS_PER_SESSION = 4  # models one session keeps resident on its worker (each with its optimizer and sampler)
 
 _NOT_ACTIVE = {
     TrainingSessionStatus.finished: "was closed by its client",
@@ -134,8 +136,6 @@ def model_spec(db: Session, settings: ApiSettings, base_model: str, param: str =
     """A base model this service offers, as the worker loads it; 400 naming the ones it offers otherwise."""
     entry = find(db, settings, base_model)
     if entry is None:
-        from api.models.service import available
-
         known = ", ".join(available(db, settings)) or "none"
         raise InvalidRequest(
             f"base model {base_model!r} is not registered on this service (available: {known})",
@@ -154,10 +154,19 @@ def enqueue(
     target: str | None,
     payload: dict[str, Any],
     *,
+    client_seq: int | None = None,
     ring: bool = True,
 ) -> TrainingRequest:
     """Add a request at the session's next seq (refused if the session stopped being active meanwhile), commit,
-    and ring the doorbell when no worker holds the session and none was rung lately."""
+    and ring the doorbell when no worker holds the session and none was rung lately.
+
+    ``client_seq``: the SDK's number of the call (its ``seq_id``). The SDK retries a POST whose answer it lost;
+    the retry gets the first request's future back instead of a second request (a gradient added twice, two
+    steps), also when the two race (the unique constraint on (target, client_seq) decides)."""
+    if client_seq is not None:
+        first = _by_client_seq(db, target, client_seq)
+        if first is not None:
+            return first
     seq = db.execute(
         update(TrainingSession)
         .where(TrainingSession.id == session.id, TrainingSession.status == TrainingSessionStatus.active)
@@ -174,6 +183,7 @@ def enqueue(
         session_id=session.id,
         project_id=session.project_id,
         seq=seq,
+        client_seq=client_seq,
         kind=kind,
         target=target,
         payload=payload,
@@ -195,13 +205,32 @@ def enqueue(
         )
         == 1
     )
-    db.commit()
+    try:
+        db.commit()
+    except IntegrityError:  # the same call's retry committed first
+        db.rollback()
+        first = _by_client_seq(db, target, client_seq) if client_seq is not None else None
+        if first is None:
+            raise
+        return first
     if rung:
         try:
             queue.ring_session(session.id)
         except Exception:  # the broker is down: enqueued_at is set, so the reaper rings again after requeue_after
             log.exception("could not ring the queue for session %s", session.id)
     return row
+
+
+def replay(db: Session, target: str, client_seq: int | None) -> TrainingRequest | None:
+    """The request a call numbered ``client_seq`` on ``target`` (already the caller's) made before: the SDK
+    retrying a POST whose answer it lost gets that future back, even once the request is done."""
+    return _by_client_seq(db, target, client_seq) if client_seq is not None else None
+
+
+def _by_client_seq(db: Session, target: str | None, client_seq: int) -> TrainingRequest | None:
+    return db.scalars(
+        select(TrainingRequest).where(TrainingRequest.target == target, TrainingRequest.client_seq == client_seq)
+    ).first()
 
 
 # Training runs
@@ -226,6 +255,13 @@ def create_run(
         if first is not None:
             return first
     spec = model_spec(db, settings, base_model)
+    held = db.scalar(select(func.count()).select_from(TrainingRun).where(TrainingRun.session_id == session_id))
+    if (held or 0) >= MAX_RUNS_PER_SESSION:
+        raise InvalidRequest(
+            f"a session holds at most {MAX_RUNS_PER_SESSION} training clients (each a model resident on its "
+            "worker): use another ServiceClient",
+            param="model_seq_id",
+        )
     rank = int(lora.get("rank", 32))
     if not 1 <= rank <= 256:
         raise InvalidRequest(f"LoRA rank {rank} is outside 1..256", param="lora_config.rank")
@@ -274,9 +310,10 @@ def run_request(
     rid: str,
     kind: tc.RequestKind,
     payload: dict[str, Any],
+    client_seq: int | None = None,
 ) -> TrainingRequest:
     session, _ = active_run(db, project_id, rid)
-    return enqueue(db, queue, settings, session, kind, rid, payload)
+    return enqueue(db, queue, settings, session, kind, rid, payload, client_seq=client_seq)
 
 
 def checkpoint_target(
@@ -316,7 +353,17 @@ def load_weights(
     if body.get("model_id"):
         rid = str(body["model_id"])
         payload = tc.LoadWeights(object_key=ckpt.object_key, optimizer=optimizer)
-        return run_request(db, queue, settings, project_id, rid, tc.RequestKind.load_weights, payload.model_dump())
+        seq = body.get("seq_id")
+        return run_request(
+            db,
+            queue,
+            settings,
+            project_id,
+            rid,
+            tc.RequestKind.load_weights,
+            payload.model_dump(),
+            client_seq=int(seq) if seq is not None else None,
+        )
     if body.get("session_id") is None or body.get("model_seq_id") is None:
         raise InvalidRequest("load_weights needs model_id, or session_id and model_seq_id", param="model_id")
     session = active_session(db, project_id, str(body["session_id"]))
@@ -394,6 +441,8 @@ def get_sampler(db: Session, project_id: str, sid: str) -> SamplingSession:
 
 def sampler_spec(db: Session, settings: ApiSettings, row: SamplingSession) -> tc.SamplerSpec:
     ckpt = db.get(TrainingCheckpoint, row.checkpoint_id) if row.checkpoint_id else None
+    if row.checkpoint_id and ckpt is None:  # never the base model in its place
+        raise NotFound(f"the sampler checkpoint of sampling client {row.id} was deleted", param="sampling_session_id")
     return tc.SamplerSpec(
         id=row.id,
         base=model_spec(db, settings, row.base_model),

@@ -251,25 +251,26 @@ def decode_forward_backward(body: bytes) -> FwdBwdIn:
     return FwdBwdIn(msg.model_id, msg.seq_id, msg.loss_fn, config, msg.forward_only, data)
 
 
-def encode_forward_backward(logprobs: list[list[float]], metrics: dict[str, float]) -> bytes:
+def encode_forward_backward(logprobs: list[list[float | None]], metrics: dict[str, float | None]) -> bytes:
     """A ForwardBackwardOutput: one ArrayRecord whose ``logprobs`` field holds each datum's per-token log-probs
     (float32, concatenated, with byte offsets per datum), and the metrics (``name:reduction`` keys)."""
     out = ForwardBackwardOutputPb(loss_fn_output_type="ArrayRecord")
     record = out.loss_fn_outputs.add(type_tag="ArrayRecord", num_datums=len(logprobs))
     offsets, data = [0], bytearray()
     for row in logprobs:
-        data += struct.pack(f"<{len(row)}f", *row)
+        data += _floats(row)
         offsets.append(len(data))
     field = record.fields["logprobs"]
     field.data = bytes(data)
     field.offsets = struct.pack(f"<{len(offsets)}q", *offsets)
     field.dtype = DTYPE_FLOAT32
     for k, v in metrics.items():
-        out.metrics[k] = float(v)
+        out.metrics[k] = math.nan if v is None else float(v)  # JSON carried a non-finite number as null
     return bytes(out.SerializeToString())
 
 
 def _floats(values: list[float | None]) -> bytes:
+    """float32 bytes; None (a position without a value, or a non-finite number that JSON carried as null) as NaN."""
     return struct.pack(f"<{len(values)}f", *(math.nan if v is None else v for v in values))
 
 

@@ -41,9 +41,10 @@ class LossOutput:
 
 
 def _mean_over(values: Tensor, counted: Tensor) -> float:
-    """Mean of ``values`` over the ``counted`` tokens, 0 when none counts."""
-    n = int(counted.sum())
-    return float((values * counted).sum()) / n if n else 0.0
+    """Mean of ``values`` over the ``counted`` tokens, 0 when none counts (a token not counted, whose ratio may
+    be inf, never enters the sum)."""
+    picked = values[counted.bool()]
+    return float(picked.mean()) if picked.numel() else 0.0
 
 
 def cross_entropy(logp: Tensor, weights: Tensor) -> LossOutput:

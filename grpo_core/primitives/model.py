@@ -149,6 +149,20 @@ class TrainingModel:
         is added to the adapter's ``.grad`` (no graph is built without it). Raises spec.BatchError for a request
         spec.check_batch refuses."""
         check_batch(loss_fn, data, config, self.vocab_size, self.max_tokens)
+        # a call adds its whole gradient or none of it: what earlier calls left is restored if one fails midway
+        # (an out-of-memory in a late micro-batch, a non-finite loss), so a retry never adds a part twice
+        before = [None if p.grad is None else p.grad.clone() for p in self.params] if backward else None
+        try:
+            return self._forward_backward(data, loss_fn, config, backward)
+        except BaseException:
+            if before is not None:
+                for p, g in zip(self.params, before, strict=True):
+                    p.grad = g
+            raise
+
+    def _forward_backward(
+        self, data: list[Datum], loss_fn: str, config: dict[str, float], backward: bool
+    ) -> ForwardResult:
         spec = loss_spec(loss_fn)
         inputs = [self._inputs(spec.name, d, config) for d in data]
         lengths = [len(d.tokens) for d in data]
@@ -163,6 +177,11 @@ class TrainingModel:
                 logp = target_logprobs(self.model, ids, targets, mask)  # (N,)
                 loss = loss_of(loss_fn, logp, batch, config).loss if backward else None
             if loss is not None:
+                if not torch.isfinite(loss):
+                    raise UserError(
+                        f"the {loss_fn} loss of datums {idx} is not finite ({float(loss)}): check their logprobs "
+                        "and advantages (a sampler log-prob of -inf or a huge advantage); no gradient was added"
+                    )
                 with attention_kernels(self.device.type):
                     torch.autograd.backward(loss)
             for i, part in zip(idx, torch.split(logp.detach().to(HOST), [lengths[i] for i in idx]), strict=True):

@@ -69,6 +69,7 @@ def upgrade() -> None:
         sa.Column("session_id", sa.String(length=64), nullable=False),
         sa.Column("project_id", sa.String(length=64), nullable=False),
         sa.Column("seq", sa.BigInteger(), nullable=False),
+        sa.Column("client_seq", sa.BigInteger(), nullable=True),
         sa.Column("kind", sa.String(length=32), nullable=False),
         sa.Column("target", sa.String(length=160), nullable=True),
         sa.Column("payload", sa.JSON(), nullable=False),
@@ -78,14 +79,18 @@ def upgrade() -> None:
         sa.Column("error", sa.JSON(), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.Column("finished_at", sa.BigInteger(), nullable=True),
+        sa.Column("result_expires_at", sa.BigInteger(), nullable=True),
         sa.ForeignKeyConstraint(
             ["session_id"], ["training_sessions.id"], name=op.f("fk_training_requests_session_id_training_sessions")
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_training_requests")),
+        sa.UniqueConstraint("target", "client_seq", name=op.f("uq_training_requests_target")),
     )
     with op.batch_alter_table("training_requests", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_training_requests_project_id"), ["project_id"], unique=False)
         batch_op.create_index("ix_training_requests_session_status_seq", ["session_id", "status", "seq"], unique=False)
+        batch_op.create_index("ix_training_requests_target_kind", ["target", "kind"], unique=False)
+        batch_op.create_index(batch_op.f("ix_training_requests_result_expires_at"), ["result_expires_at"], unique=False)
 
     op.create_table(
         "training_runs",
@@ -153,6 +158,8 @@ def downgrade() -> None:
 
     op.drop_table("training_runs")
     with op.batch_alter_table("training_requests", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_training_requests_result_expires_at"))
+        batch_op.drop_index("ix_training_requests_target_kind")
         batch_op.drop_index("ix_training_requests_session_status_seq")
         batch_op.drop_index(batch_op.f("ix_training_requests_project_id"))
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from grpo_core.checkpoint import CheckpointError
+from grpo_core.errors import UserError
 from grpo_core.policy import load_adapter
 from grpo_core.primitives.losses import cross_entropy, importance_sampling, loss_of, ppo
 from grpo_core.primitives.model import OPTIMIZER_FILE, STATE_FILE, TrainingModel, target_modules
@@ -218,6 +219,23 @@ def test_a_refused_batch_changes_nothing(tiny_model_dir: Path) -> None:
         )
     assert err.value.param == "data[0].loss_fn_inputs.target_tokens"
     assert all(p.grad is None for p in m.params)
+
+
+def test_a_call_that_fails_midway_adds_none_of_its_gradient(tiny_model_dir: Path) -> None:
+    """Micro-batches are backpropagated one by one: a later one failing (here a non-finite loss; on a GPU an
+    out-of-memory) must not leave the earlier ones' gradient behind for the next optim_step or a retry."""
+    m = TrainingModel(tiny_model_dir, rank=4, seed=0, micro_batch_tokens=8)
+    m.forward_backward(DATA[:1], "cross_entropy", {})
+    before = grads(m)
+    fine = Datum([1, 12, 13], {"target_tokens": [12, 13, 14], "logprobs": [0.0] * 3, "advantages": [1.0] * 3})
+    # ρ = exp(logp − q) ≈ exp(−4.3 + 10) ≈ 300 per token, times A = 3e38: past float32's range
+    huge = Datum(
+        [1, 20, 21, 22, 23],
+        {"target_tokens": [20, 21, 22, 23, 24], "logprobs": [-10.0] * 5, "advantages": [3e38] * 5},
+    )
+    with pytest.raises(UserError, match="not finite"):
+        m.forward_backward([fine, huge], "importance_sampling", {})  # two micro-batches: the short one first
+    assert all(torch.equal(a, b) for a, b in zip(grads(m), before, strict=True))
 
 
 def test_save_state_then_load_state_continues_bit_for_bit(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -43,8 +43,9 @@ def _serve_one(client: TestClient, session_id: str, result: dict[str, Any]) -> N
     assert posted.status_code == 200, posted.text
 
 
-def fwdbwd_body(model_id: str) -> bytes:
-    msg = ForwardBackwardRequestPb(model_id=model_id, seq_id=1, loss_fn="cross_entropy")
+def fwdbwd_body(model_id: str, seq_id: int = 0) -> bytes:
+    """A forward_backward body as the SDK encodes it (seq_id 0: not numbered)."""
+    msg = ForwardBackwardRequestPb(model_id=model_id, seq_id=seq_id, loss_fn="cross_entropy")
     datum = msg.data.add()
     datum.model_input.add().encoded_text.tokens = struct.pack("<2i", 1, 3)
     for name, dtype, fmt, values in (("target_tokens", 2, "<2q", (3, 4)), ("weights", 1, "<2f", (1.0, 1.0))):

@@ -192,3 +192,94 @@ def test_the_runs_series_sums_each_steps_calls_and_merges_what_the_client_report
     ]
     got = client.get(f"/v1/training_runs/{run}", headers=v1).json()
     assert got["steps"] == 2 and got["status"] == "active" and got["lora_rank"] == 4
+
+
+def test_a_retried_call_is_one_request_and_two_saves_of_one_name_one_checkpoint(client: TestClient) -> None:
+    sid, run = start(client)
+    internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    answer(client, sid, take(client, sid), {"model_id": run})
+    step = {"model_id": run, "adam_params": {}, "seq_id": 7}
+    first = client.post(f"{API}/optim_step", json=step, headers=H).json()
+    assert client.post(f"{API}/optim_step", json=step, headers=H).json() == first  # the SDK's retry of a lost answer
+    fb = client.post(f"{API}/forward_backward", content=fwdbwd_body(run, seq_id=8), headers=H).json()
+    assert client.post(f"{API}/forward_backward", content=fwdbwd_body(run, seq_id=8), headers=H).json() == fb
+    saves = [
+        client.post(f"{API}/save_weights", json={"model_id": run, "path": "ck", "seq_id": n}, headers=H).json()
+        for n in (9, 10)  # both queued before either landed
+    ]
+    kinds = []
+    while (got := internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json())["request"]:
+        kinds.append(got["request"]["kind"])
+        result = {"path": f"tinker://{run}/weights/ck", "size_bytes": 1} if "save" in got["request"]["kind"] else {}
+        assert answer(client, sid, got["request"], result).status_code == 200
+    assert kinds == ["optim_step", "forward_backward", "save_weights", "save_weights"]  # one each, in order
+    listed = client.get(f"{API}/training_runs/{run}/checkpoints", headers=H).json()["checkpoints"]
+    assert [c["tinker_path"] for c in listed] == [f"tinker://{run}/weights/ck"]
+    replay = client.post(f"{API}/save_weights", json={"model_id": run, "path": "ck", "seq_id": 9}, headers=H)
+    assert replay.json() == saves[0]  # a retry after it landed: its future, not "exists"
+    exists = client.post(f"{API}/save_weights", json={"model_id": run, "path": "ck", "seq_id": 11}, headers=H)
+    assert exists.status_code == 400 and "exists" in exists.json()["error"]["message"]
+
+
+def test_the_reaper_fails_what_an_ended_session_left_open_and_drops_old_results(
+    client: TestClient, settings: ApiSettings
+) -> None:
+    sid, run = start(client)
+    pending = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H).json()
+    sql(settings, "update training_sessions set status = 'expired' where id = :id", id=sid)  # ended, none failed
+    with Session(create_engine(settings.db_url)) as db:
+        reap(db, Rung(), settings)
+        db.commit()
+    failed = client.post(f"{API}/retrieve_future", json={"request_id": pending["request_id"]}, headers=H).json()
+    assert failed["category"] == "user" and "ended" in failed["error"]
+    other, run2 = start(client)
+    internal(client, other, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    req = take(client, other)
+    answer(client, other, req, {"model_id": run2})
+    fb = client.post(f"{API}/forward_backward", content=fwdbwd_body(run2), headers=H).json()
+    done = take(client, other)
+    answer(client, other, done, {"logprobs": [[-1.0, -2.0]], "metrics": {"loss:sum": 3.0, "tokens:sum": 2.0}})
+    sql(settings, "update training_requests set result_expires_at = 1 where id = :id", id=fb["request_id"])
+    with Session(create_engine(settings.db_url)) as db:
+        reap(db, Rung(), settings)
+        db.commit()
+    gone = client.post(f"{API}/retrieve_future", json={"request_id": fb["request_id"]}, headers=H).json()
+    assert "expired" in gone["error"]
+    series = client.get(f"/v1/training_runs/{run2}/metrics", headers={"Authorization": "Bearer x"}).json()
+    assert series["data"] == []  # no optim_step yet: its loss waits for the step that closes it
+
+
+def test_a_sampling_client_whose_checkpoint_was_deleted_refuses_to_sample(client: TestClient) -> None:
+    sid, run = start(client)
+    internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    answer(client, sid, take(client, sid), {"model_id": run})
+    client.post(f"{API}/save_weights_for_sampler", json={"model_id": run, "path": "s"}, headers=H)
+    answer(client, sid, take(client, sid), {"path": f"tinker://{run}/sampler_weights/s", "size_bytes": 1})
+    body = {"session_id": sid, "sampling_session_seq_id": 0, "model_path": f"tinker://{run}/sampler_weights/s"}
+    sampler = client.post(f"{API}/create_sampling_session", json=body, headers=H).json()["sampling_session_id"]
+    assert client.delete(f"{API}/training_runs/{run}/checkpoints/sampler_weights/s", headers=H).status_code == 200
+    sample = {
+        "sampling_session_id": sampler,
+        "prompt": {"chunks": [{"tokens": [1]}]},
+        "num_samples": 1,
+        "sampling_params": {"max_tokens": 1},
+    }
+    refused = client.post(f"{API}/asample", json=sample, headers=H)
+    assert refused.status_code == 404 and "deleted" in refused.json()["error"]["message"]
+
+
+def test_reported_metrics_are_finite_numbers_with_short_names(client: TestClient) -> None:
+    _, run = start(client)
+    v1 = {"Authorization": "Bearer x"}
+    infinite = '{"step": 1, "metrics": {"reward": Infinity}}'  # what json.dumps writes for inf
+    r = client.post(
+        f"/v1/training_runs/{run}/metrics", content=infinite, headers=v1 | {"content-type": "application/json"}
+    )
+    assert r.status_code == 422, r.text
+    for bad in ({"x" * 65: 1.0}, {}):
+        r = client.post(f"/v1/training_runs/{run}/metrics", json={"step": 1, "metrics": bad}, headers=v1)
+        assert r.status_code == 422, (bad, r.text)
+    many = {f"m{i}": 1.0 for i in range(64)}
+    assert client.post(f"/v1/training_runs/{run}/metrics", json={"step": 1, "metrics": many}, headers=v1).is_success
+    more = client.post(f"/v1/training_runs/{run}/metrics", json={"step": 1, "metrics": {"one_more": 1.0}}, headers=v1)
+    assert more.status_code == 400 and more.json()["error"]["param"] == "metrics"

@@ -53,9 +53,11 @@ for step in range(STEPS):
                 "advantages": [0.0] * n + [score - mean] * len(seq.tokens),  # group-relative
             }
             data.append(types.Datum(model_input=types.ModelInput.from_ints(tokens[:-1]), loss_fn_inputs=inputs))
-    if data:
-        training.forward_backward(data, "importance_sampling")
-        training.optim_step(types.AdamParams(learning_rate=LEARNING_RATE)).result()
+    if data:  # both submitted, then both awaited: an error in either raises here
+        update = training.forward_backward(data, "importance_sampling")
+        step_done = training.optim_step(types.AdamParams(learning_rate=LEARNING_RATE))
+        update.result()
+        step_done.result()
     print(f"step {step + 1}: reward {sum(rewards) / len(rewards):.3f}", flush=True)
 
 print("sampler checkpoint:", training.save_weights_for_sampler("final").result().path)

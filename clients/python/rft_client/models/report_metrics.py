@@ -20,7 +20,7 @@ class ReportMetrics:
     A step reported again merges its new values over the old.
 
         Attributes:
-            metrics (ReportMetricsMetrics):
+            metrics (ReportMetricsMetrics): Finite numbers by name, at most 64 a step.
             step (int): The optimizer step they belong to (1 = after the first optim_step).
     """
 

@@ -12,6 +12,8 @@ T = TypeVar("T", bound="ReportMetricsMetrics")
 
 @_attrs_define
 class ReportMetricsMetrics:
+    """Finite numbers by name, at most 64 a step."""
+
     additional_properties: dict[str, float] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
