@@ -20,6 +20,7 @@ from api.jobs.downloads import sign
 from runtime.storage import LocalStore
 from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl, metrics_event
 from tests.tiny_model import TINY_ID
+from tests.training_objects import make_training_objects
 from tests.unit.test_tenants import bearer, new_key
 
 JOBS = "/v1/fine_tuning/jobs"
@@ -107,8 +108,6 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
     items_url = f"/v1/evals/{ev.json()['id']}/runs/{run.json()['id']}/output_items"
     output_item = client.get(items_url, headers=headers).json()["data"][0]
     deliveries = client.get(f"/v1/webhook_endpoints/{ep.json()['id']}/deliveries", headers=headers).json()["data"]
-    from tests.unit.test_training_isolation import make_training_objects  # it imports this module's helpers
-
     api_key = headers.get("Authorization", "Bearer open-mode").removeprefix("Bearer ")
     training = make_training_objects(client, api_key, LocalStore(settings.objects_dir))
     events = client.get(f"{JOBS}/{job['id']}/events", params={"limit": 100}, headers=headers).json()["data"]

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from api.core.settings import ApiSettings
 from api.jobs.reaper import reap
 from tests.tiny_model import TINY_ID
-from tests.unit.test_training_isolation import WORKER, fwdbwd_body
+from tests.training_objects import WORKER, fwdbwd_body
 
 API = "/api/v1"
 H = {"X-API-Key": "tml-anything"}  # no keys configured: the default project
