@@ -2,8 +2,8 @@
 
 The message is a doorbell, not the truth: the job row is committed first and the worker claims it through the
 internal API, so a lost or duplicated message can delay a job but never corrupt it. Services take a ``Doorbell``
-(anything with ``ring``, ``join``, ``ring_eval`` and ``ring_session``), so a test can record the rings instead of
-sending them.
+(anything with ``ring``, ``join``, ``ring_eval``, ``ring_session`` and ``wake``), so a test can record the rings
+instead of sending them.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Protocol
 
 from celery import Celery
 
+from api.core.wakeups import Wakeups
 from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION
 from runtime.settings import CommonSettings
 
@@ -35,11 +36,16 @@ class Doorbell(Protocol):
         cannot be reached."""
         ...
 
+    def wake(self, key: str) -> None:
+        """Wake this process's long polls waiting on ``key`` (api.core.wakeups): no broker, never raises."""
+        ...
+
 
 class JobQueue:
     """A Celery producer that sends ``run_job`` by name (the API never imports the worker's code)."""
 
     def __init__(self, settings: CommonSettings) -> None:
+        self.wakeups = Wakeups()  # this process's long polls (the training API's futures and workers)
         self.app = Celery("rft-api", broker=settings.celery_broker_url)
         self.app.conf.update(
             broker_transport_options=settings.broker_transport_options,
@@ -61,6 +67,9 @@ class JobQueue:
 
     def ring_session(self, session_id: str) -> None:
         self.app.send_task(RUN_SESSION, args=[session_id], queue=GPU_QUEUE)
+
+    def wake(self, key: str) -> None:
+        self.wakeups.notify(key)
 
     def ping(self) -> None:
         """Reach the broker once (readiness); raises when it cannot be reached within a few seconds."""

@@ -2,8 +2,9 @@
 
 The SDK polls again at once after each answer, with a 45 s timeout and no pause
 (docs/architecture/tinker-protocol.md §3), so the call waits here up to ``training_poll_seconds`` (default 20 s),
-looking at the request row every 50 ms to 0.5 s, and answers ``try_again`` when the time is up. Each look is one
-indexed read in the threadpool; the waiting itself costs the event loop nothing.
+looking at the request row when the worker's result is posted to this process (api.core.wakeups) and every 50 ms
+to 0.5 s otherwise, and answers ``try_again`` when the time is up. Each look is one indexed read in the threadpool;
+the waiting itself costs the event loop nothing.
 
 The answer, by what the request became:
 - done: forward/backward and sample results as protobuf (the SDK refuses them as JSON), the others as JSON in the
@@ -24,6 +25,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.orm import Session, sessionmaker
 
+from api.core.wakeups import Wakeups, request_key, wait
 from api.db.models import TrainingRequest, TrainingRequestStatus
 from api.training.wire import encode_forward_backward, encode_sample
 from runtime.training_contract import RequestKind
@@ -68,7 +70,16 @@ def _failed(message: str, category: str) -> Response:
     return JSONResponse({"error": message, "category": category})
 
 
-async def retrieve(sessions: sessionmaker[Session], project_id: str, request_id: str, hold: float) -> Response:
+async def retrieve(
+    sessions: sessionmaker[Session], wakeups: Wakeups, project_id: str, request_id: str, hold: float
+) -> Response:
+    with wakeups.watch(request_key(request_id)) as woken:  # the worker's result, posted to this process, wakes it
+        return await _retrieve(sessions, woken, project_id, request_id, hold)
+
+
+async def _retrieve(
+    sessions: sessionmaker[Session], woken: asyncio.Event, project_id: str, request_id: str, hold: float
+) -> Response:
     deadline = time.monotonic() + hold
     pause = 0.05
     while True:
@@ -89,5 +100,5 @@ async def retrieve(sessions: sessionmaker[Session], project_id: str, request_id:
             return answer(found)
         if time.monotonic() + pause > deadline:
             return JSONResponse({"type": "try_again", "request_id": request_id, "queue_state": "active"})
-        await asyncio.sleep(pause)
+        await wait(woken, pause)
         pause = min(pause * 1.5, 0.5)

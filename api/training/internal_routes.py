@@ -1,17 +1,18 @@
 """``/internal/training``: what the worker holding a training session calls (worker token, not in the public
 spec): claim the session, take its next request (held open up to ``wait_seconds`` while there is none), post each
 result, renew, hand it back. Each call after the claim is fenced by the claim id (api.training.leases; the
-contract: runtime.training_contract)."""
+contract: runtime.training_contract). ``next`` wakes when this process enqueues a request of the session
+(api.core.wakeups); a posted result wakes its client's ``retrieve_future`` the same way."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 
-from api.core.deps import SessionDep, SettingsDep, require_worker
+from api.core.deps import QueueDep, SessionDep, SettingsDep, require_worker
+from api.core.wakeups import request_key, session_key, wait
 from api.training import leases
 from runtime import training_contract as contract
 
@@ -32,27 +33,35 @@ async def next_request(
     """The next request, or nothing after ``wait_seconds`` (the worker asks again, or hands the session back when
     it has been idle too long). Each look is a short transaction of its own in the threadpool."""
     deadline = time.monotonic() + body.wait_seconds
-    pause = 0.02
+    pause = 0.05
     renew: int | None = settings.training_lease_seconds  # the first look renews the lease, the others only look
 
     def look() -> contract.NextAnswer:
         with request.app.state.sessionmaker() as db:
             return leases.next_request(db, session_id, body.claim_id, renew)
 
-    while True:
-        answer = await run_in_threadpool(look)
-        renew = None
-        if answer.request is not None or answer.stop is not None or time.monotonic() + pause > deadline:
-            return answer
-        await asyncio.sleep(pause)
-        pause = min(pause * 1.5, 0.25)
+    with request.app.state.queue.wakeups.watch(session_key(session_id)) as woken:  # an enqueue here wakes it
+        while True:
+            answer = await run_in_threadpool(look)
+            renew = None
+            if answer.request is not None or answer.stop is not None or time.monotonic() + pause > deadline:
+                return answer
+            await wait(woken, pause)
+            pause = min(pause * 1.5, 0.5)
 
 
 @router.post(contract.RESULT)
 def post_result(
-    session_id: str, request_id: str, body: contract.ResultPost, db: SessionDep, settings: SettingsDep
+    session_id: str,
+    request_id: str,
+    body: contract.ResultPost,
+    db: SessionDep,
+    settings: SettingsDep,
+    queue: QueueDep,
 ) -> contract.Ack:
-    return leases.post_result(db, session_id, request_id, body, settings.training_lease_seconds)
+    ack = leases.post_result(db, session_id, request_id, body, settings.training_lease_seconds)
+    queue.wake(request_key(request_id))  # its client, waiting in this process for the result
+    return ack
 
 
 @router.post(contract.HEARTBEAT)

@@ -298,7 +298,11 @@ def asample(body: s.Sample, db: SessionDep, queue: QueueDep, settings: SettingsD
 @router.post("/retrieve_future")
 async def retrieve_future(body: s.Retrieve, request: Request, settings: SettingsDep, project: Project) -> Response:
     return await futures.retrieve(
-        request.app.state.read_sessionmaker, project, body.request_id, settings.training_poll_seconds
+        request.app.state.read_sessionmaker,
+        request.app.state.queue.wakeups,
+        project,
+        body.request_id,
+        settings.training_poll_seconds,
     )
 
 

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from api.core.errors import InvalidRequest, NotFound
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
+from api.core.wakeups import session_key
 from api.db.models import (
     SamplingSession,
     TrainingCheckpoint,
@@ -213,6 +214,7 @@ def enqueue(
         if first is None:
             raise
         return first
+    queue.wake(session_key(session.id))  # its worker, waiting in this process for the next request
     if rung:
         try:
             queue.ring_session(session.id)
