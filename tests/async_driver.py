@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,12 @@ def prompts_of(m: StepMetrics, group_size: int) -> list[str]:
 
 
 class Journal(Recorder):
-    def __init__(self, out: Path) -> None:
+    """``hold_at``: after journaling that checkpoint, wait (for the test's SIGKILL) instead of training on: a step
+    of the tiny model takes milliseconds, and the run could otherwise finish between two looks of the test."""
+
+    def __init__(self, out: Path, hold_at: int | None = None) -> None:
         super().__init__()
-        self.out = out
+        self.out, self.hold_at = out, hold_at
 
     def _write(self, record: dict[str, Any]) -> None:
         with self.out.open("a") as f:
@@ -67,6 +71,8 @@ class Journal(Recorder):
     def on_checkpoint(self, step: int, path: Path, metrics: StepMetrics, *, final: bool, best: bool) -> None:
         super().on_checkpoint(step, path, metrics, final=final, best=best)
         self._write({"checkpoint": step, "path": str(path)})
+        if step == self.hold_at:
+            time.sleep(600)
 
 
 def main() -> None:
@@ -75,13 +81,14 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--resume-from", type=Path, default=None)
+    ap.add_argument("--hold-at", type=int, default=None, help="wait to be killed after this step's checkpoint")
     args = ap.parse_args()
     train(
         GRPOConfig.model_validate(CONFIG),
         args.model,
         ROWS,
         [DigitShare()],
-        callbacks=Journal(args.out),
+        callbacks=Journal(args.out, args.hold_at),
         work_dir=args.work,
         seed=5,
         resume_from=args.resume_from,

@@ -133,7 +133,7 @@ def test_a_killed_trainer_takes_its_sampler_down_and_resumes_exactly(tiny_model_
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     first = tmp_path / "first.jsonl"
     cmd = [sys.executable, "-m", "tests.async_driver", "--model", str(tiny_model_dir), "--work", str(tmp_path / "w")]
-    proc = subprocess.Popen([*cmd, "--out", str(first)], cwd=ROOT, env=env)
+    proc = subprocess.Popen([*cmd, "--out", str(first), "--hold-at", "2"], cwd=ROOT, env=env)  # killed there
     deadline = time.monotonic() + 300
     while not any(r.get("checkpoint") == 2 for r in _journal(first)):
         assert proc.poll() is None and time.monotonic() < deadline, "the run never checkpointed step 2"
