@@ -21,6 +21,8 @@ from sqlalchemy.orm import Session
 
 from api.core.deps import QueueDep, SessionDep, SettingsDep
 from api.core.errors import InvalidRequest, NotFound, TooLarge
+from api.core.queue import Doorbell
+from api.core.settings import ApiSettings
 from api.db.models import TrainingSessionStatus
 from api.tenants.callers import resolve
 from api.training import futures, listing, service
@@ -144,7 +146,7 @@ async def forward_backward(
     return await run_in_threadpool(_forward_backward, bytes(raw), db, queue, settings, project)
 
 
-def _forward_backward(raw: bytes, db: Session, queue: Any, settings: Any, project: str) -> dict[str, Any]:
+def _forward_backward(raw: bytes, db: Session, queue: Doorbell, settings: ApiSettings, project: str) -> dict[str, Any]:
     try:
         req = decode_forward_backward(raw)
     except WireError as exc:
