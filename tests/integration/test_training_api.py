@@ -156,7 +156,7 @@ def test_a_supervised_loop_lowers_the_loss_and_a_saved_state_continues_bit_exact
     # a custom loss runs on two cross_entropy calls (the SDK's forward_backward_custom), weights negative included
     def mean_logprob(data: list[types.Datum], logprobs: list[torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         loss = -torch.stack([lp.mean() for lp in logprobs]).mean()
-        return loss, {"custom:mean": float(loss)}
+        return loss, {"custom:mean": float(loss.detach())}
 
     custom = tc.forward_backward_custom(SFT, mean_logprob).result()
     assert "custom:mean" in custom.metrics
