@@ -13,7 +13,6 @@ import logging
 import os
 import shutil
 import socket
-import tarfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -68,30 +67,12 @@ class EvalRunner:
 
             model_cache(self.settings).release_all()  # its device memory went back when eval_policy closed
 
-    def _model_dir(self, claim: evc.EvalClaim) -> Path:
-        if claim.model_source is not None:
-            from worker.job import model_cache
-
-            return model_cache(self.settings).fetch(self.store, claim.model_source)
-        from grpo_core.models.catalog import resolve_model
-
-        try:
-            return resolve_model(self.settings.models_dir, claim.base_model)
-        except KeyError as exc:
-            raise UserError(f"this worker cannot run it: {exc.args[0]}") from None
-
     def _adapter_dir(self, claim: evc.EvalClaim, work: Path) -> Path | None:
         """The fine-tuned model's adapter tar from the store, unpacked into a PEFT adapter folder (None: the base
         model is evaluated)."""
-        if claim.adapter_key is None:
-            return None
-        adapter = work / "adapter"
-        adapter.mkdir(exist_ok=True)
-        tar_path = work / "adapter.tar"
-        self.store.get_file(claim.adapter_key, tar_path)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(adapter, filter="data")
-        return adapter
+        from worker.reporting import unpack
+
+        return unpack(self.store, claim.adapter_key, work / "adapter") if claim.adapter_key is not None else None
 
     def _run(self, claim: evc.EvalClaim, work: Path) -> None:
         from grpo_core.evaluation.evals import Criterion, EvalSampling, eval_policy, run_items
@@ -120,7 +101,10 @@ class EvalRunner:
             n=s.n, temperature=s.temperature, max_completion_tokens=s.max_completion_tokens, top_p=s.top_p, seed=s.seed
         )
         try:
-            with eval_policy(self._model_dir(claim), self._adapter_dir(claim, work), sampling) as sample:
+            from worker.job import base_model_dir
+
+            model_dir = base_model_dir(self.settings, self.store, claim.base_model, claim.model_source)
+            with eval_policy(model_dir, self._adapter_dir(claim, work), sampling) as sample:
                 for lo in range(0, len(rows), BATCH):
                     results = run_items(rows[lo : lo + BATCH], claim.template, sample, criteria)
                     self.client.eval_items(self.run_id, evc.EvalItemsRequest(claim_id=self.claim_id, items=results))

@@ -7,7 +7,6 @@ as another node (worker.node). Each node fetches its own copy of the inputs from
 
 from __future__ import annotations
 
-import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.graders import GraderSpec, uses_python
 from runtime import internal as api
 from runtime.storage import ObjectStore
+from worker.reporting import unpack
 from worker.sandbox_check import python_graders_allowed
 
 if TYPE_CHECKING:
@@ -65,16 +65,30 @@ def read_job(
     except ValidationError as exc:
         raise UserError(f"job spec is invalid: {exc}") from None
     source = claim.model_source
+    model_dir = base_model_dir(settings, store, claim.model, source, say)
+    if source is not None:
+        return Job(cfg, grader, model_dir, source.hub_id or source.id, environment)
+    return Job(cfg, grader, model_dir, environment=environment)
+
+
+def base_model_dir(
+    settings: WorkerSettings,
+    store: ObjectStore | None,
+    model_id: str,
+    source: api.ModelSource | None,
+    say: Callable[[str], None] | None = None,
+) -> Path:
+    """The folder of base model ``model_id``, for a job, an eval run or a training session: a registered model's
+    files fetched into this node's cache (``source``: worker.model_cache), else the worker's catalog folder; a
+    UserError when this worker has neither."""
     if source is not None:
         from runtime.storage import make_store
 
-        model_dir = model_cache(settings).fetch(store or make_store(settings), source, say)
-        return Job(cfg, grader, model_dir, source.hub_id or source.id, environment)
+        return model_cache(settings).fetch(store or make_store(settings), source, say)
     try:
-        model_dir = resolve_model(settings.models_dir, claim.model)
+        return resolve_model(settings.models_dir, model_id)
     except KeyError as exc:
-        raise UserError(f"this worker cannot train it: {exc.args[0]}") from None
-    return Job(cfg, grader, model_dir, environment=environment)
+        raise UserError(f"this worker cannot run it: {exc.args[0]}") from None
 
 
 def model_cache(settings: WorkerSettings) -> ModelCache:
@@ -96,12 +110,7 @@ def fetch_inputs(store: ObjectStore, claim: api.ClaimResponse, dest: Path) -> In
         store.get_file(claim.validation_file_key, validation)
     resume = None
     if claim.resume is not None:  # its manifest is checked when it is loaded
-        resume = dest / "resume"
-        resume.mkdir(parents=True, exist_ok=True)
-        tar_path = resume.with_suffix(".tar")
-        store.get_file(claim.resume.state_key, tar_path)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(resume, filter="data")
+        resume = unpack(store, claim.resume.state_key, dest / "resume")
     return Inputs(train=train, validation=validation, resume=resume)
 
 

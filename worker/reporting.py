@@ -55,6 +55,20 @@ def pack_checkpoint(ckpt_dir: Path, dest: Path) -> Path:
     return dest
 
 
+def unpack(store: ObjectStore, key: str, folder: Path) -> Path:
+    """The tar at ``key`` (``pack_adapter``'s or ``pack_checkpoint``'s) extracted into ``folder``, made if need be:
+    regular files only, nothing outside it (tarfile's ``data`` filter). The tar itself is not kept."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tar_path = folder.with_suffix(".tar")
+    store.get_file(key, tar_path)
+    try:
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(folder, filter="data")
+    finally:
+        tar_path.unlink(missing_ok=True)
+    return folder
+
+
 class Reporter:
     """grpo_core.trainer.Callbacks for one run: everything it is told goes to the API, the bytes to the store."""
 

@@ -17,11 +17,11 @@ import logging
 import os
 import shutil
 import socket
-import tarfile
 import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from grpo_core.errors import UserError
 from runtime import training_contract as tc
 from runtime.storage import make_store
 from worker.client import InternalClient, StaleLease
+from worker.reporting import pack_adapter, pack_checkpoint, unpack
 from worker.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
@@ -141,18 +142,10 @@ class SessionRunner:
 
     # -- the models
     def _base_dir(self, spec: tc.ModelSpec) -> Path:
+        from worker.job import base_model_dir
+
         if spec.id not in self.bases:
-            from worker.job import model_cache
-
-            if spec.source is not None:
-                self.bases[spec.id] = model_cache(self.settings).fetch(self.store, spec.source)
-            else:
-                from grpo_core.models.catalog import resolve_model
-
-                try:
-                    self.bases[spec.id] = resolve_model(self.settings.models_dir, spec.id)
-                except KeyError as exc:
-                    raise UserError(f"this worker cannot load it: {exc.args[0]}") from None
+            self.bases[spec.id] = base_model_dir(self.settings, self.store, spec.id, spec.source)
         return self.bases[spec.id]
 
     def _run(self, item: tc.WorkItem) -> Any:
@@ -180,26 +173,21 @@ class SessionRunner:
         )
         return self.runs[run_id]
 
-    def _fetch_tar(self, key: str, name: str) -> Path:
-        folder = self.work / name
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        tar_path = self.work / f"{name}.tar"
-        self.store.get_file(key, tar_path)
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(folder, filter="data")
-        tar_path.unlink()
-        return folder
+    def _fetch(self, key: str, name: str) -> Path:
+        """The tar at ``key`` unpacked into a fresh scratch folder ``name``."""
+        shutil.rmtree(self.work / name, ignore_errors=True)
+        return unpack(self.store, key, self.work / name)
 
-    def _put_tar(self, folder: Path, key: str) -> int:
-        tar_path = folder.with_suffix(".tar")
-        with tarfile.open(tar_path, "w") as tar:
-            for f in sorted(folder.iterdir()):
-                if f.is_file():
-                    tar.add(f, arcname=f.name)
-        size = tar_path.stat().st_size
-        self.store.put_file(key, tar_path)
-        tar_path.unlink()
+    def _upload(self, folder: Path, key: str, pack: Callable[[Path, Path], Path]) -> int:
+        """``folder`` packed (worker.reporting's ``pack_adapter`` or ``pack_checkpoint``, as a job's checkpoints
+        are) and put at ``key``; its size in bytes. The folder and the tar are removed."""
+        tar_path = pack(folder, folder.with_suffix(".tar"))
+        try:
+            size = tar_path.stat().st_size
+            self.store.put_file(key, tar_path)
+        finally:
+            tar_path.unlink(missing_ok=True)
+            shutil.rmtree(folder, ignore_errors=True)
         return size
 
     # -- one method per request kind (runtime.training_contract.RequestKind); each answers in the SDK's shape
@@ -210,7 +198,7 @@ class SessionRunner:
     def _load_weights(self, item: tc.WorkItem) -> dict[str, Any]:
         body = tc.LoadWeights.model_validate(item.payload)
         model = self._new_run(item.target or "", body.create) if body.create is not None else self._run(item)
-        folder = self._fetch_tar(body.object_key, f"load-{item.id}")
+        folder = self._fetch(body.object_key, f"load-{item.id}")
         model.load_state(folder, optimizer=body.optimizer)
         shutil.rmtree(folder, ignore_errors=True)
         return {"model_id": item.target, "type": "load_weights"}
@@ -233,8 +221,7 @@ class SessionRunner:
     def _save_weights(self, item: tc.WorkItem) -> dict[str, Any]:
         to = tc.SaveWeights.model_validate(item.payload).to
         folder = self._run(item).save_state(self.work / f"save-{item.id}")
-        size = self._put_tar(folder, to.object_key)
-        shutil.rmtree(folder, ignore_errors=True)
+        size = self._upload(folder, to.object_key, pack_checkpoint)  # weights and optimizer: load_state's
         return {"path": to.tinker_path, "size_bytes": size, "type": "save_weights"}
 
     def _save_weights_for_sampler(self, item: tc.WorkItem) -> dict[str, Any]:
@@ -242,8 +229,7 @@ class SessionRunner:
         model = self._run(item)
         if body.to is not None:  # named: a PEFT adapter in the store (sampling clients, serving, download)
             folder = model.save_adapter(self.work / f"adapter-{item.id}")
-            size = self._put_tar(folder, body.to.object_key)
-            shutil.rmtree(folder, ignore_errors=True)
+            size = self._upload(folder, body.to.object_key, pack_adapter)  # the files a job's adapter tar holds
             return {"path": body.to.tinker_path, "size_bytes": size, "type": "save_weights_for_sampler"}
         assert body.sampler_id is not None
         # unnamed: the run's weights as they are now, for a sampling client of this session; sampled from the
@@ -294,7 +280,7 @@ class SessionRunner:
             return self._load(spec.id, spec.base, folder)
         if spec.adapter_key is None or spec.id in self.loaded:
             return self._load(spec.id, spec.base, None)
-        adapter = self._fetch_tar(spec.adapter_key, f"sampler-{uuid.uuid4().hex[:8]}")
+        adapter = self._fetch(spec.adapter_key, f"sampler-{uuid.uuid4().hex[:8]}")
         try:
             return self._load(spec.id, spec.base, adapter)
         finally:

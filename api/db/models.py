@@ -414,7 +414,8 @@ class TrainingSession(Base):
     next_seq: Mapped[int] = mapped_column(BigInteger, default=0)  # the order requests reach the worker in
     claim_id: Mapped[str | None] = mapped_column(String(64))  # the worker run that holds it (fences its writes)
     worker_id: Mapped[str | None] = mapped_column(String(256))
-    lease_expires_at: Mapped[int | None] = mapped_column(BigInteger)
+    # set only while a worker holds it: the reaper finds expired leases by this index, not among every session
+    lease_expires_at: Mapped[int | None] = mapped_column(BigInteger, index=True)
     enqueued_at: Mapped[int | None] = mapped_column(BigInteger)  # when the doorbell was last rung
     heartbeat_at: Mapped[int | None] = mapped_column(BigInteger)  # the client's last heartbeat
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # why it is not active
@@ -489,7 +490,8 @@ class TrainingRequest(Base):
     kind: Mapped[str] = mapped_column(String(32))  # runtime.training_contract.RequestKind
     target: Mapped[str | None] = mapped_column(String(160))  # the run or sampling session it acts on
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(String(16))  # TrainingRequestStatus
+    # indexed: the reaper looks for the few open requests (pending, running) among every call ever made
+    status: Mapped[str] = mapped_column(String(16), index=True)  # TrainingRequestStatus
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # a training step's, kept small for the series
     error: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # {"message", "category": user|server}

@@ -18,6 +18,8 @@ import json
 import time
 from dataclasses import dataclass
 
+from fastapi.responses import RedirectResponse, Response, StreamingResponse
+
 from api.core.errors import NotFound
 from api.db.models import Checkpoint, TrainingCheckpoint
 from runtime.settings import CommonSettings
@@ -65,6 +67,19 @@ def presigned_adapter(store: ObjectStore, ckpt: Checkpoint | TrainingCheckpoint)
     a training-API checkpoint (api.training.runs_routes)."""
     filename = f"{ckpt.id}.tar"
     return store.presigned_url(ckpt.object_key, LINK_SECONDS, filename=filename, content_type=TAR), filename
+
+
+def tar_response(store: ObjectStore, ckpt: Checkpoint | TrainingCheckpoint) -> Response:
+    """A checkpoint's tar as a response: a 302 to a presigned URL (5 minutes) on a store that has them, so the
+    bytes never pass through the API, else streamed from the store."""
+    url, filename = presigned_adapter(store, ckpt)
+    if url is not None:
+        return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
+    return StreamingResponse(
+        store.iter_bytes(ckpt.object_key),
+        media_type=TAR,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
 
 
 @dataclass(frozen=True)

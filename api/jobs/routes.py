@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
-from fastapi.responses import RedirectResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 
 from api.core.deps import (
     CurrentProject,
@@ -26,7 +26,7 @@ from api.core.idempotency import idempotent
 from api.core.pagination import ListResponse
 from api.jobs import access
 from api.jobs import service as svc
-from api.jobs.downloads import TAR, presigned_adapter
+from api.jobs.downloads import TAR, tar_response
 from api.jobs.openai_compat import METADATA_FILTER_PARAM
 from api.jobs.polls import JobReader
 from api.jobs.schemas import Checkpoint, Job, JobCreate, JobEvent, JobReadiness
@@ -163,11 +163,4 @@ def download_checkpoint(
     """The PEFT LoRA adapter of a checkpoint, as a tar: streamed from a local store, or a 302 to a presigned
     S3 URL (5 minutes) so the bytes never pass through the API."""
     ckpt = access.get_checkpoint(session, project, fine_tuning_job_id, checkpoint_id)
-    url, filename = presigned_adapter(store, ckpt)
-    if url is not None:
-        return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
-    return StreamingResponse(
-        store.iter_bytes(ckpt.object_key),
-        media_type=TAR,
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
+    return tar_response(store, ckpt)

@@ -287,14 +287,20 @@ def reap(db: Session, stale_before: int) -> list[str]:
                 "Restore from your last save_state in a new ServiceClient.",
                 "server",
             )
-    ended = select(TrainingSession.id).where(
-        TrainingSession.status != TrainingSessionStatus.active, TrainingSession.claim_id.is_(None)
+    ended = (  # correlated: the few open requests (by their status index) are looked at, not every session
+        select(TrainingSession.id)
+        .where(
+            TrainingSession.id == TrainingRequest.session_id,
+            TrainingSession.status != TrainingSessionStatus.active,
+            TrainingSession.claim_id.is_(None),
+        )
+        .exists()
     )
     db.execute(
         update(TrainingRequest)
         .where(
             TrainingRequest.status.in_([TrainingRequestStatus.pending, TrainingRequestStatus.running]),
-            TrainingRequest.session_id.in_(ended),
+            ended,
         )
         .values(
             status=TrainingRequestStatus.failed,

@@ -14,7 +14,10 @@ from sqlalchemy.orm import Session
 from api.core.errors import NotFound
 from api.db.models import TrainingCheckpoint, TrainingRun
 from api.models.service import available
+from api.models.service import find as find_model
 from api.training.paths import KIND_OF_SEGMENT, TinkerPath, segment
+from api.training.service import find_checkpoint
+from grpo_core.models.catalog import base_model_name
 from runtime.settings import CommonSettings
 from runtime.storage import ObjectStore
 
@@ -41,10 +44,7 @@ def capabilities(db: Session, settings: CommonSettings) -> list[dict[str, Any]]:
 def tokenizer_id(db: Session, settings: CommonSettings, base_model: str) -> str:
     """What the SDK's ``get_tokenizer`` loads with ``AutoTokenizer.from_pretrained``: the hub id a registered model
     was recorded with, else the model's id here (a user without the hub's copy needs it in the HF cache)."""
-    from api.models.service import find
-    from grpo_core.models.catalog import base_model_name
-
-    entry = find(db, settings, base_model)
+    entry = find_model(db, settings, base_model)
     if entry is not None and entry.row is not None and entry.row.hub_id:
         return entry.row.hub_id
     if entry is not None and entry.catalog_dir is not None:
@@ -140,27 +140,19 @@ def checkpoints(db: Session, project_id: str, run_id: str | None, limit: int, of
     }
 
 
-def find(db: Session, project_id: str, tinker_path: str) -> TrainingCheckpoint:
-    parsed = TinkerPath.parse(tinker_path, "tinker_path")
-    row = db.scalars(select(TrainingCheckpoint).where(TrainingCheckpoint.tinker_path == str(parsed))).first()
-    if row is None or row.project_id != project_id:
-        raise NotFound(f"no checkpoint {tinker_path}", param="tinker_path")
-    return row
-
-
 def delete(db: Session, store: ObjectStore, project_id: str, run_id: str, checkpoint_id: str) -> None:
     part, _, name = checkpoint_id.partition("/")
     kind = KIND_OF_SEGMENT.get(part)
     if kind is None:
         raise NotFound(f"no checkpoint {checkpoint_id!r}", param="checkpoint_id")
-    row = find(db, project_id, str(TinkerPath(run_id, kind, name)))
+    row = find_checkpoint(db, project_id, str(TinkerPath(run_id, kind, name)), param="checkpoint_id")
     store.delete(row.object_key)
     db.delete(row)
     db.commit()
 
 
 def weights_info(db: Session, project_id: str, tinker_path: str) -> dict[str, Any]:
-    row = find(db, project_id, tinker_path)
+    row = find_checkpoint(db, project_id, tinker_path, param="tinker_path")
     run_row = db.get(TrainingRun, row.run_id)
     assert run_row is not None
     lora = run_row.lora

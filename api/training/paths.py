@@ -35,11 +35,6 @@ def sampler_id(session_id: str, seq: int) -> str:
     return f"{session_id}:sample:{seq}"
 
 
-def session_of(object_id: str) -> str:
-    """The session a run or sampling client id belongs to (its part before the first colon)."""
-    return object_id.split(":", 1)[0]
-
-
 @dataclass(frozen=True)
 class TinkerPath:
     run_id: str

@@ -94,10 +94,9 @@ def create_session(body: s.CreateSession, db: SessionDep, project: Project) -> d
 
 @router.post("/session_heartbeat")
 def session_heartbeat(body: s.SessionRef, db: SessionDep, project: Project) -> Response:
-    row = service.get_session(db, project, body.session_id)
+    row = service.heartbeat(db, project, body.session_id)
     if row.status != TrainingSessionStatus.active:  # 410 ends the SDK's heartbeat loop
         return JSONResponse({"error": f"session {row.id} is {row.status}"}, status_code=410)
-    service.heartbeat(db, project, body.session_id)
     return JSONResponse({"type": "session_heartbeat"})
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import RedirectResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from api.core.deps import CurrentProject, SessionDep, StoreDep
 from api.core.errors import ERROR_RESPONSES
 from api.core.pagination import ListResponse
-from api.jobs.downloads import TAR, presigned_adapter
+from api.jobs.downloads import TAR, tar_response
 from api.training import runs
 from api.training.run_schemas import ReportMetrics, RunMetrics, RunStep, TrainingRunObject
 from api.training.service import get_run
@@ -30,12 +30,12 @@ def list_training_runs(
 ) -> ListResponse[TrainingRunObject]:
     """The project's training runs (training clients of the training API), newest first."""
     page = runs.list_runs(session, project, limit, after)
-    return ListResponse[TrainingRunObject].page([runs.view(session, r) for r in page.items], page.has_more)
+    return ListResponse[TrainingRunObject].page(runs.views(session, page.items), page.has_more)
 
 
 @router.get("/{training_run_id}")
 def retrieve_training_run(training_run_id: str, session: SessionDep, project: CurrentProject) -> TrainingRunObject:
-    return runs.view(session, get_run(session, project, training_run_id))
+    return runs.views(session, [get_run(session, project, training_run_id)])[0]
 
 
 @router.get("/{training_run_id}/metrics")
@@ -72,11 +72,4 @@ def download_training_checkpoint(
     """A checkpoint of the run, by its ``ftckpt-`` id, as a tar: streamed from a local store, or a 302 to a
     presigned S3 URL (5 minutes), as a job's checkpoint is."""
     ckpt = runs.get_checkpoint(session, project, training_run_id, training_checkpoint_id)
-    url, filename = presigned_adapter(store, ckpt)
-    if url is not None:
-        return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
-    return StreamingResponse(
-        store.iter_bytes(ckpt.object_key),
-        media_type=TAR,
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
+    return tar_response(store, ckpt)

@@ -95,9 +95,11 @@ def active_session(db: Session, project_id: str, session_id: str) -> TrainingSes
 
 
 def heartbeat(db: Session, project_id: str, session_id: str) -> TrainingSession:
-    row = active_session(db, project_id, session_id)
-    row.heartbeat_at = now()
-    db.commit()
+    """The session, its client's heartbeat recorded while it is active (the caller answers one that is not)."""
+    row = get_session(db, project_id, session_id)
+    if row.status == TrainingSessionStatus.active:
+        row.heartbeat_at = now()
+        db.commit()
     return row
 
 
@@ -330,12 +332,16 @@ def checkpoint_target(
     return tc.CheckpointTarget(checkpoint_id=cid, object_key=object_key(project_id, path), tinker_path=str(path))
 
 
-def find_checkpoint(db: Session, project_id: str, path: str, kind: str, param: str = "path") -> TrainingCheckpoint:
+def find_checkpoint(
+    db: Session, project_id: str, path: str, kind: str | None = None, param: str = "path"
+) -> TrainingCheckpoint:
+    """The project's checkpoint at ``tinker://`` ``path`` (404 otherwise, as for one that never existed), of
+    ``kind`` when given (a 400 naming the kind the call needs)."""
     parsed = TinkerPath.parse(path, param)
     row = db.scalars(select(TrainingCheckpoint).where(TrainingCheckpoint.tinker_path == str(parsed))).first()
     if row is None or row.project_id != project_id:
         raise NotFound(f"no checkpoint {path}", param=param)
-    if row.kind != kind:
+    if kind is not None and row.kind != kind:
         want = (
             "a save_state checkpoint (…/weights/…)"
             if kind == "training"
@@ -458,10 +464,3 @@ def model_path_of(db: Session, row: SamplingSession) -> str | None:
         return None
     ckpt = db.get(TrainingCheckpoint, row.checkpoint_id)
     return ckpt.tinker_path if ckpt is not None else None
-
-
-def get_request(db: Session, project_id: str, request_id: str) -> TrainingRequest:
-    row = db.get(TrainingRequest, request_id)
-    if row is None or row.project_id != project_id:
-        raise NotFound(f"no request {request_id!r}", param="request_id")
-    return row

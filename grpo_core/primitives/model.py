@@ -71,7 +71,8 @@ def target_logprobs(model: Any, ids: Tensor, targets: Tensor, mask: Tensor) -> T
     """(N,) float32 log π(targets[b, t] | ids[b, : t + 1]) at temperature 1 for the N positions where ``mask``
     (B, T) bool is true, in row-major order; ``ids`` (B, T) right-padded, no attention mask (causal). The head
     runs on those positions only, in chunks (grpo_core.update.fused_head), for a model whose logits are
-    ``lm_head(decoder(...))``; for any other, from the model's full logits, one sequence at a time in fp32."""
+    ``lm_head(decoder(...))``; for any other, from the model's full (B, T, V) logits
+    (grpo_core.update.token_logprob)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     rows, cols = torch.nonzero(mask, as_tuple=True)
     if head_problem(model) is None:

@@ -43,6 +43,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("training_sessions", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_training_sessions_project_id"), ["project_id"], unique=False)
+        batch_op.create_index(batch_op.f("ix_training_sessions_lease_expires_at"), ["lease_expires_at"], unique=False)
         batch_op.create_index(batch_op.f("ix_training_sessions_status"), ["status"], unique=False)
 
     op.create_table(
@@ -90,6 +91,7 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_training_requests_project_id"), ["project_id"], unique=False)
         batch_op.create_index("ix_training_requests_session_status_seq", ["session_id", "status", "seq"], unique=False)
         batch_op.create_index("ix_training_requests_target_kind", ["target", "kind"], unique=False)
+        batch_op.create_index(batch_op.f("ix_training_requests_status"), ["status"], unique=False)
         batch_op.create_index(batch_op.f("ix_training_requests_result_expires_at"), ["result_expires_at"], unique=False)
 
     op.create_table(
@@ -159,6 +161,7 @@ def downgrade() -> None:
     op.drop_table("training_runs")
     with op.batch_alter_table("training_requests", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_training_requests_result_expires_at"))
+        batch_op.drop_index(batch_op.f("ix_training_requests_status"))
         batch_op.drop_index("ix_training_requests_target_kind")
         batch_op.drop_index("ix_training_requests_session_status_seq")
         batch_op.drop_index(batch_op.f("ix_training_requests_project_id"))
@@ -171,6 +174,7 @@ def downgrade() -> None:
     op.drop_table("sampling_sessions")
     with op.batch_alter_table("training_sessions", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_training_sessions_status"))
+        batch_op.drop_index(batch_op.f("ix_training_sessions_lease_expires_at"))
         batch_op.drop_index(batch_op.f("ix_training_sessions_project_id"))
 
     op.drop_table("training_sessions")

@@ -1,33 +1,10 @@
-// The jobs list: newest first, state and progress, refreshed every few seconds while the page is open.
-import { useEffect, useState } from "preact/hooks";
+// The jobs list: newest first, state and progress, refreshed every few seconds while the page is open (usePolled).
 import { api, jobsPath } from "./api.js";
-import { ErrorNote, Progress, StatusBadge, ago, html } from "./util.js";
+import { ErrorNote, Progress, StatusBadge, ago, html, usePolled } from "./util.js";
 
 export function JobsList() {
-  const [jobs, setJobs] = useState(null);
-  const [error, setError] = useState(null);
-
-  useEffect(() => {
-    let stop = false;
-    let timer;
-    const load = async () => {
-      try {
-        const page = await api(`${jobsPath()}?limit=100`);
-        if (!stop) {
-          setJobs(page.data);
-          setError(null);
-        }
-      } catch (e) {
-        if (!stop) setError(e);
-      }
-      if (!stop) timer = setTimeout(load, document.hidden ? 15000 : 3000);
-    };
-    load();
-    return () => {
-      stop = true;
-      clearTimeout(timer);
-    };
-  }, []);
+  const [page, error] = usePolled(() => api(`${jobsPath()}?limit=100`), []);
+  const jobs = page ? page.data : null;
 
   return html`<section>
     <div class="row-between">

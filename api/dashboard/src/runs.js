@@ -1,40 +1,12 @@
 // Training runs of the training API (a user's own loop driven by the tinker SDK): the list beside the jobs, and a
 // run's page with its curves as its calls and the client's reports make them (GET /v1/training_runs/{id}/metrics),
 // and its checkpoints. Both refresh every few seconds (every 15 s in a hidden tab).
-import { useEffect, useState } from "preact/hooks";
 import { api } from "./api.js";
 import { Chart } from "./charts.js";
-import { ErrorNote, StatusBadge, ago, fmt, html, when } from "./util.js";
+import { ErrorNote, StatusBadge, ago, fmt, html, usePolled, when } from "./util.js";
 
 const size = (n) => (n >= 1e6 ? `${fmt(n / 1e6, 1)} MB` : `${fmt(n / 1e3, 1)} kB`);
 const runPath = (id = "") => `/v1/training_runs${id ? `/${encodeURIComponent(id)}` : ""}`;
-
-function usePolled(load, deps) {
-  const [value, setValue] = useState(null);
-  const [error, setError] = useState(null);
-  useEffect(() => {
-    let stop = false;
-    let timer;
-    const tick = async () => {
-      try {
-        const v = await load();
-        if (!stop) {
-          setValue(v);
-          setError(null);
-        }
-      } catch (e) {
-        if (!stop) setError(e);
-      }
-      if (!stop) timer = setTimeout(tick, document.hidden ? 15000 : 3000);
-    };
-    tick();
-    return () => {
-      stop = true;
-      clearTimeout(timer);
-    };
-  }, deps);
-  return [value, error];
-}
 
 export function RunsList() {
   const [page, error] = usePolled(() => api(`${runPath()}?limit=100`), []);

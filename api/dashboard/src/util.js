@@ -1,4 +1,5 @@
 import { h } from "preact";
+import { useEffect, useState } from "preact/hooks";
 import htm from "htm";
 
 export const html = htm.bind(h);
@@ -44,4 +45,32 @@ export function Progress({ done, total }) {
 export function ErrorNote({ error }) {
   if (!error) return null;
   return html`<div class="error-note" role="alert" data-testid="error">${String(error)}</div>`;
+}
+
+// [value, error] of load(), called now and again every 3 s (15 s in a hidden tab) while the component lives.
+export function usePolled(load, deps) {
+  const [value, setValue] = useState(null);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    let stop = false;
+    let timer;
+    const tick = async () => {
+      try {
+        const v = await load();
+        if (!stop) {
+          setValue(v);
+          setError(null);
+        }
+      } catch (e) {
+        if (!stop) setError(e);
+      }
+      if (!stop) timer = setTimeout(tick, document.hidden ? 15000 : 3000);
+    };
+    tick();
+    return () => {
+      stop = true;
+      clearTimeout(timer);
+    };
+  }, deps);
+  return [value, error];
 }
