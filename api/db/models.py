@@ -17,6 +17,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -102,6 +103,7 @@ class ResumeReason(enum.StrEnum):
     paused = "after a pause"
     failed_attempt = "after a failed attempt"
     worker_shut_down = "after its worker shut down"
+    preempted = "after it was preempted"  # a higher-priority job took its worker (api.jobs.scheduling)
     # never stored: a running job whose lease expired is claimed as it is (api.jobs.leases.claim_job)
     worker_lost = "after worker loss"
 
@@ -180,6 +182,11 @@ class Job(Base):
     # Why a job that already ran is queued again (a pause, a failed attempt, a worker that shut down), for the
     # next claim's event; set by whatever queues it again, cleared by the claim.
     resume_reason: Mapped[str | None] = mapped_column(String(64))
+    # Scheduling (api.jobs.scheduling): higher priority runs first (up to the project's max_priority); a
+    # preemptible job may be paused for a waiting higher-priority one, whose id ``preempted_by`` then holds.
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    preemptible: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    preempted_by: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     started_at: Mapped[int | None] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)
@@ -285,6 +292,11 @@ class Project(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "proj-…"; DEFAULT_PROJECT is seeded
     name: Mapped[str] = mapped_column(String(256))
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    # The fleet's share (api.jobs.scheduling), set by an admin: fair-share weight (twice the weight, twice the
+    # device-time), the highest job priority it may ask for, its running-job limit (null: the service default).
+    share_weight: Mapped[float] = mapped_column(Float, default=1.0, server_default="1")
+    max_priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    max_running_jobs: Mapped[int | None] = mapped_column(Integer)
 
 
 class ApiKey(Base):

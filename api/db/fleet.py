@@ -1,0 +1,62 @@
+"""Tables of the shared fleet: what each project used (usage metering) and the secrets its jobs may name.
+
+Kept beside ``api.db.models`` (same ``Base``, same conventions): timestamps in Unix seconds, ids prefixed.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Float, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from api.db.models import Base, now
+
+
+class UsageRecord(Base):
+    """What one attempt of one job (or one eval run, training-API session, or a day of inference on a model) used.
+
+    One row per (kind, subject, attempt, day): an attempt's counters are cumulative and only ever raised, so a
+    retried report or a resumed attempt re-reaching a step never counts twice, and a job's total is the sum of its
+    attempts' rows. ``device_seconds`` is devices × the span from the claim to the attempt's last fenced contact,
+    measured by the API (to the heartbeat's resolution).
+    """
+
+    __tablename__ = "usage_records"
+    __table_args__ = (
+        UniqueConstraint("kind", "subject_id", "attempt", "day", name="uq_usage_records_subject"),
+        Index("ix_usage_records_project_day", "project_id", "day"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "usage-…"
+    project_id: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))  # job | eval | session | inference
+    subject_id: Mapped[str] = mapped_column(String(128), index=True)  # ftjob-…, evalrun-…, a session, a model
+    job_id: Mapped[str | None] = mapped_column(String(64), index=True)  # the job it belongs to, where there is one
+    attempt: Mapped[int] = mapped_column(Integer, default=0)  # the lease epoch; 0 where there is none
+    day: Mapped[str] = mapped_column(String(10))  # UTC "YYYY-MM-DD" of started_at
+    device_kind: Mapped[str | None] = mapped_column(String(256))  # "NVIDIA H100 80GB HBM3", a CPU's model name
+    devices: Mapped[int] = mapped_column(Integer, default=1)
+    started_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    last_seen_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    device_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    steps: Mapped[int] = mapped_column(Integer, default=0)
+    last_step: Mapped[int] = mapped_column(Integer, default=0)  # the newest step counted in this attempt
+    sampled_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    trained_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    grader_calls: Mapped[int] = mapped_column(BigInteger, default=0)
+    grader_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    eval_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    inference_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class ProjectSecret(Base):
+    """A project's named secret (``POST /v1/secrets``): the value encrypted at rest (Fernet, a key from the
+    settings), never returned; ``hint`` is enough to recognise it. Re-writing a name rotates it."""
+
+    __tablename__ = "project_secrets"
+
+    project_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    ciphertext: Mapped[str] = mapped_column(Text)
+    hint: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    updated_at: Mapped[int] = mapped_column(BigInteger, default=now)
