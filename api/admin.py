@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from api.core.errors import ServiceError
 from api.core.settings import get_settings
+from api.db.models import Project
 from api.db.session import make_engine, make_sessionmaker
 from api.models import service as model_registry
 from api.tenants import service as tenants
@@ -47,8 +48,34 @@ def _projects(session: Session, args: argparse.Namespace) -> None:
         row = tenants.create_project(session, args.name)
         print(row.id)
         print(f"created project {row.id} ({row.name})", file=sys.stderr)
+    elif args.action == "set":
+        row = tenants.set_share(
+            session,
+            args.project,
+            weight=args.weight,
+            max_priority=args.max_priority,
+            max_running_jobs=args.max_running_jobs,
+            no_running_limit=args.no_running_limit,
+        )
+        print(f"{row.id}: {_share(row)}", file=sys.stderr)
     else:
-        _table([[p.id, p.name, _when(p.created_at)] for p in tenants.list_projects(session)], ["id", "name", "created"])
+        rows = [
+            [
+                p.id,
+                p.name,
+                _when(p.created_at),
+                f"{p.share_weight:g}",
+                str(p.max_priority),
+                str(p.max_running_jobs or "-"),
+            ]
+            for p in tenants.list_projects(session)
+        ]
+        _table(rows, ["id", "name", "created", "weight", "max_priority", "max_running_jobs"])
+
+
+def _share(p: Project) -> str:
+    limit = "default" if p.max_running_jobs is None else str(p.max_running_jobs)
+    return f"weight {p.share_weight:g}, max priority {p.max_priority}, max running jobs {limit}"
 
 
 def _keys(session: Session, args: argparse.Namespace) -> None:
@@ -116,7 +143,16 @@ def parser() -> argparse.ArgumentParser:
         dest="action", required=True
     )
     projects.add_parser("create", help="create a project; prints its id").add_argument("name")
-    projects.add_parser("list", help="every project")
+    projects.add_parser("list", help="every project, with its share of the fleet")
+    share = projects.add_parser(
+        "set", help="a project's share of the fleet: fair-share weight, priority allowance, running-job limit"
+    )
+    share.add_argument("project", help="project id (proj-…)")
+    share.add_argument("--weight", type=float, help="fair-share weight (default 1: twice the weight, twice the time)")
+    share.add_argument("--max-priority", type=int, help="the highest priority its jobs may ask for (default 0)")
+    limit = share.add_mutually_exclusive_group()
+    limit.add_argument("--max-running-jobs", type=int, help="its jobs running at once (more wait queued)")
+    limit.add_argument("--no-running-limit", action="store_true", help="back to MAX_RUNNING_JOBS_PER_PROJECT")
 
     keys = groups.add_parser("keys", help="create, list and revoke API keys").add_subparsers(
         dest="action", required=True

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from alembic import context
 
-from api.core.settings import get_settings
 import api.db.fleet  # noqa: F401  (its tables join Base.metadata)
+from api.core.settings import get_settings
 from api.db.models import Base
 from api.db.session import make_engine
 

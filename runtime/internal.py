@@ -16,6 +16,7 @@ from grpo_core.evaluation.readiness import ReadinessReport
 from grpo_core.schemas.metrics import CheckpointMetrics, Execution, Level, StepMetrics
 
 PREFIX = "/internal/jobs"
+CLAIM_NEXT = "/claim-next"
 CLAIM = "/{job_id}/claim"
 HEARTBEAT = "/{job_id}/heartbeat"
 EVENTS = "/{job_id}/events"
@@ -53,13 +54,24 @@ class Refusal(StrEnum):
 STOP_QUIETLY = frozenset({Refusal.stale_lease, Refusal.not_claimable, Refusal.stale_claim})
 
 
-# The worker stops at the next step boundary when an answer carries one of these; None: carry on.
-Stop = Literal["cancel", "pause"]
+# The worker stops at the next step boundary when an answer carries one of these; None: carry on. "preempt":
+# checkpoint and hand the job back to the queue (a higher-priority job waits for this worker).
+Stop = Literal["cancel", "pause", "preempt"]
 
 
 class ClaimRequest(BaseModel):
     worker_id: str = Field(min_length=1, max_length=256)
     claim_id: str = Field(min_length=8, max_length=64, description="Random per run: a retried claim is idempotent.")
+
+
+class ClaimNextRequest(BaseModel):
+    """``POST /internal/jobs/claim-next``: a worker with a free slot asks for the next job it can run; the API
+    chooses (api.jobs.scheduling)."""
+
+    worker_id: str = Field(min_length=1, max_length=256)
+    claim_id: str = Field(min_length=8, max_length=64, description="Random per run: a retried claim is idempotent.")
+    devices: int | None = Field(None, ge=1, description="Devices this worker offers per node; None: any job's.")
+    nodes: int | None = Field(None, ge=1, description="Nodes a job it claims may span; None: any.")
 
 
 class ResumePoint(BaseModel):
@@ -177,6 +189,10 @@ class ClaimResponse(BaseModel):
         description="The rows an earlier attempt's readiness probe dropped (preflight.drop_zero_variance_prompts): a "
         "resumed attempt trains on the same rows without probing again; None: no probe has reported yet.",
     )
+
+
+class ClaimNextResponse(BaseModel):
+    claim: ClaimResponse | None = Field(description="The job to run; null: nothing this worker can run now.")
 
 
 class Fenced(BaseModel):

@@ -104,6 +104,10 @@ class InternalClient:
     def training_release(self, session_id: str, body: tcc.Release) -> tcc.Ack:
         return self._post(tcc.url(tcc.RELEASE, session_id), body, tcc.Ack)
 
+    def claim_next(self, body: api.ClaimNextRequest) -> api.ClaimResponse | None:
+        """The next job the API chose for this worker (api.jobs.scheduling), or None."""
+        return self._post(api.PREFIX + api.CLAIM_NEXT, body, api.ClaimNextResponse).claim
+
     def claim(self, job_id: str, worker_id: str, claim_id: str) -> api.ClaimResponse:
         body = api.ClaimRequest(worker_id=worker_id, claim_id=claim_id)
         return self._post(api.url(api.CLAIM, job_id), body, api.ClaimResponse)

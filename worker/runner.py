@@ -48,6 +48,16 @@ def stop_for_shutdown() -> None:
     _shutting_down = True
 
 
+def offered_devices(settings: WorkerSettings) -> int | None:
+    """The devices this worker offers a job: WORKER_DEVICES, else its GPUs; None on a CPU worker (a job's ranks
+    are processes there, bounded by the API's MAX_DEVICES_PER_NODE)."""
+    if settings.worker_devices is not None:
+        return settings.worker_devices
+    import torch
+
+    return torch.cuda.device_count() or None
+
+
 class JobRun:
     def __init__(self, job_id: str, settings: WorkerSettings) -> None:
         self.job_id = job_id
@@ -137,11 +147,24 @@ class JobRun:
             os._exit(70)
 
     def run(self) -> None:
+        """Ask the API for the next job this worker can run (the doorbell's job id only names what rang) and
+        train it; nothing claimable (another worker took it, its project is at its limit, it waits on a backoff)
+        ends the run quietly."""
+        ask = api.ClaimNextRequest(
+            worker_id=self.worker_id,
+            claim_id=self.claim_id,
+            devices=offered_devices(self.settings),
+            nodes=self.settings.worker_nodes,
+        )
         try:
-            claim = self.client.claim(self.job_id, self.worker_id, self.claim_id)
+            claim = self.client.claim_next(ask)
         except StaleLease as exc:
-            log.info("job %s not claimed: %s", self.job_id, exc)  # a duplicate delivery, or cancelled: nothing to do
+            log.info("doorbell %s: nothing claimed: %s", self.job_id, exc)
             return
+        if claim is None:
+            log.info("doorbell %s: nothing this worker can run now", self.job_id)
+            return
+        self.job_id = claim.job_id
         self.epoch, self.object_prefix, self.lease_seconds = claim.epoch, claim.object_prefix, claim.lease_seconds
         beat = threading.Thread(target=self._heartbeat_loop, name=f"heartbeat-{self.job_id}", daemon=True)
         beat.start()
@@ -186,8 +209,9 @@ class JobRun:
             )
             self.post_events([api.MessageEvent(message=msg)])
             return outcome.model_copy(update={"status": api.FinishStatus.paused})
-        if self.stop_reason == "shutdown":
-            log.warning("job %s: handed back at step %s (worker shutting down)", self.job_id, result.steps_done)
+        if self.stop_reason in ("shutdown", "preempt"):
+            why = "worker shutting down" if self.stop_reason == "shutdown" else "preempted for a higher-priority job"
+            log.warning("job %s: handed back at step %s (%s)", self.job_id, result.steps_done, why)
             return outcome.model_copy(update={"status": api.FinishStatus.preempted})
         self.post_events([api.MessageEvent(message=f"Stopped after step {done} on cancel request")])
         return outcome.model_copy(update={"status": api.FinishStatus.cancelled})

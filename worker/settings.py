@@ -16,6 +16,15 @@ from runtime.settings import CommonSettings
 
 class WorkerSettings(CommonSettings):
     api_url: str = Field("http://127.0.0.1:8000", description="Where workers reach the API.")
+    worker_devices: int | None = Field(
+        None,
+        ge=1,
+        description="Devices this worker offers one job (the scheduler gives it only jobs that fit); unset: its GPUs, "
+        "or any number of processes on a CPU worker.",
+    )
+    worker_nodes: int | None = Field(
+        None, ge=1, description="Nodes a job this worker leads may span; unset: any (up to the API's MAX_NODES)."
+    )
     stop_grace_seconds: int = Field(
         300, ge=1, description="After a cancel/pause, how long a stuck step may run before the worker kills itself."
     )

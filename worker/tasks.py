@@ -7,7 +7,6 @@ import logging
 
 from runtime.queue import JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION
 from worker.celery_app import app
-from worker.client import LeaseHeld
 from worker.evals import EvalRunner
 from worker.node import JoinRun
 from worker.runner import JobRun
@@ -19,16 +18,13 @@ log = logging.getLogger(__name__)
 
 @app.task(name=RUN_JOB)
 def run_job(job_id: str) -> None:
-    """Claim ``job_id`` through the internal API and train it; every outcome is reported to the API.
+    """Claim the next job the API chooses for this worker and train it; every outcome is reported to the API.
 
-    The message is only a doorbell. One that finds the job held by a live lease (a duplicate delivery, or a
-    redelivery racing a dead worker's lease) or inside its retry backoff is dropped: when that lease expires
-    or the backoff passes, the API's reaper rings again (api.jobs.reaper). Nothing waits in the queue.
+    The message is only a doorbell (``job_id`` names what rang it, for the logs): the API picks the job by priority,
+    fair share and age (api.jobs.scheduling). A doorbell that finds nothing claimable is dropped: the API rings
+    again when a job ends, when its reaper finds a queued job unclaimed, or when a backoff passes.
     """
-    try:
-        JobRun(job_id, get_settings()).run()
-    except LeaseHeld as exc:
-        log.info("job %s: %s; the reaper rings again when it is claimable", job_id, exc)
+    JobRun(job_id, get_settings()).run()
 
 
 @app.task(name=JOIN_JOB)

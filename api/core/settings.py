@@ -63,7 +63,25 @@ class ApiSettings(CommonSettings):
         "(the default without a Redis broker). While Redis does not answer, each process limits on its own.",
     )
     max_active_jobs_per_project: int = Field(
-        20, ge=1, description="Queued + running jobs a project may have at once (429 quota_exceeded beyond)."
+        20, ge=1, description="Queued + running jobs a project may have at once (429 quota_exceeded beyond); how many "
+        "of them run at once is max_running_jobs_per_project."
+    )
+    max_running_jobs_per_project: int | None = Field(
+        None,
+        ge=1,
+        description="Jobs of one project running at once (an admin may set a project's own); more wait queued, saying "
+        "why. Unset: no limit beyond the fleet.",
+    )
+    fair_share_half_life_seconds: int = Field(
+        86400,
+        ge=60,
+        description="Fair share: a project's device-seconds count half after this long when the next job is chosen.",
+    )
+    preemption_grace_seconds: int = Field(
+        30,
+        ge=0,
+        description="How long a higher-priority job waits unclaimed (no worker free) before a lower-priority "
+        "preemptible job is checkpointed and requeued to free a worker for it.",
     )
     cap_max_completion_tokens: int | None = Field(None, description="Service limit on max_completion_tokens.")
     cap_max_prompt_tokens: int | None = Field(None, description="Service limit on max_prompt_tokens.")

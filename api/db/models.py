@@ -187,6 +187,7 @@ class Job(Base):
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     preemptible: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
     preempted_by: Mapped[str | None] = mapped_column(String(64))
+    queued_at: Mapped[int | None] = mapped_column(BigInteger)  # when it last became queued: how long it waits
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     started_at: Mapped[int | None] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)

@@ -14,6 +14,8 @@ from runtime import internal as contract
 from runtime.internal import (
     CheckpointRequest,
     CheckpointResponse,
+    ClaimNextRequest,
+    ClaimNextResponse,
     ClaimRequest,
     ClaimResponse,
     EventsRequest,
@@ -36,6 +38,14 @@ router = APIRouter(
     responses=ERROR_RESPONSES,
     include_in_schema=False,
 )
+
+
+@router.post(contract.CLAIM_NEXT)
+def claim_next(
+    body: ClaimNextRequest, session: SessionDep, settings: SettingsDep, store: StoreDep, queue: QueueDep
+) -> ClaimNextResponse:
+    """The next job this worker can run, chosen by the API (api.jobs.scheduling); null when there is none."""
+    return ClaimNextResponse(claim=svc.claim_next(session, store, queue, settings, body))
 
 
 @router.post(contract.CLAIM)

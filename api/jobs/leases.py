@@ -27,12 +27,14 @@ from api.core.settings import ApiSettings
 from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, RegisteredModel, ResumeReason, new_id, now
 from api.db.session import rows_changed
 from api.files.service import get_file
+from api.jobs import scheduling
 from api.jobs.events import add_event
 from api.jobs.service import set_status
 from api.models.service import source_of
 from api.webhooks.service import record_job_event
 from grpo_core.schemas.metrics import CheckpointMetrics, Execution
 from runtime.internal import (
+    ClaimNextRequest,
     ClaimResponse,
     EventIn,
     FinishRequest,
@@ -52,7 +54,10 @@ STOP: dict[str, Stop] = {JobStatus.cancelling: "cancel", JobStatus.pausing: "pau
 
 
 def stop_request(job: Job) -> Stop | None:
-    """What the worker must do at the next step boundary: "cancel", "pause" or nothing."""
+    """What the worker must do at the next step boundary: "cancel", "pause", "preempt" (checkpoint and hand the
+    job back: a higher-priority one waits for its worker, api.jobs.scheduling) or nothing."""
+    if job.status == JobStatus.running and job.preempted_by:
+        return "preempt"
     return STOP.get(job.status)
 
 
@@ -62,11 +67,15 @@ def claim(
     """Claim the job (``claim_job``) and tell the worker what to run (``claim_response``). A new attempt first
     deletes what dead attempts uploaded but never registered (they can never become part of the job)."""
     job = claim_job(session, job_id, worker_id, claim_id, settings.lease_seconds)
+    _delete_orphans(session, store, job)
+    return claim_response(session, settings, job)
+
+
+def _delete_orphans(session: Session, store: ObjectStore, job: Job) -> None:
     if job.lease_epoch > 1:
         keys = store.list_keys(checkpoints_prefix(job_prefix(job.project_id, job.id)))
-        for key in orphaned_checkpoint_keys(session, job_id, keys, job.lease_epoch):
+        for key in orphaned_checkpoint_keys(session, job.id, keys, job.lease_epoch):
             store.delete(key)
-    return claim_response(session, settings, job)
 
 
 def claim_response(session: Session, settings: ApiSettings, job: Job) -> ClaimResponse:
@@ -122,6 +131,60 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
         raise NotFound(f"no job {job_id!r}", param="job_id")
     if job.status in ACTIVE and job.claim_id == claim_id:
         return heartbeat(session, job_id, job.lease_epoch, lease_seconds)
+    taken = take(session, job, worker_id, claim_id, lease_seconds)
+    if taken is not None:
+        return taken
+    session.rollback()
+    session.refresh(job)
+    _finish_abandoned_stop(session, job, t)
+    if job.status == JobStatus.running and (job.lease_expires_at or 0) >= t:
+        wait = max(1, (job.lease_expires_at or t) - t)
+        raise Conflict(
+            f"job {job_id} is held by another worker's lease for {wait} more s",
+            code=Refusal.lease_held,
+            headers={"Retry-After": str(wait)},
+        )
+    if job.status == JobStatus.queued and job.not_before and job.not_before > t:
+        wait = job.not_before - t
+        raise Conflict(f"job {job_id} retries in {wait} s", code=Refusal.lease_held, headers={"Retry-After": str(wait)})
+    reason = "out of attempts" if job.attempts >= job.max_attempts else job.status
+    raise Conflict(f"job {job_id} is {reason} and not claimable", code=Refusal.not_claimable)
+
+
+def claim_next(
+    session: Session, store: ObjectStore, queue: Doorbell, settings: ApiSettings, body: ClaimNextRequest
+) -> ClaimResponse | None:
+    """The next job this worker can run, chosen by the scheduler (api.jobs.scheduling) and taken by the claim's
+    guarded UPDATE under the fleet lock; None when nothing is claimable for it. A retried request of the same
+    claim (``claim_id``) gets the same lease back. After a claim, another doorbell rings when more jobs are
+    claimable, so free workers take the queue one after another."""
+    held = session.scalar(select(Job).where(Job.claim_id == body.claim_id, Job.status.in_(list(ACTIVE))))
+    if held is not None:
+        return claim_response(session, settings, heartbeat(session, held.id, held.lease_epoch, settings.lease_seconds))
+    for job_id in scheduling.next_jobs(session, settings, body.devices, body.nodes):
+        job = session.get(Job, job_id)
+        if job is None:
+            continue
+        taken = take(session, job, body.worker_id, body.claim_id, settings.lease_seconds)
+        if taken is None:  # a claim by id (a worker of the last release) took it meanwhile
+            session.rollback()
+            continue
+        _delete_orphans(session, store, taken)
+        try:
+            if scheduling.ring_after_claim(session, settings):
+                queue.ring(taken.id)
+        except Exception:  # the reaper rings later
+            log.exception("could not ring the queue after claiming %s", taken.id)
+        return claim_response(session, settings, taken)
+    session.commit()  # nothing to claim: release the fleet lock
+    return None
+
+
+def take(session: Session, job: Job, worker_id: str, claim_id: str, lease_seconds: int) -> Job | None:
+    """The claim's guarded UPDATE and its event, committed; None (nothing written) when the job is not claimable:
+    not queued and not running under an expired lease, out of attempts, or inside its retry backoff."""
+    t = now()
+    job_id = job.id
     # a running job here has an expired lease; a queued one carries why it was queued again (None: first run)
     resumed = ResumeReason.worker_lost if job.status == JobStatus.running else ResumeReason.parse(job.resume_reason)
     why = f"{resumed} at step {job.steps_done}" if resumed == ResumeReason.worker_lost else (resumed or "")
@@ -144,6 +207,7 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
             attempts=Job.attempts + 1,
             not_before=None,
             resume_reason=None,
+            preempted_by=None,
             started_at=func.coalesce(Job.started_at, t),
             # a new attempt rendezvouses anew: the last one's endpoint and nodes belong to its dead torchrun
             rendezvous_endpoint=None,
@@ -151,23 +215,7 @@ def claim_job(session: Session, job_id: str, worker_id: str, claim_id: str, leas
         ),
     )
     if res != 1:
-        session.rollback()
-        session.refresh(job)
-        _finish_abandoned_stop(session, job, t)
-        if job.status == JobStatus.running and (job.lease_expires_at or 0) >= t:
-            wait = max(1, (job.lease_expires_at or t) - t)
-            raise Conflict(
-                f"job {job_id} is held by another worker's lease for {wait} more s",
-                code=Refusal.lease_held,
-                headers={"Retry-After": str(wait)},
-            )
-        if job.status == JobStatus.queued and job.not_before and job.not_before > t:
-            wait = job.not_before - t
-            raise Conflict(
-                f"job {job_id} retries in {wait} s", code=Refusal.lease_held, headers={"Retry-After": str(wait)}
-            )
-        reason = "out of attempts" if job.attempts >= job.max_attempts else job.status
-        raise Conflict(f"job {job_id} is {reason} and not claimable", code=Refusal.not_claimable)
+        return None
     session.refresh(job)
     ckpt = last_checkpoint(session, job_id)
     attempt = f"attempt {job.attempts} of {job.max_attempts}, worker {worker_id}"
@@ -303,10 +351,11 @@ def register_checkpoint(
 
 
 def finish(session: Session, queue: Doorbell, settings: ApiSettings, job_id: str, body: FinishRequest) -> Job:
-    """Record how the worker's run ended (``finish_job``); a job handed back by a worker that shuts down is rung
-    for the next worker at once (if that fails the reaper rings it later)."""
+    """Record how the worker's run ended (``finish_job``), then ring the doorbell when a job is claimable: the one
+    handed back (a worker shutting down, a preemption), or the next in line now that this worker is free (a job
+    that waited at its project's limit has no doorbell of its own). If that fails the reaper rings later."""
     job, delay = finish_job(session, job_id, body, settings.lease_seconds, settings.retry_backoff_seconds)
-    if delay == 0:
+    if delay == 0 or scheduling.ring_after_claim(session, settings):
         try:
             queue.ring(job_id)
         except Exception:
@@ -346,6 +395,7 @@ def finish_job(
             "lease_expires_at": None,
             "not_before": now() + delay,
             "enqueued_at": None,
+            "queued_at": now(),
             "resume_reason": ResumeReason.failed_attempt,
         }
         if not set_status(session, job_id, ACTIVE, **values):
@@ -398,27 +448,38 @@ def finish_job(
 
 
 def _hand_back(session: Session, job: Job) -> bool:
-    """A worker shutting down (a deploy, a scale-in, a drained node, a spot reclaim) stopped at a step boundary
-    and registered its checkpoint: the job is queued again at once, and the claim it used is given back, so a
-    job can outlive any number of worker restarts. The caller rings the doorbell after the commit."""
+    """A worker shutting down (a deploy, a scale-in, a drained node, a spot reclaim) or preempted for a
+    higher-priority job stopped at a step boundary and registered its checkpoint: the job is queued again at once,
+    and the claim it used is given back, so a job can outlive any number of worker restarts and preemptions. The
+    caller rings the doorbell after the commit."""
+    t = now()
+    preempted_by = job.preempted_by  # read before the UPDATE below clears it
+    preempted = preempted_by is not None
     values: dict[str, Any] = {
         "status": JobStatus.queued,
         "lease_expires_at": None,
         "not_before": None,
-        "enqueued_at": now(),
+        "enqueued_at": t,
+        "queued_at": t,
         "attempts": Job.attempts - 1,
-        "resume_reason": ResumeReason.worker_shut_down,
+        "resume_reason": ResumeReason.preempted if preempted else ResumeReason.worker_shut_down,
+        "preempted_by": None,
     }
     if not set_status(session, job.id, [JobStatus.running], **values):
         session.rollback()
         return False
-    add_event(
-        session,
-        job.id,
-        f"Its worker is shutting down: back in the queue at step {job.steps_done}/{job.total_steps}, to resume "
-        "from its checkpoint on the next free worker (this does not count as an attempt)",
-        level="warn",
-    )
+    at = f"at step {job.steps_done}/{job.total_steps}"
+    if preempted:
+        message = (
+            f"Preempted for {preempted_by}: back in the queue {at}, to resume from its checkpoint on the next free "
+            "worker (this does not count as an attempt)"
+        )
+    else:
+        message = (
+            f"Its worker is shutting down: back in the queue {at}, to resume from its checkpoint on the next free "
+            "worker (this does not count as an attempt)"
+        )
+    add_event(session, job.id, message, level="warn")
     session.commit()
     session.refresh(job)
     return True

@@ -8,8 +8,10 @@ UPDATE, and a doorbell rung twice only makes a duplicate claim attempt that find
   used — saying so;
 - cancelling / pausing with an expired lease: finished as cancelled / paused (the worker is gone; the last
   checkpoint stands);
-- queued with no doorbell since ``requeue_after_seconds`` (Redis flushed, broker down at creation, a message
-  lost) and past its backoff (``not_before``): rung again.
+- queued and claimable with no doorbell since ``requeue_after_seconds`` (Redis flushed, broker down at creation,
+  a message lost, no worker free yet): one doorbell per pass (any worker that answers claims the best job);
+- a higher-priority job unclaimed for ``preemption_grace_seconds``: a lower-priority preemptible running job is
+  asked to make way (api.jobs.scheduling.preempt).
 Eval runs and training-API sessions follow rules of their own beside these (api.evals.leases.reap,
 api.training.leases.reap).
 """
@@ -29,6 +31,7 @@ from api.db.models import Job, JobStatus, now
 from api.db.session import rows_changed
 from api.evals.leases import reap as reap_eval_runs
 from api.jobs.events import add_event
+from api.jobs.scheduling import preempt, read_fleet
 from api.training.leases import reap as reap_training_sessions
 from api.webhooks.service import record_job_event
 
@@ -75,26 +78,8 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
         elif job.enqueued_at is None or job.enqueued_at < (job.lease_expires_at or t):  # once per expiry
             _requeue_lost(session, job, guard, t, counts, ring)
     stale = t - settings.requeue_after_seconds
-    lost = select(Job.id).where(
-        Job.status == JobStatus.queued,
-        or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale),
-        or_(Job.not_before.is_(None), Job.not_before <= t),
-    )
-    for job_id in session.scalars(lost).all():
-        res = rows_changed(
-            session,
-            update(Job)
-            .where(
-                Job.id == job_id,
-                Job.status == JobStatus.queued,
-                or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale),
-            )
-            .values(enqueued_at=t),
-        )
-        if res == 1:
-            add_event(session, job_id, "Not claimed yet; ringing the queue again (its message may have been lost)")
-            ring.append(job_id)
-            counts["requeued_queued"] += 1
+    ring += _ring_unclaimed(session, settings, t, stale, counts)
+    counts["preemptions_asked"] = len(preempt(session, settings))
     eval_runs = reap_eval_runs(session, stale)
     counts["eval_runs_rung"] = len(eval_runs)
     training_sessions = reap_training_sessions(session, stale)
@@ -116,6 +101,30 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
         except Exception:
             log.exception("reaper could not enqueue training session %s", session_id)
     return counts
+
+
+def _ring_unclaimed(session: Session, settings: ApiSettings, t: int, stale: int, counts: dict[str, int]) -> list[str]:
+    """Claimable queued jobs whose doorbell is older than ``requeue_after_seconds`` (Redis flushed, the broker down
+    at creation, a message lost, or simply no worker free yet): one doorbell per pass, since any worker that
+    answers claims the best job (api.jobs.scheduling). Each is marked rung; the event goes to the job next in line
+    only, so jobs waiting their turn behind others do not repeat it every pass. Jobs held back by their project's
+    limit or a backoff are rung when that ends, not here."""
+    order = read_fleet(session, settings, t).order(t)
+    due = [c.id for c in order if c.queued]
+    if not due:
+        return []
+    lost = select(Job.id).where(
+        Job.id.in_(due), Job.status == JobStatus.queued, or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale)
+    )
+    rung = [job_id for job_id in due if job_id in set(session.scalars(lost))]
+    if not rung:
+        return []
+    unrung = or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale)
+    session.execute(update(Job).where(Job.id.in_(rung), Job.status == JobStatus.queued, unrung).values(enqueued_at=t))
+    if rung[0] == due[0]:
+        add_event(session, rung[0], "Not claimed yet; ringing the queue again (its message may have been lost)")
+    counts["requeued_queued"] += len(rung)
+    return rung[:1]
 
 
 def _requeue_lost(session: Session, job: Job, guard: Any, t: int, counts: dict[str, int], ring: list[str]) -> None:

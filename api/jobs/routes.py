@@ -7,10 +7,12 @@ The reads a running job is polled with (retrieve, readiness, events, the lists) 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from sqlalchemy.orm import Session
 
 from api.core.deps import (
     CurrentProject,
@@ -24,7 +26,9 @@ from api.core.deps import (
 from api.core.errors import ERROR_RESPONSES
 from api.core.idempotency import idempotent
 from api.core.pagination import ListResponse
-from api.jobs import access
+from api.core.settings import ApiSettings
+from api.db import models as db
+from api.jobs import access, scheduling
 from api.jobs import service as svc
 from api.jobs.downloads import TAR, tar_response
 from api.jobs.openai_compat import METADATA_FILTER_PARAM
@@ -66,7 +70,7 @@ def create_job(
 
     With an ``Idempotency-Key`` a retry replays the first response (header ``Idempotent-Replayed: true``).
     """
-    return Job.from_row(svc.create_job(session, store, queue, settings, project_id=project, body=body))
+    return shaped(session, settings, svc.create_job(session, store, queue, settings, project_id=project, body=body))
 
 
 @router.post("/preflight", status_code=201)
@@ -82,23 +86,25 @@ def create_preflight(
     """An RL-readiness report without training: the same body as a job, checked the same way, run by a worker
     that probes the base model and stops (``hyperparameters.preflight`` sets the probe; ``only`` is forced).
     The job succeeds with no ``fine_tuned_model``; ``GET …/{id}/readiness`` has the report."""
-    return Job.from_row(
-        svc.create_job(session, store, queue, settings, project_id=project, body=body, preflight_only=True)
-    )
+    job = svc.create_job(session, store, queue, settings, project_id=project, body=body, preflight_only=True)
+    return shaped(session, settings, job)
 
 
 @router.get("", openapi_extra={"parameters": [METADATA_FILTER_PARAM]})
 @in_one_hop
-def list_jobs(request: Request, reader: JobReaderDep, limit: Limit = 20, after: str | None = None) -> ListResponse[Job]:
+def list_jobs(
+    request: Request, reader: JobReaderDep, settings: SettingsDep, limit: Limit = 20, after: str | None = None
+) -> ListResponse[Job]:
     """Newest first. OpenAI's metadata filter: ``metadata[k]=v`` (all pairs must match) or ``metadata=null``."""
     page = reader.jobs(limit=limit, after=after, query=request.query_params.multi_items())
-    return ListResponse[Job].page([Job.from_row(r) for r in page.items], page.has_more)
+    return ListResponse[Job].page(shaped_all(reader.session, settings, page.items), page.has_more)
 
 
 @router.get("/{fine_tuning_job_id}")
 @in_one_hop
-def retrieve_job(fine_tuning_job_id: str, reader: JobReaderDep) -> Job:
-    return Job.from_row(reader.job(fine_tuning_job_id))
+def retrieve_job(fine_tuning_job_id: str, reader: JobReaderDep, settings: SettingsDep) -> Job:
+    """The job; a queued one says why it waits (``waiting``)."""
+    return shaped(reader.session, settings, reader.job(fine_tuning_job_id))
 
 
 @router.post("/{fine_tuning_job_id}/cancel")
@@ -115,9 +121,21 @@ def pause_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProj
 
 
 @router.post("/{fine_tuning_job_id}/resume")
-def resume_job(fine_tuning_job_id: str, session: SessionDep, queue: QueueDep, project: CurrentProject) -> Job:
+def resume_job(
+    fine_tuning_job_id: str, session: SessionDep, queue: QueueDep, settings: SettingsDep, project: CurrentProject
+) -> Job:
     """A paused job is queued again and continues from its last checkpoint (exact resume). 409 otherwise."""
-    return Job.from_row(svc.resume_job(session, queue, project, fine_tuning_job_id))
+    return shaped(session, settings, svc.resume_job(session, queue, project, fine_tuning_job_id))
+
+
+def shaped_all(session: Session, settings: ApiSettings, rows: Sequence[db.Job]) -> list[Job]:
+    """The response of each job, with what is read beside its row (a queued job's ``waiting``) read once for all."""
+    why = scheduling.waiting(session, settings, rows)
+    return [Job.from_row(r, waiting=why.get(r.id)) for r in rows]
+
+
+def shaped(session: Session, settings: ApiSettings, row: db.Job) -> Job:
+    return shaped_all(session, settings, [row])[0]
 
 
 @router.get("/{fine_tuning_job_id}/readiness")

@@ -74,6 +74,18 @@ class JobCreate(BaseModel):
         "config, every step's metrics and the adapter's location to Weights & Biases (offline files on the worker "
         "when it has no WANDB_API_KEY).",
     )
+    priority: int = Field(
+        0,
+        ge=-100,
+        le=100,
+        description="Higher runs first (the fleet's order is priority, then each project's fair share, then age). Up "
+        "to the project's max_priority (set by an admin; 0 unless raised); below 0 always allowed.",
+    )
+    preemptible: bool = Field(
+        True,
+        description="Whether a waiting higher-priority job may preempt this one when no worker is free: it is "
+        "checkpointed at its next step boundary, queued again and later resumes exactly where it stopped.",
+    )
     preflight: bool = Field(
         False,
         description="Probe the base model before training and report whether GRPO can learn on this task "
@@ -105,6 +117,17 @@ class JobError(BaseModel):
     code: str
     message: str
     param: str | None = None
+
+
+class Waiting(BaseModel):
+    """Why a queued job waits (the scheduler's answer, api.jobs.scheduling)."""
+
+    reason: str = Field(
+        description="In words: 'waiting: 3 jobs ahead', 'waiting: project at its limit of 2 running jobs', …"
+    )
+    position: int | None = Field(
+        None, description="Jobs of every project ahead of it in the fleet's order (null: held back, not in line)."
+    )
 
 
 class Job(BaseModel):
@@ -142,13 +165,19 @@ class Job(BaseModel):
     )
     resources: Resources = Field(description="Devices per node and nodes the job trains on.")
     integrations: list[Integration] | None = Field(None, description="Where the job's metrics are mirrored.")
+    priority: int = Field(0, description="Its place in the fleet's order: higher runs first.")
+    preemptible: bool = Field(True, description="Whether a higher-priority job may preempt it.")
+    waiting: Waiting | None = Field(
+        None, description="Why a queued job has not started yet (null otherwise): its place in line, or what holds it."
+    )
 
     @classmethod
-    def from_row(cls, row: db.Job) -> Job:
+    def from_row(cls, row: db.Job, *, waiting: Waiting | None = None) -> Job:
+        """``waiting``: the scheduler's reason for a queued job (api.jobs.scheduling.waiting), read by the route."""
         hyperparameters = row.reinforcement.hyperparameters
         renamed = {"organization_id": row.project_id, "metadata": row.metadata_, "hyperparameters": hyperparameters}
         # rows from before resources existed (null) trained on one device of one node
-        return cls.model_validate(row.columns() | renamed | {"resources": row.resources or {}})
+        return cls.model_validate(row.columns() | renamed | {"resources": row.resources or {}, "waiting": waiting})
 
 
 class JobEvent(BaseModel):

@@ -21,7 +21,7 @@ from api.core.pagination import Page, anchor, keyset_page
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.locks import hold_project_lock
-from api.db.models import UNFINISHED, Job, JobStatus, ResumeReason, new_id, now
+from api.db.models import UNFINISHED, Job, JobStatus, Project, ResumeReason, new_id, now
 from api.db.session import rows_changed
 from api.files.service import get_file, head_rows
 from api.graders.environments import check_environment
@@ -63,6 +63,7 @@ def create_job(
             f"unknown model {body.model!r} (available: {known})", param="model", code="model_not_found"
         )
     check_resources(body.resources, settings)
+    check_priority(session, project_id, body.priority)
     check_quota(session, settings, project_id)  # early, unlocked: a project at its quota is refused before the work
     # FOR SHARE (PostgreSQL): a concurrent DELETE /v1/files/{id} waits for this job, then sees it and refuses.
     train = get_file(session, project_id, body.training_file, param="training_file", for_share=True)
@@ -119,6 +120,9 @@ def create_job(
         resources=body.resources.model_dump(mode="json"),
         integrations=[i.model_dump(mode="json") for i in body.integrations] if body.integrations else None,
         status=JobStatus.queued,
+        queued_at=now(),
+        priority=body.priority,
+        preemptible=body.preemptible,
         total_steps=0 if cfg.preflight is not None and cfg.preflight.only else cfg.total_steps(train.row_count),
         max_attempts=settings.max_attempts,
     )
@@ -169,6 +173,19 @@ def check_quota(session: Session, settings: ApiSettings, project_id: str) -> Non
             param="quota",
             code="quota_exceeded",
             headers={"Retry-After": "60"},
+        )
+
+
+def check_priority(session: Session, project_id: str, priority: int) -> None:
+    """422 for a priority above the project's allowance (``max_priority``, which an admin sets: ``python -m
+    api.admin projects set PROJECT --max-priority N``); any priority at or below it, negative ones included, is
+    the project's own choice."""
+    allowed = session.scalar(select(Project.max_priority).where(Project.id == project_id)) or 0
+    if priority > allowed:
+        raise Unprocessable(
+            f"priority={priority} is above this project's allowance of {allowed}: an admin raises it "
+            "(python -m api.admin projects set PROJECT --max-priority N), or ask for less",
+            param="priority",
         )
 
 
@@ -321,6 +338,7 @@ def resume_job(session: Session, queue: Doorbell, project_id: str, job_id: str) 
         "attempts": 0,
         "not_before": None,
         "enqueued_at": now(),
+        "queued_at": now(),
         # for the next claim's event; a job paused before it ever ran just starts
         "resume_reason": ResumeReason.paused if job.started_at else None,
     }

@@ -54,6 +54,39 @@ def list_projects(session: Session) -> list[Project]:
     return list(session.scalars(select(Project).order_by(Project.created_at, Project.id)))
 
 
+def set_share(
+    session: Session,
+    project_id: str,
+    *,
+    weight: float | None = None,
+    max_priority: int | None = None,
+    max_running_jobs: int | None = None,
+    no_running_limit: bool = False,
+) -> Project:
+    """Set a project's share of the fleet (api.jobs.scheduling): its fair-share weight, the highest priority its jobs
+    may ask for, its running-job limit (``no_running_limit``: back to the service's default). Unset: unchanged."""
+    project = session.get(Project, project_id)
+    if project is None:
+        raise TenantError(f"no project {project_id!r}")
+    if weight is not None:
+        if not weight > 0:
+            raise TenantError(f"weight must be above 0, not {weight}")
+        project.share_weight = weight
+    if max_priority is not None:
+        if not -100 <= max_priority <= 100:
+            raise TenantError(f"max priority must be within -100..100, not {max_priority}")
+        project.max_priority = max_priority
+    if max_running_jobs is not None:
+        if max_running_jobs < 1:
+            raise TenantError(f"max running jobs must be at least 1, not {max_running_jobs}")
+        project.max_running_jobs = max_running_jobs
+    elif no_running_limit:
+        project.max_running_jobs = None
+    session.commit()
+    session.refresh(project)
+    return project
+
+
 def create_key(session: Session, project_id: str, name: str | None = None) -> tuple[ApiKey, str]:
     """A new key for the project: the row (hash and hint only) and the key itself, which is never stored."""
     if session.get(Project, project_id) is None:

@@ -26,6 +26,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("priority", sa.Integer(), server_default="0", nullable=False))
         batch_op.add_column(sa.Column("preemptible", sa.Boolean(), server_default=sa.text("true"), nullable=False))
         batch_op.add_column(sa.Column("preempted_by", sa.String(length=64), nullable=True))
+        batch_op.add_column(sa.Column("queued_at", sa.BigInteger(), nullable=True))
     with op.batch_alter_table("projects") as batch_op:
         batch_op.add_column(sa.Column("share_weight", sa.Float(), server_default="1", nullable=False))
         batch_op.add_column(sa.Column("max_priority", sa.Integer(), server_default="0", nullable=False))
@@ -81,6 +82,7 @@ def downgrade() -> None:
         batch_op.drop_column("max_priority")
         batch_op.drop_column("share_weight")
     with op.batch_alter_table("jobs") as batch_op:
+        batch_op.drop_column("queued_at")
         batch_op.drop_column("preempted_by")
         batch_op.drop_column("preemptible")
         batch_op.drop_column("priority")

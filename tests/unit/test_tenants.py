@@ -214,11 +214,19 @@ def test_admin_cli_creates_projects_and_keys_that_the_api_accepts_until_revoked(
     pid = made.stdout.strip()
     assert pid.startswith("proj-") and "\n" not in pid
     listed = admin(settings, "projects", "list").stdout.splitlines()
-    assert listed[0].split("\t") == ["id", "name", "created"]
+    assert listed[0].split("\t") == ["id", "name", "created", "weight", "max_priority", "max_running_jobs"]
     assert {tuple(line.split("\t")[:2]) for line in listed[1:]} == {
         (DEFAULT_PROJECT, "default"),
         (pid, "Acme Research"),
     }
+    shared = admin(
+        settings, "projects", "set", pid, "--weight", "2.5", "--max-priority", "10", "--max-running-jobs", "3"
+    )
+    assert shared.returncode == 0, shared.stderr
+    assert "weight 2.5, max priority 10, max running jobs 3" in shared.stderr
+    row = next(line for line in admin(settings, "projects", "list").stdout.splitlines() if line.startswith(pid))
+    assert row.split("\t")[3:] == ["2.5", "10", "3"]
+    assert admin(settings, "projects", "set", pid, "--weight", "0").returncode == 1
 
     created = admin(settings, "keys", "create", "--project", pid, "--name", "ci")
     assert created.returncode == 0, created.stderr
