@@ -92,6 +92,16 @@ def create(
         int | None,
         typer.Option(min=0, help="Of the devices, the sampler's own (with --hp max_staleness=1: 1 of --devices 2)."),
     ] = None,
+    priority: Annotated[
+        int | None, typer.Option(help="Higher runs first; up to the project's max priority (0 unless an admin set it).")
+    ] = None,
+    preemptible: Annotated[
+        bool | None,
+        typer.Option(
+            "--preemptible/--not-preemptible",
+            help="Whether a higher-priority job may checkpoint and requeue this one (default: preemptible).",
+        ),
+    ] = None,
     preflight: Annotated[
         bool,
         typer.Option("--preflight", help="Probe the base model first: the RL-readiness report (rft jobs readiness)."),
@@ -126,6 +136,10 @@ def create(
     )
     if preflight:
         body["preflight"] = True
+    if priority is not None:
+        body["priority"] = priority
+    if preemptible is not None:
+        body["preemptible"] = preemptible
     try:
         model_body = JobCreate.from_dict(body)
     except (KeyError, TypeError, ValueError) as exc:

@@ -69,6 +69,8 @@ def job_summary(j: dict[str, Any]) -> None:
     rows = [
         ("id", j["id"]),
         ("status", status_text(j["status"])),
+        *([("waiting", escape(j["waiting"]["reason"]))] if j.get("waiting") else []),
+        ("priority", f"{j.get('priority', 0)}{'' if j.get('preemptible', True) else ', not preemptible'}"),
         ("model", escape(j["model"])),
         ("steps", f"{j.get('steps_done', 0)}/{j.get('total_steps', '?')}"),
         ("training_file", j.get("training_file")),

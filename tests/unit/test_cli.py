@@ -85,11 +85,15 @@ def data(tmp_path: Path) -> dict[str, Path]:
     return {"train": tmp_path / "train.jsonl", "grader": tmp_path / "has_digit.py", "check": tmp_path / "check.json"}
 
 
-def create_job(rft: Rft, data: dict[str, Path], *extra: str) -> dict[str, Any]:
+def create_job_result(rft: Rft, data: dict[str, Path], *extra: str) -> Any:
     fid = json.loads(ok(rft("files", "upload", str(data["train"]), "--json")).stdout)["id"]
     args = ["jobs", "create", "--model", TINY_ID, "--training-file", fid, "--grader", str(data["grader"])]
     args += [a for hp in TINY_HP for a in ("--hp", hp)]
-    return json.loads(ok(rft(*args, *extra, "--json")).stdout)
+    return rft(*args, *extra, "--json")
+
+
+def create_job(rft: Rft, data: dict[str, Path], *extra: str) -> dict[str, Any]:
+    return json.loads(ok(create_job_result(rft, data, *extra)).stdout)
 
 
 def test_upload_create_and_control_a_job(rft: Rft, data: dict[str, Path]) -> None:
@@ -103,7 +107,12 @@ def test_upload_create_and_control_a_job(rft: Rft, data: dict[str, Path]) -> Non
     assert (job["seed"], job["metadata"], job["status"]) == (7, {"run": "cli"}, "queued")
 
     assert job["id"] in ok(rft("jobs", "list")).stdout
-    assert "queued" in ok(rft("jobs", "get", job["id"])).stdout
+    shown = ok(rft("jobs", "get", job["id"])).stdout
+    assert "queued" in shown and "waiting: next to start when a worker is free" in shown
+    low = create_job(rft, data, "--priority", "-3", "--not-preemptible")
+    assert (low["priority"], low["preemptible"]) == (-3, False)
+    failed(create_job_result(rft, data, "--priority", "3"), "422", "allowance of 0", "[param: priority]")
+    ok(rft("jobs", "cancel", low["id"]))
     assert ok(rft("jobs", "pause", job["id"])).stdout.strip() == f"{job['id']}: paused"
     assert ok(rft("jobs", "resume", job["id"])).stdout.strip() == f"{job['id']}: queued"
     assert ok(rft("jobs", "cancel", job["id"])).stdout.strip() == f"{job['id']}: cancelled"

@@ -205,6 +205,7 @@ export function JobPage({ jobId }) {
           ${job.estimated_finish && !TERMINAL.has(job.status) && ` · ETA ${when(job.estimated_finish)}`}
           · stream <span data-testid="stream-state">${stream}</span>
         </p>
+        ${job.waiting && html`<p class="muted" data-testid="waiting">${job.waiting.reason}</p>`}
         <${Execution} ex=${job.execution} />
       </div>
       <${Controls} job=${job} onJob=${setJob} />

@@ -31,7 +31,7 @@ export function JobsList() {
           (j) => html`<tr key=${j.id} data-job-id=${j.id}>
             <td><a href=${`#/jobs/${j.id}`}>${j.id}</a>${j.suffix && html` <span class="muted">${j.suffix}</span>`}</td>
             <td>${j.model}</td>
-            <td><${StatusBadge} status=${j.status} /></td>
+            <td title=${j.waiting?.reason || ""}><${StatusBadge} status=${j.status} /></td>
             <td><${Progress} done=${j.steps_done} total=${j.total_steps} /></td>
             <td title=${new Date(j.created_at * 1000).toLocaleString()}>${ago(j.created_at)}</td>
           </tr>`,

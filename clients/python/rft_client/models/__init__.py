@@ -178,6 +178,7 @@ from .validate_response import ValidateResponse
 from .validate_response_grader import ValidateResponseGrader
 from .validation_error import ValidationError
 from .validation_error_context import ValidationErrorContext
+from .waiting import Waiting
 from .wandb_spec import WandbSpec
 from .webhook_delivery import WebhookDelivery
 from .webhook_delivery_payload import WebhookDeliveryPayload
@@ -366,6 +367,7 @@ __all__ = (
     "ValidateResponseGrader",
     "ValidationError",
     "ValidationErrorContext",
+    "Waiting",
     "WandbSpec",
     "WebhookDelivery",
     "WebhookDeliveryPayload",

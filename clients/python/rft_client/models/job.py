@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..models.job_metadata_type_0 import JobMetadataType0
     from ..models.job_method import JobMethod
     from ..models.resources import Resources
+    from ..models.waiting import Waiting
 
 
 T = TypeVar("T", bound="Job")
@@ -57,7 +58,11 @@ class Job:
             hardware; null until training starts.
         integrations (list[Integration] | None | Unset): Where the job's metrics are mirrored.
         object_ (Literal['fine_tuning.job'] | Unset):  Default: 'fine_tuning.job'.
+        preemptible (bool | Unset): Whether a higher-priority job may preempt it. Default: True.
+        priority (int | Unset): Its place in the fleet's order: higher runs first. Default: 0.
         result_files (list[str] | Unset):
+        waiting (None | Unset | Waiting): Why a queued job has not started yet (null otherwise): its place in line, or
+            what holds it.
     """
 
     created_at: int
@@ -83,13 +88,17 @@ class Job:
     execution: Execution | None | Unset = UNSET
     integrations: list[Integration] | None | Unset = UNSET
     object_: Literal["fine_tuning.job"] | Unset = "fine_tuning.job"
+    preemptible: bool | Unset = True
+    priority: int | Unset = 0
     result_files: list[str] | Unset = UNSET
+    waiting: None | Unset | Waiting = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.execution import Execution  # noqa: PLC0415
         from ..models.job_error import JobError  # noqa: PLC0415
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
+        from ..models.waiting import Waiting  # noqa: PLC0415
 
         created_at = self.created_at
 
@@ -170,9 +179,21 @@ class Job:
 
         object_ = self.object_
 
+        preemptible = self.preemptible
+
+        priority = self.priority
+
         result_files: list[str] | Unset = UNSET
         if not isinstance(self.result_files, Unset):
             result_files = self.result_files
+
+        waiting: dict[str, Any] | None | Unset
+        if isinstance(self.waiting, Unset):
+            waiting = UNSET
+        elif isinstance(self.waiting, Waiting):
+            waiting = self.waiting.to_dict()
+        else:
+            waiting = self.waiting
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -207,8 +228,14 @@ class Job:
             field_dict["integrations"] = integrations
         if object_ is not UNSET:
             field_dict["object"] = object_
+        if preemptible is not UNSET:
+            field_dict["preemptible"] = preemptible
+        if priority is not UNSET:
+            field_dict["priority"] = priority
         if result_files is not UNSET:
             field_dict["result_files"] = result_files
+        if waiting is not UNSET:
+            field_dict["waiting"] = waiting
 
         return field_dict
 
@@ -221,6 +248,7 @@ class Job:
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
         from ..models.job_method import JobMethod  # noqa: PLC0415
         from ..models.resources import Resources  # noqa: PLC0415
+        from ..models.waiting import Waiting  # noqa: PLC0415
 
         d = dict(src_dict)
         created_at = d.pop("created_at")
@@ -364,7 +392,28 @@ class Job:
         if object_ != "fine_tuning.job" and not isinstance(object_, Unset):
             raise ValueError(f"object must match const 'fine_tuning.job', got '{object_}'")
 
+        preemptible = d.pop("preemptible", UNSET)
+
+        priority = d.pop("priority", UNSET)
+
         result_files = cast(list[str], d.pop("result_files", UNSET))
+
+        def _parse_waiting(data: object) -> None | Unset | Waiting:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                waiting_type_0 = Waiting.from_dict(data)
+
+                return waiting_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | Waiting, data)
+
+        waiting = _parse_waiting(d.pop("waiting", UNSET))
 
         job = cls(
             created_at=created_at,
@@ -390,7 +439,10 @@ class Job:
             execution=execution,
             integrations=integrations,
             object_=object_,
+            preemptible=preemptible,
+            priority=priority,
             result_files=result_files,
+            waiting=waiting,
         )
 
         job.additional_properties = d

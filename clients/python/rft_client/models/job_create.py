@@ -31,8 +31,13 @@ class JobCreate:
             (offline files on the worker when it has no WANDB_API_KEY).
         metadata (JobCreateMetadataType0 | None | Unset): Up to 16 pairs (OpenAI's limits: keys ≤ 64, values ≤ 512
             chars).
+        preemptible (bool | Unset): Whether a waiting higher-priority job may preempt this one when no worker is free:
+            it is checkpointed at its next step boundary, queued again and later resumes exactly where it stopped. Default:
+            True.
         preflight (bool | Unset): Probe the base model before training and report whether GRPO can learn on this task
             (GET …/{id}/readiness); true uses hyperparameters.preflight, or its defaults when unset. Default: False.
+        priority (int | Unset): Higher runs first (the fleet's order is priority, then each project's fair share, then
+            age). Up to the project's max_priority (set by an admin; 0 unless raised); below 0 always allowed. Default: 0.
         resources (Resources | Unset): What one job trains on: ``nodes`` machines, each running ``devices`` training
             processes (ranks) under
             torchrun: one per GPU on a GPU worker, CPU processes on a CPU worker; ``rollout_devices`` of a node's devices
@@ -48,7 +53,9 @@ class JobCreate:
     training_file: str
     integrations: list[Integration] | None | Unset = UNSET
     metadata: JobCreateMetadataType0 | None | Unset = UNSET
+    preemptible: bool | Unset = True
     preflight: bool | Unset = False
+    priority: int | Unset = 0
     resources: Resources | Unset = UNSET
     seed: int | None | Unset = UNSET
     suffix: None | str | Unset = UNSET
@@ -83,7 +90,11 @@ class JobCreate:
         else:
             metadata = self.metadata
 
+        preemptible = self.preemptible
+
         preflight = self.preflight
+
+        priority = self.priority
 
         resources: dict[str, Any] | Unset = UNSET
         if not isinstance(self.resources, Unset):
@@ -120,8 +131,12 @@ class JobCreate:
             field_dict["integrations"] = integrations
         if metadata is not UNSET:
             field_dict["metadata"] = metadata
+        if preemptible is not UNSET:
+            field_dict["preemptible"] = preemptible
         if preflight is not UNSET:
             field_dict["preflight"] = preflight
+        if priority is not UNSET:
+            field_dict["priority"] = priority
         if resources is not UNSET:
             field_dict["resources"] = resources
         if seed is not UNSET:
@@ -186,7 +201,11 @@ class JobCreate:
 
         metadata = _parse_metadata(d.pop("metadata", UNSET))
 
+        preemptible = d.pop("preemptible", UNSET)
+
         preflight = d.pop("preflight", UNSET)
+
+        priority = d.pop("priority", UNSET)
 
         _resources = d.pop("resources", UNSET)
         resources: Resources | Unset
@@ -228,7 +247,9 @@ class JobCreate:
             training_file=training_file,
             integrations=integrations,
             metadata=metadata,
+            preemptible=preemptible,
             preflight=preflight,
+            priority=priority,
             resources=resources,
             seed=seed,
             suffix=suffix,

@@ -96,6 +96,8 @@ def sync_detailed(
 ) -> Response[ErrorResponse | Job]:
     """Retrieve Job
 
+     The job; a queued one says why it waits (``waiting``).
+
     Args:
         fine_tuning_job_id (str):
         authorization (None | str | Unset):
@@ -128,6 +130,8 @@ def sync(
 ) -> ErrorResponse | Job | None:
     """Retrieve Job
 
+     The job; a queued one says why it waits (``waiting``).
+
     Args:
         fine_tuning_job_id (str):
         authorization (None | str | Unset):
@@ -154,6 +158,8 @@ async def asyncio_detailed(
     authorization: None | str | Unset = UNSET,
 ) -> Response[ErrorResponse | Job]:
     """Retrieve Job
+
+     The job; a queued one says why it waits (``waiting``).
 
     Args:
         fine_tuning_job_id (str):
@@ -184,6 +190,8 @@ async def asyncio(
     authorization: None | str | Unset = UNSET,
 ) -> ErrorResponse | Job | None:
     """Retrieve Job
+
+     The job; a queued one says why it waits (``waiting``).
 
     Args:
         fine_tuning_job_id (str):
