@@ -63,8 +63,10 @@ class ApiSettings(CommonSettings):
         "(the default without a Redis broker). While Redis does not answer, each process limits on its own.",
     )
     max_active_jobs_per_project: int = Field(
-        20, ge=1, description="Queued + running jobs a project may have at once (429 quota_exceeded beyond); how many "
-        "of them run at once is max_running_jobs_per_project."
+        20,
+        ge=1,
+        description="Queued + running jobs a project may have at once (429 quota_exceeded beyond); how many "
+        "of them run at once is max_running_jobs_per_project.",
     )
     max_running_jobs_per_project: int | None = Field(
         None,
