@@ -9,6 +9,7 @@ object store.
     python -m api.admin models add PATH_OR_URI [--id ID] [--hub-id ORG/NAME]   # prints the model's id
     python -m api.admin models list
     python -m api.admin models remove ID
+    python -m api.admin secrets reencrypt              # project secrets under SECRETS_KEY's first key
 
 What a script wants (an id, a key) is the only thing on stdout; explanations go to stderr, so
 ``KEY=$(python -m api.admin keys create --project proj-…)`` works. The first key created ends open mode: from
@@ -30,6 +31,7 @@ from api.core.settings import get_settings
 from api.db.models import Project
 from api.db.session import make_engine, make_sessionmaker
 from api.models import service as model_registry
+from api.secrets import service as project_secrets
 from api.tenants import service as tenants
 
 
@@ -133,6 +135,14 @@ def _models(session: Session, args: argparse.Namespace) -> None:
         _table(rows, ["id", "architecture", "params_b", "dtype", "context", "source", "registered"])
 
 
+def _secrets(session: Session, args: argparse.Namespace) -> None:
+    """After a new key was put first in SECRETS_KEY: every secret re-encrypted under it, so the old can go."""
+    done, lost = project_secrets.reencrypt_all(session, get_settings())
+    print(f"re-encrypted {done} secret(s) under the first key of SECRETS_KEY", file=sys.stderr)
+    for name in lost:
+        print(f"cannot decrypt {name} with any key of SECRETS_KEY: write it again (POST /v1/secrets)", file=sys.stderr)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m api.admin", description="Projects (tenants), their API keys, and the base model registry."
@@ -171,6 +181,8 @@ def parser() -> argparse.ArgumentParser:
     add.add_argument("--hub-id", help="org/name: what trained adapters name as their base model")
     models.add_parser("list", help="registered and catalog base models")
     models.add_parser("remove", help="remove a registered model").add_argument("id")
+    secrets = groups.add_parser("secrets", help="project secrets at rest").add_subparsers(dest="action", required=True)
+    secrets.add_parser("reencrypt", help="re-encrypt every secret under the first key of SECRETS_KEY")
     return p
 
 
@@ -179,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = make_engine(get_settings().db_url)
     try:
         with make_sessionmaker(engine)() as session:
-            {"projects": _projects, "keys": _keys, "models": _models}[args.group](session, args)
+            {"projects": _projects, "keys": _keys, "models": _models, "secrets": _secrets}[args.group](session, args)
     except (tenants.TenantError, ServiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -29,10 +29,12 @@ from api.jobs.polls import Polls
 from api.jobs.reaper import Reaper
 from api.models import internal_routes as models_internal
 from api.models import routes as models
+from api.secrets import routes as secrets
 from api.tenants.callers import KeyCache
 from api.training import internal_routes as training_internal
 from api.training import routes as training
 from api.training import runs_routes as training_runs
+from api.usage import routes as usage
 from api.webhooks import routes as webhooks
 from api.webhooks.dispatch import start_dispatcher
 
@@ -121,6 +123,9 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         evals_internal.router,
         inference.router,
         webhooks.router,
+        secrets.router,
+        usage.router,
+        usage.admin,
         jobs_internal.router,
         training_runs.router,
         training_internal.router,

@@ -5,6 +5,8 @@
     rft jobs follow ftjob-…
     rft adapters download ftjob-… -o adapter/
     rft chat ft:SmolLM2-135M-Instruct:rft:ftjob-… "What is 2 + 3?"
+    rft usage --by job --since 7d
+    rft secrets set wandb < key.txt         # then a job names it: integrations [{type: wandb, api_key_secret: wandb}]
 
 RFT_BASE_URL and RFT_API_KEY (or --base-url / --api-key) say where the service is. An error from the API is
 printed as one line in its own words (status, type, code, message, param) and the exit code is 1.
@@ -19,7 +21,7 @@ from rft_client.api.models import list_base_models
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from rft_cli import adapters, chat, files, graders, jobs
+from rft_cli import adapters, chat, files, graders, jobs, project_secrets, usage
 from rft_cli.api import DEFAULT_BASE_URL, CliError, Config, call, parsed
 from rft_cli.render import console, err_console, print_json
 
@@ -48,7 +50,9 @@ app.add_typer(files.app, name="files", no_args_is_help=True)
 app.add_typer(jobs.app, name="jobs", no_args_is_help=True)
 app.add_typer(adapters.app, name="adapters", no_args_is_help=True)
 app.add_typer(graders.app, name="graders", no_args_is_help=True)
+app.add_typer(project_secrets.app, name="secrets", no_args_is_help=True)
 app.command("chat")(chat.chat)
+app.command("usage")(usage.usage)
 models_app = typer.Typer(
     help="Base models the workers can fine-tune, and your fine-tuned models.", no_args_is_help=True
 )

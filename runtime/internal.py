@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainSerializer, SecretStr, Tag
 
 from grpo_core.evaluation.readiness import ReadinessReport
 from grpo_core.schemas.metrics import CheckpointMetrics, Execution, Level, StepMetrics
@@ -133,13 +133,41 @@ class WandbSpec(BaseModel):
     tags: list[str] | None = Field(None, max_length=50)
 
 
+# A project secret's name (POST /v1/secrets), as a job's integrations name it (api.secrets, Integration below).
+SECRET_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+DEFAULT_WANDB_PROJECT = "rft"
+
+
+def reveal(value: SecretStr) -> str:
+    """A secret's value, for the one place that needs it in the clear (the JSON of a claim on the wire)."""
+    return value.get_secret_value()
+
+
+# A secret's value in a claim: masked in every repr, str and python-mode dump (a log line, an exception, a debugger),
+# written out in the clear only as JSON, which is the wire between the API and the worker that needs it. Whoever
+# writes a claim to a file leaves it out (worker.launch.RankSpec).
+ClaimSecret = Annotated[SecretStr, PlainSerializer(reveal, return_type=str, when_used="json")]
+
+
 class Integration(BaseModel):
-    """OpenAI's job ``integrations`` item (only ``wandb`` exists there)."""
+    """OpenAI's job ``integrations`` item (only ``wandb`` exists there), plus ``api_key_secret``: the project secret
+    whose value is the W&B API key this job's run logs with (never the worker's own key then)."""
 
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["wandb"]
-    wandb: WandbSpec
+    wandb: WandbSpec = Field(
+        default_factory=lambda: WandbSpec(project=DEFAULT_WANDB_PROJECT),
+        description=f"Where the run goes; default W&B project {DEFAULT_WANDB_PROJECT!r} of the key's default entity.",
+    )
+    api_key_secret: str | None = Field(
+        None,
+        pattern=SECRET_NAME_PATTERN,
+        # without a secret the item is exactly OpenAI's (clients that compare or echo it see no extra key)
+        exclude_if=lambda name: name is None,
+        description="The name of a secret of the job's project (POST /v1/secrets) holding the W&B API key the run "
+        "logs with; unset: the worker's own WANDB_API_KEY, or offline files on the worker without one.",
+    )
 
 
 class ModelFileRef(BaseModel):
@@ -184,6 +212,12 @@ class ClaimResponse(BaseModel):
         None, description="The registered model's files; None: a folder of the worker's catalog (MODEL_CATALOG_DIR)."
     )
     integrations: list[Integration] = Field(default_factory=list, description="Where to mirror the metrics.")
+    secrets: dict[str, ClaimSecret] = Field(
+        default_factory=dict,
+        description="The values of the project secrets this job's integrations name, by name: only in the claim of "
+        "the node that runs rank 0 (never in a join). A named secret missing here was deleted or cannot be "
+        "decrypted: the worker fails the job saying which.",
+    )
     readiness_dropped_rows: list[int] | None = Field(
         None,
         description="The rows an earlier attempt's readiness probe dropped (preflight.drop_zero_variance_prompts): a "

@@ -6,7 +6,7 @@
 
 One project's objects share one prefix (listed, exported or deleted together, or fenced by a bucket policy).
 A checkpoint's key names the lease epoch that wrote it, so the API can tell an upload from a dead attempt that
-was never registered (garbage) from the live attempt's (api.jobs.leases.orphaned_checkpoint_keys).
+was never registered (garbage) from the live attempt's (api.jobs.claims.orphaned_checkpoint_keys).
 """
 
 from __future__ import annotations

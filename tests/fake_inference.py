@@ -89,7 +89,8 @@ class FakeInference:
             text = f"answer from {model}"
             n = body.get("n") or 1
             if body.get("stream"):
-                return StreamingResponse(_chunks(model, text, n, route), media_type="text/event-stream")
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return StreamingResponse(_chunks(model, text, n, route, usage), media_type="text/event-stream")
             if route == "chat":
                 choices = [
                     {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
@@ -134,10 +135,17 @@ class FakeInference:
             self._server.should_exit = True
 
 
-async def _chunks(model: str, text: str, n: int, route: str) -> AsyncIterator[bytes]:
+async def _chunks(model: str, text: str, n: int, route: str, usage: bool = False) -> AsyncIterator[bytes]:
+    """vLLM's stream: with ``stream_options.include_usage`` every chunk has ``usage: null`` and a last chunk with no
+    choices carries it (one token a word here)."""
+    words = text.split(" ")
     for i in range(n):
-        for word in text.split(" "):
+        for word in words:
             delta = {"index": i, "delta": {"content": word + " "}} if route == "chat" else {"index": i, "text": word}
             chunk = {"id": "c1", "object": "chat.completion.chunk", "model": model, "choices": [delta]}
-            yield f"data: {json.dumps(chunk)}\n\n".encode()
+            yield f"data: {json.dumps(chunk | ({'usage': None} if usage else {}))}\n\n".encode()
+    if usage:
+        counts = {"prompt_tokens": 3, "completion_tokens": n * len(words), "total_tokens": 3 + n * len(words)}
+        chunk = {"id": "c1", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": counts}
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
     yield b"data: [DONE]\n\n"

@@ -8,7 +8,8 @@ reports, is always on the node that holds the job's lease. (torchrun's dynamic c
 hostname and pid, which would put rank 0 on any node.)
 
 The files in the attempt's folder are the whole interface with the ranks:
-- ``spec.json`` (``RankSpec``): the claim and where this node's inputs are; every rank reads it.
+- ``spec.json`` (``RankSpec``): the claim and where this node's inputs are; every rank reads it. Never the job's
+  secrets: they go in ``secrets.json`` (mode 0600), which rank 0, whose tracker needs them, reads and deletes.
 - ``stop``: written by the launching worker when the job must stop at the next step boundary (a cancel or pause
   seen by its heartbeat, or its own shutdown); rank 0 reads it before every step and tells the other ranks.
 - ``result.json`` (``RankResult``): rank 0's account of a run that ended without an error.
@@ -26,6 +27,7 @@ last checkpoint.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -36,7 +38,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from runtime import internal as api
 from worker.client import StaleLease
@@ -114,6 +116,33 @@ class RankSpec(BaseModel):
     def pids(self) -> Path:
         return self.folder / "pids"
 
+    @property
+    def secrets_file(self) -> Path:
+        return self.folder / "secrets.json"
+
+    def write(self) -> None:
+        """``spec.json`` for every rank, and the job's secrets apart in ``secrets.json`` for rank 0 only: created
+        exclusively, readable by this user alone. Neither is where user code runs: the bwrap sandbox binds nothing
+        of the attempt's folder, and the weak tier runs as another uid."""
+        (self.folder / "spec.json").write_text(self.model_dump_json(exclude={"job": {"secrets"}}))
+        self.secrets_file.unlink(missing_ok=True)
+        if self.job.secrets:
+            values = {name: value.get_secret_value() for name, value in self.job.secrets.items()}
+            fd = os.open(self.secrets_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(values, fh)
+
+    def with_secrets(self) -> RankSpec:
+        """Rank 0's spec: the job's secrets read back from ``secrets.json``, which is deleted at once, so no later
+        process of the job finds it."""
+        try:
+            values = json.loads(self.secrets_file.read_text())
+        except FileNotFoundError:
+            return self
+        self.secrets_file.unlink(missing_ok=True)
+        job = self.job.model_copy(update={"secrets": {k: SecretStr(v) for k, v in values.items()}})
+        return self.model_copy(update={"job": job})
+
 
 class RankResult(BaseModel):
     """Rank 0's account of a run that ended without an error."""
@@ -165,7 +194,7 @@ class Torchrun:
         """Write the spec and start torchrun in its own session (so a stop by force reaches all of it)."""
         for d in (self.spec.folder, self.spec.failures, self.spec.pids, self.spec.checkpoints):
             d.mkdir(parents=True, exist_ok=True)
-        (self.spec.folder / "spec.json").write_text(self.spec.model_dump_json())
+        self.spec.write()
         from grpo_core.hardware.device import (
             usable_cpus,  # torch: imported where a job runs, not where the worker starts
         )
@@ -196,7 +225,9 @@ class Torchrun:
     def kill(self, grace: float = 10.0) -> None:
         """End torchrun and every rank when torchrun still runs: SIGTERM (torchrun then stops its ranks), SIGKILL
         after ``grace`` s, then each rank's process group (ranks lead sessions of their own, torchrun's choice; a
-        vLLM engine a rank started is in it). A torchrun that exited on its own already ended its ranks."""
+        vLLM engine a rank started is in it). A torchrun that exited on its own already ended its ranks. The
+        secrets file goes too, in case rank 0 never got to read it."""
+        self.spec.secrets_file.unlink(missing_ok=True)
         if self.proc is None or self.proc.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):

@@ -211,6 +211,8 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {os.environ.get('RANK', '?')} %(message)s")
     spec = RankSpec.model_validate_json(Path(argv[0]).read_text())
     world = World.from_env()
+    if world.is_main:  # its tracker is the one that needs the job's secrets (read, and the file deleted)
+        spec = spec.with_secrets()
     settings = get_settings()
     (spec.pids / f"rank-{world.rank}").write_text(str(os.getpid()))
     threading.Thread(target=_exit_with_torchrun, args=(os.getppid(),), daemon=True).start()

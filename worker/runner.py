@@ -30,6 +30,7 @@ from worker.job import Inputs, Job, check_sandbox, fetch_inputs, make_graders, m
 from worker.launch import RankSpec, Torchrun, free_port
 from worker.reporting import Reporter
 from worker.settings import WorkerSettings
+from worker.tracking import check_secrets
 
 if TYPE_CHECKING:
     from grpo_core.trainer import TrainResult
@@ -228,6 +229,7 @@ class JobRun:
         )
 
     def _run_training(self, claim: api.ClaimResponse, work: Path, reporter: Reporter) -> TrainResult:
+        check_secrets(claim)  # a secret named but not carried fails the job now, saying which
         job = read_job(claim, self.settings, self.store, reporter.on_message)
         inputs = fetch_inputs(self.store, claim, work / "inputs")
         pre = job.cfg.preflight

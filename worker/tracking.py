@@ -2,8 +2,18 @@
 MLflow (when the operator sets MLFLOW_TRACKING_URI): the config, every step's metrics, and the final adapter's
 location.
 
-W&B runs online when the worker has WANDB_API_KEY, else in offline mode into WANDB_DIR (``wandb sync`` uploads
-it later). Tracking never fails a job: a backend that raises is reported once as a warning event and switched off.
+W&B runs online with the project's own key when the job's integration names a project secret
+(``api_key_secret``: its value comes in the claim, ``ClaimResponse.secrets``), else with the worker's
+WANDB_API_KEY, else in offline mode into WANDB_DIR (``wandb sync`` uploads it later). A project's key goes to its
+run's ``wandb.Settings`` only: never os.environ (which the job's other processes inherit), never a file (wandb
+writes ~/.netrc only for keys it finds itself), never a message (each is scrubbed of it). wandb keeps an explicit
+key as its process's session credentials and would hand it to the next run that names none, so the tracker drops
+them (``forget_wandb_credentials``) before every run and after a run that used a project's key: the next job on
+this worker process starts from the worker's own key.
+
+Tracking never fails a job: a backend that raises is reported once as a warning event and switched off. A named
+secret the claim does not carry does fail it (``check_secrets``): logging with anyone else's key instead would send
+a project's metrics to the operator's account.
 """
 
 from __future__ import annotations
@@ -13,6 +23,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import SecretStr
+
+from grpo_core.errors import UserError
 from grpo_core.schemas.metrics import Level, StepMetrics
 from runtime import internal as api
 from worker.settings import WorkerSettings
@@ -55,7 +68,12 @@ class Tracker:
         self.say = say
         self.wandb: Any = None
         self.mlflow: Any = None
-        self._wandb_spec = next((i.wandb for i in claim.integrations if i.type == "wandb"), None)
+        integration = next((i for i in claim.integrations if i.type == "wandb"), None)
+        self._wandb_spec = integration.wandb if integration is not None else None
+        # the project's own W&B key (the secret its integration names), None: the worker's WANDB_API_KEY
+        self._wandb_key: SecretStr | None = None
+        if integration is not None and integration.api_key_secret:
+            self._wandb_key = claim.secrets.get(integration.api_key_secret)
 
     @property
     def active(self) -> bool:
@@ -65,8 +83,12 @@ class Tracker:
         try:
             action()
         except Exception as exc:  # a tracking outage never costs the job
-            log.exception("%s tracking failed", backend)
-            self.say(f"{backend} tracking stopped: {type(exc).__name__}: {exc}", "warn")
+            text = self.scrub(f"{type(exc).__name__}: {exc}")
+            if self._wandb_key is None:
+                log.exception("%s tracking failed", backend)
+            else:  # no traceback: what it quotes cannot be scrubbed of the project's key
+                log.warning("%s tracking failed: %s", backend, text)
+            self.say(f"{backend} tracking stopped: {text}", "warn")
             if backend == "W&B":
                 self.wandb = None
             else:
@@ -90,9 +112,13 @@ class Tracker:
     def _start_wandb(self, spec: api.WandbSpec, config: dict[str, Any]) -> None:
         import wandb
 
-        online = bool(os.environ.get("WANDB_API_KEY"))
+        key = self._wandb_key
+        online = key is not None or bool(os.environ.get("WANDB_API_KEY"))
         folder = self.settings.wandb_path
         folder.mkdir(parents=True, exist_ok=True)
+        forget_wandb_credentials()  # never a key an earlier job of this process logged in with
+        # the project's key for this run only: wandb sends it to W&B and keeps it in memory, and writes it nowhere
+        auth = {"api_key": key.get_secret_value()} if key is not None else {}
         self.wandb = wandb.init(
             project=spec.project,
             name=spec.name or self.claim.job_id,
@@ -102,10 +128,12 @@ class Tracker:
             dir=str(folder),
             mode="online" if online else "offline",
             id=f"{self.claim.job_id}-e{self.claim.epoch}",
-            settings=wandb.Settings(silent=True, console="off"),
+            settings=wandb.Settings(silent=True, console="off", **auth),
             reinit="create_new",  # never hand back a run a previous job in this process left open
         )
         where = f"project {spec.project}" if online else f"offline in {folder} (wandb sync uploads it)"
+        if key is not None:
+            where += " with this project's key"
         self.say(f"Logging to Weights & Biases: run {self.wandb.id}, {where}", "info")
 
     def _start_mlflow(self, config: dict[str, Any]) -> None:
@@ -149,12 +177,42 @@ class Tracker:
             code = 0 if status == api.FinishStatus.succeeded else 1
             self._guard("W&B", lambda: (run.summary.update({"status": str(status)}), run.finish(exit_code=code)))
             self.wandb = None
+        if self._wandb_key is not None:  # also when the run never started: a failed init may have logged in
+            self._guard("W&B", forget_wandb_credentials)
         if self.mlflow is not None:
             import mlflow
 
             state = {api.FinishStatus.succeeded: "FINISHED", api.FinishStatus.failed: "FAILED"}.get(status, "KILLED")
             self._guard("MLflow", lambda: mlflow.end_run(status=state))
             self.mlflow = None
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the project's key blanked out (what an exception says may quote what it was given)."""
+        if self._wandb_key is None:
+            return text
+        return text.replace(self._wandb_key.get_secret_value(), "[secret]")
+
+
+def forget_wandb_credentials() -> None:
+    """Drop the W&B credentials this process holds: wandb keeps an explicit key as the session's and gives it to the
+    next run that names none. ``wandb.teardown`` ends the process's W&B session (its runs are finished by then) and
+    its credentials with it, so the next run finds the worker's own WANDB_API_KEY (or none) again."""
+    import wandb
+
+    wandb.teardown()
+
+
+def check_secrets(claim: api.ClaimResponse) -> None:
+    """Fail the job, saying which, when an integration names a project secret its claim does not carry: deleted
+    since the job was created, or one the API cannot decrypt (SECRETS_KEY changed since it was written)."""
+    for i, integration in enumerate(claim.integrations):
+        name = integration.api_key_secret
+        if name and name not in claim.secrets:
+            raise UserError(
+                f"integrations[{i}].api_key_secret: the project secret {name!r} is not available to this job: it was "
+                "deleted, or the API cannot decrypt it (its SECRETS_KEY changed since the secret was written). Write "
+                "it again (POST /v1/secrets or `rft secrets set`), then create the job again"
+            )
 
 
 def tracker_for(claim: api.ClaimResponse, settings: WorkerSettings, say: Say) -> Tracker | None:

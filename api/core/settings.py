@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from runtime.settings import CommonSettings
 from runtime.storage import ObjectStore, make_store
@@ -126,6 +126,13 @@ class ApiSettings(CommonSettings):
     )
     inference_timeout_seconds: float = Field(600.0, gt=0, description="Longest wait for one inference answer.")
     idempotency_ttl_seconds: int = Field(86400, description="How long an Idempotency-Key is remembered (Stripe: 24h).")
+    secrets_key: SecretStr | None = Field(
+        None,
+        description="Fernet keys that encrypt project secrets at rest (POST /v1/secrets), comma-separated: the first "
+        "encrypts, every one decrypts, so a new key goes first and `python -m api.admin secrets reencrypt` retires "
+        "the old. Unset: on the embedded defaults a key generated once into <state_dir>/secrets_key (0600); "
+        "beyond one machine secrets are off (503) until it is set.",
+    )
     webhook_dispatcher: bool = Field(True, description="Run the webhook dispatcher thread in this API process.")
     webhook_poll_seconds: float = Field(1.0, description="How often the dispatcher looks for due deliveries.")
     webhook_timeout_seconds: float = Field(10.0, description="Per-attempt HTTP timeout of a webhook delivery.")

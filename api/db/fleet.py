@@ -5,10 +5,22 @@ Kept beside ``api.db.models`` (same ``Base``, same conventions): timestamps in U
 
 from __future__ import annotations
 
+import enum
+
 from sqlalchemy import BigInteger, Float, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from api.db.models import Base, now
+
+
+class UsageKind(enum.StrEnum):
+    """What a usage record meters (``UsageRecord.kind``): a job's attempt, an eval run's attempt, a training-API
+    session, or a day of one project's inference on one model."""
+
+    job = "job"
+    eval = "eval"
+    session = "session"
+    inference = "inference"
 
 
 class UsageRecord(Base):
@@ -17,19 +29,20 @@ class UsageRecord(Base):
     One row per (kind, subject, attempt, day): an attempt's counters are cumulative and only ever raised, so a
     retried report or a resumed attempt re-reaching a step never counts twice, and a job's total is the sum of its
     attempts' rows. ``device_seconds`` is devices × the span from the claim to the attempt's last fenced contact,
-    measured by the API (to the heartbeat's resolution).
+    measured by the API (to the heartbeat's resolution). Written by api.usage.metering only; the unique key holds
+    the project because an inference row's subject (a base model's name) is shared by every project.
     """
 
     __tablename__ = "usage_records"
     __table_args__ = (
-        UniqueConstraint("kind", "subject_id", "attempt", "day", name="uq_usage_records_subject"),
+        UniqueConstraint("kind", "project_id", "subject_id", "attempt", "day", name="uq_usage_records_subject"),
         Index("ix_usage_records_project_day", "project_id", "day"),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)  # "usage-…"
     project_id: Mapped[str] = mapped_column(String(64))
     kind: Mapped[str] = mapped_column(String(16))  # job | eval | session | inference
-    subject_id: Mapped[str] = mapped_column(String(128), index=True)  # ftjob-…, evalrun-…, a session, a model
+    subject_id: Mapped[str] = mapped_column(String(512), index=True)  # ftjob-…, evalrun-…, a session, a model
     job_id: Mapped[str | None] = mapped_column(String(64), index=True)  # the job it belongs to, where there is one
     attempt: Mapped[int] = mapped_column(Integer, default=0)  # the lease epoch; 0 where there is none
     day: Mapped[str] = mapped_column(String(10))  # UTC "YYYY-MM-DD" of started_at

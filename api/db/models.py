@@ -104,7 +104,7 @@ class ResumeReason(enum.StrEnum):
     failed_attempt = "after a failed attempt"
     worker_shut_down = "after its worker shut down"
     preempted = "after it was preempted"  # a higher-priority job took its worker (api.jobs.scheduling)
-    # never stored: a running job whose lease expired is claimed as it is (api.jobs.leases.claim_job)
+    # never stored: a running job whose lease expired is claimed as it is (api.jobs.claims.take)
     worker_lost = "after worker loss"
 
     @classmethod

@@ -16,9 +16,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.core.errors import Conflict, NotFound
+from api.db.fleet import UsageKind
 from api.db.models import Eval, EvalOutputItem, EvalRun, EvalRunStatus, RegisteredModel, new_id, now
 from api.db.session import rows_changed
 from api.models.service import source_of
+from api.usage import metering
 from runtime.eval_contract import Criterion, EvalClaim, EvalFinishRequest, EvalItemsRequest, SamplingParams
 from runtime.internal import Refusal
 
@@ -54,6 +56,8 @@ def claim(session: Session, run_id: str, worker_claim: str) -> EvalClaim:
     ev = session.get(Eval, run.eval_id) if run is not None else None
     if run is None or ev is None:
         raise NotFound(f"no eval run {run_id!r}")
+    metering.open_attempt(session, _attempt(run), t)
+    session.commit()
     registered = session.get(RegisteredModel, run.target["base"])
     ds = run.data_source
     return EvalClaim(
@@ -75,6 +79,11 @@ def claim(session: Session, run_id: str, worker_claim: str) -> EvalClaim:
     )
 
 
+def _attempt(run: EvalRun) -> metering.Attempt:
+    """The usage row of the run's current claim (each claim is an attempt, on one device)."""
+    return metering.Attempt(UsageKind.eval, run.project_id, run.id, run.attempts)
+
+
 def _held(session: Session, run_id: str, claim_id: str) -> EvalRun:
     run = session.get(EvalRun, run_id)
     if run is None:
@@ -88,8 +97,9 @@ def record_items(session: Session, run_id: str, body: EvalItemsRequest) -> int:
     """Add the items (a retried post of the same lines adds nothing) and renew the lease; returns how many were
     new."""
     run = _held(session, run_id, body.claim_id)
-    run.lease_expires_at = now() + LEASE_SECONDS
-    added = 0
+    t = now()
+    run.lease_expires_at = t + LEASE_SECONDS
+    added = tokens = 0
     for item in body.items:
         try:
             with session.begin_nested():
@@ -103,8 +113,10 @@ def record_items(session: Session, run_id: str, body: EvalItemsRequest) -> int:
                     )
                 )
             added += 1
+            tokens += sum(metering.answer_tokens(s.usage) for s in item.samples)
         except IntegrityError:
             continue
+    metering.contact(session, _attempt(run), t, eval_tokens=tokens)  # an item posted again counts once
     session.commit()
     return added
 
@@ -122,6 +134,7 @@ def finish(session: Session, run_id: str, body: EvalFinishRequest) -> EvalRun:
     run.usage = _usage(results)
     run.status = body.status
     run.finished_at = now()
+    metering.contact(session, _attempt(run), run.finished_at)
     if body.status == EvalRunStatus.failed:
         run.error = {"code": body.error_code or "run_failed", "message": body.error_message or "the run failed"}
     session.commit()

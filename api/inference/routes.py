@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -19,8 +22,10 @@ from api.inference import served as served_models
 from api.inference.schemas import ChatCompletionRequest, CompletionRequest
 from api.inference.service import InferenceClient
 from api.models import service as model_registry
+from api.usage import metering
 
 router = APIRouter(prefix="/v1", tags=["inference"], responses=ERROR_RESPONSES)
+log = logging.getLogger(__name__)
 
 _ANSWER: dict[int | str, dict[str, Any]] = {
     200: {
@@ -54,9 +59,21 @@ async def _forward(
     inference = client(request)
     target = await run_in_threadpool(_resolve, session, settings, project, body.model)
     session.close()  # nothing more to read: the connection goes back to the pool before a long generation
+    meter = partial(_meter, request.app.state.sessionmaker, project, body.model)
     return await inference.forward(
-        path, body.model_dump(exclude_unset=True), target, cache_salt=cache_salt(settings, project)
+        path, body.model_dump(exclude_unset=True), target, cache_salt=cache_salt(settings, project), meter=meter
     )
+
+
+async def _meter(sessionmaker: Callable[[], Session], project: str, model: str, usage: dict[str, Any]) -> None:
+    """Count an answer's tokens for the project (after the answer was sent; a failure here is logged, never the
+    caller's)."""
+    tokens = metering.answer_tokens(usage)
+    if tokens:
+        try:
+            await run_in_threadpool(metering.count_inference, sessionmaker, project, model, tokens)
+        except Exception:
+            log.exception("could not meter %d inference tokens of %s", tokens, project)
 
 
 def _resolve(session: Session, settings: ApiSettings, project: str, model: str) -> served_models.Target:

@@ -17,6 +17,10 @@ another replica unloaded, answers 404: the adapter is loaded again and the reque
 the model the caller asked for, not the internal adapter name (a job's final model and its last
 ``ckpt-step-N`` share one adapter). Each project's requests carry a ``cache_salt`` of their own, so vLLM's prefix
 cache is never shared between projects (no timing side channel on another project's prompts).
+
+Usage. Every answer's ``usage`` is handed to the caller's ``meter`` (api.usage.metering) once the answer is sent. A
+stream is always asked for its usage (``stream_options.include_usage``); where the client did not ask for it, the
+usage chunk is kept from it, so it sees the stream it asked for and is metered all the same.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import tarfile
 import tempfile
 import time
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,7 @@ from runtime.errors import StoreError
 from runtime.storage import ObjectStore
 
 log = logging.getLogger("api.inference")
+Meter = Callable[[dict[str, Any]], Awaitable[None]]  # takes an answer's OpenAI ``usage``
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
@@ -287,13 +292,22 @@ class InferenceClient:
             )
 
     async def forward(
-        self, path: str, body: dict[str, Any], target: Target, *, cache_salt: str | None = None
+        self,
+        path: str,
+        body: dict[str, Any],
+        target: Target,
+        *,
+        cache_salt: str | None = None,
+        meter: Meter | None = None,
     ) -> JSONResponse | StreamingResponse:
         """Send ``body`` to the server's ``path`` for ``target``, loading its adapter first; the answer (JSON, or an
         SSE stream when ``body["stream"]``) names ``target.requested`` as its model. ``cache_salt`` (one per
-        project) replaces any the caller sent."""
+        project) replaces any the caller sent; ``meter`` gets the answer's usage after it is sent."""
         await self.check_base(target)
         payload = {**body, "model": target.adapter or target.base}
+        wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        if body.get("stream") and meter is not None:
+            payload["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         if cache_salt is not None:
             payload["cache_salt"] = cache_salt
         name = target.adapter
@@ -324,13 +338,16 @@ class InferenceClient:
                     await resp.aclose()
                     raise _request_error(resp)
                 if body.get("stream"):
+                    seen: dict[str, Any] = {}
 
-                    async def done(upstream: httpx.Response = resp) -> None:  # also when the client left early
-                        await upstream.aclose()
+                    async def done(upstream: httpx.Response = resp, used: dict[str, Any] = seen) -> None:
+                        await upstream.aclose()  # also when the client left early
                         release()
+                        if meter is not None and used:
+                            await meter(used)
 
                     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-                    stream = _sse(resp, target.requested)
+                    stream = _sse(resp, target.requested, seen, keep_usage=wants_usage or meter is None)
                     response = StreamingResponse(
                         stream, media_type="text/event-stream", headers=headers, background=BackgroundTask(done)
                     )
@@ -344,7 +361,9 @@ class InferenceClient:
                     await resp.aclose()
                 if isinstance(data, dict) and "model" in data:
                     data["model"] = target.requested
-                return JSONResponse(data)
+                usage = data.get("usage") if isinstance(data, dict) else None
+                metered = BackgroundTask(meter, usage) if meter is not None and isinstance(usage, dict) else None
+                return JSONResponse(data, background=metered)
             raise UpstreamError("the inference server does not answer for the adapter after loading it again")
         finally:
             if not released:
@@ -369,9 +388,13 @@ def _request_error(resp: httpx.Response) -> UpstreamError:
     return UpstreamError(_upstream_message(resp), status_code=status)
 
 
-async def _sse(resp: httpx.Response, model: str) -> AsyncIterator[bytes]:
+async def _sse(
+    resp: httpx.Response, model: str, usage: dict[str, Any], *, keep_usage: bool = True
+) -> AsyncIterator[bytes]:
     """The server's SSE events with each chunk's ``model`` replaced by the caller's name; the upstream response is
-    closed when the client goes away (the generator is closed) or the stream ends."""
+    closed when the client goes away (the generator is closed) or the stream ends. The last ``usage`` a chunk
+    carries is put in ``usage``; with ``keep_usage`` False the usage chunk (no choices) and every chunk's ``usage``
+    field are kept from the client, which did not ask for them."""
     try:
         async for line in resp.aiter_lines():
             if line.startswith("data: ") and line != "data: [DONE]":
@@ -380,6 +403,13 @@ async def _sse(resp: httpx.Response, model: str) -> AsyncIterator[bytes]:
                 except ValueError:
                     yield (line + "\n").encode()
                     continue
+                if isinstance(chunk, dict) and isinstance(chunk.get("usage"), dict):
+                    usage.clear()
+                    usage.update(chunk["usage"])
+                if isinstance(chunk, dict) and not keep_usage and "usage" in chunk:
+                    del chunk["usage"]
+                    if not chunk.get("choices"):
+                        continue  # the usage chunk (its blank separator still passes: an empty event)
                 if isinstance(chunk, dict) and "model" in chunk:
                     chunk["model"] = model
                 line = "data: " + json.dumps(chunk, separators=(",", ":"))

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Request
 
 from api.core.deps import QueueDep, SessionDep, SettingsDep, StoreDep, require_worker
 from api.core.errors import ERROR_RESPONSES
+from api.jobs import claims, readiness, rendezvous
 from api.jobs import leases as svc
-from api.jobs import readiness, rendezvous
 from runtime import internal as contract
 from runtime.internal import (
     CheckpointRequest,
@@ -45,14 +45,14 @@ def claim_next(
     body: ClaimNextRequest, session: SessionDep, settings: SettingsDep, store: StoreDep, queue: QueueDep
 ) -> ClaimNextResponse:
     """The next job this worker can run, chosen by the API (api.jobs.scheduling); null when there is none."""
-    return ClaimNextResponse(claim=svc.claim_next(session, store, queue, settings, body))
+    return ClaimNextResponse(claim=claims.claim_next(session, store, queue, settings, body))
 
 
 @router.post(contract.CLAIM)
 def claim(
     job_id: str, body: ClaimRequest, session: SessionDep, settings: SettingsDep, store: StoreDep
 ) -> ClaimResponse:
-    return svc.claim(session, store, settings, job_id, body.worker_id, body.claim_id)
+    return claims.claim(session, store, settings, job_id, body.worker_id, body.claim_id)
 
 
 @router.post(contract.HEARTBEAT)

@@ -20,8 +20,9 @@ from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.models import Job
 from api.db.session import rows_changed
+from api.jobs.claims import claim_response, job_resources
 from api.jobs.events import add_event
-from api.jobs.leases import ACTIVE, claim_response, fence, job_resources
+from api.jobs.leases import ACTIVE, fence
 from runtime.internal import JoinResponse, Refusal
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,8 @@ def join(session: Session, settings: ApiSettings, job_id: str, epoch: int, worke
             break
         session.rollback()
     assert endpoint is not None  # _refusal saw it
-    return JoinResponse(job=claim_response(session, settings, job), endpoint=endpoint, node_rank=rank)
+    spec = claim_response(session, settings, job, with_secrets=False)  # no rank 0 there, so no tracker: no secrets
+    return JoinResponse(job=spec, endpoint=endpoint, node_rank=rank)
 
 
 def _refusal(job: Job, epoch: int, worker_id: str, joined: list[str], nodes: int) -> str | None:

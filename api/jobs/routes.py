@@ -35,6 +35,7 @@ from api.jobs.openai_compat import METADATA_FILTER_PARAM
 from api.jobs.polls import JobReader
 from api.jobs.schemas import Checkpoint, Job, JobCreate, JobEvent, JobReadiness
 from api.tenants.callers import Caller
+from api.usage import service as usage
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
 Limit = Annotated[int, Query(ge=1, le=100)]
@@ -108,16 +109,16 @@ def retrieve_job(fine_tuning_job_id: str, reader: JobReaderDep, settings: Settin
 
 
 @router.post("/{fine_tuning_job_id}/cancel")
-def cancel_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> Job:
+def cancel_job(fine_tuning_job_id: str, session: SessionDep, settings: SettingsDep, project: CurrentProject) -> Job:
     """Queued: cancelled at once. Running: ``cancelling`` until the worker stops after its current step."""
-    return Job.from_row(svc.cancel_job(session, project, fine_tuning_job_id))
+    return shaped(session, settings, svc.cancel_job(session, project, fine_tuning_job_id))
 
 
 @router.post("/{fine_tuning_job_id}/pause")
-def pause_job(fine_tuning_job_id: str, session: SessionDep, project: CurrentProject) -> Job:
+def pause_job(fine_tuning_job_id: str, session: SessionDep, settings: SettingsDep, project: CurrentProject) -> Job:
     """Queued: paused at once. Running: ``pausing`` until the worker checkpoints after its current step and
     frees itself; then ``paused``. Resume continues from that checkpoint. 409 for a finished job."""
-    return Job.from_row(svc.pause_job(session, project, fine_tuning_job_id))
+    return shaped(session, settings, svc.pause_job(session, project, fine_tuning_job_id))
 
 
 @router.post("/{fine_tuning_job_id}/resume")
@@ -129,9 +130,11 @@ def resume_job(
 
 
 def shaped_all(session: Session, settings: ApiSettings, rows: Sequence[db.Job]) -> list[Job]:
-    """The response of each job, with what is read beside its row (a queued job's ``waiting``) read once for all."""
+    """The response of each job, with what is read beside its row (a queued job's ``waiting``, the usage of those
+    that ever started) read once for all."""
     why = scheduling.waiting(session, settings, rows)
-    return [Job.from_row(r, waiting=why.get(r.id)) for r in rows]
+    used = usage.job_usage(session, [r.id for r in rows if r.started_at is not None])
+    return [Job.from_row(r, waiting=why.get(r.id), usage=used.get(r.id)) for r in rows]
 
 
 def shaped(session: Session, settings: ApiSettings, row: db.Job) -> Job:

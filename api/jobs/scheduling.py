@@ -14,7 +14,7 @@ running under an expired lease (a lost worker), with attempts left, fitting the 
 A project at its running limit (``max_running_jobs``, or the service's ``max_running_jobs_per_project``) is
 passed over: its jobs wait ``queued`` and say why (``waiting``), and they are rung again when one of its jobs
 ends. The choice and the take happen under one fleet-wide lock (api.db.locks) that is held until the claim
-commits, and the take is the claim's guarded UPDATE (api.jobs.leases.take): two workers never take the same job,
+commits, and the take is the claim's guarded UPDATE (api.jobs.claims.take): two workers never take the same job,
 a project's limit holds exactly, and the fencing epoch works as for any claim.
 
 Preemption (``preempt``, a reaper rule): a job that waited ``preemption_grace_seconds`` unclaimed though nothing
@@ -157,7 +157,7 @@ def fits(candidate: Candidate, devices: int | None, nodes: int | None) -> bool:
 
 def next_jobs(session: Session, settings: ApiSettings, devices: int | None, nodes: int | None) -> list[str]:
     """Under the fleet lock (held until the caller's transaction ends): the claimable jobs this worker fits, best
-    first. The caller takes the first it can (api.jobs.leases.claim_next)."""
+    first. The caller takes the first it can (api.jobs.claims.claim_next)."""
     hold_project_lock(session, "claim", FLEET)
     t = now()
     return [c.id for c in read_fleet(session, settings, t).order(t) if fits(c, devices, nodes)]

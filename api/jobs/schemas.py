@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from api.db.models import JobStatus
+from api.usage.schemas import JobUsage
 from grpo_core.evaluation.readiness import ReadinessComparison, ReadinessReport
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
@@ -72,7 +73,8 @@ class JobCreate(BaseModel):
         max_length=5,
         description="OpenAI's integrations: `[{type: wandb, wandb: {project, name, entity, tags}}]` mirrors the "
         "config, every step's metrics and the adapter's location to Weights & Biases (offline files on the worker "
-        "when it has no WANDB_API_KEY).",
+        "when it has no WANDB_API_KEY). `api_key_secret: NAME` logs with the W&B key stored as this project's secret "
+        "NAME (POST /v1/secrets) instead of the worker's; `wandb` may then be left out.",
     )
     priority: int = Field(
         0,
@@ -170,14 +172,20 @@ class Job(BaseModel):
     waiting: Waiting | None = Field(
         None, description="Why a queued job has not started yet (null otherwise): its place in line, or what holds it."
     )
+    usage: JobUsage = Field(
+        default_factory=JobUsage,
+        description="What the job used so far, summed over its attempts (GET /v1/usage?job_id= has the details).",
+    )
 
     @classmethod
-    def from_row(cls, row: db.Job, *, waiting: Waiting | None = None) -> Job:
-        """``waiting``: the scheduler's reason for a queued job (api.jobs.scheduling.waiting), read by the route."""
+    def from_row(cls, row: db.Job, *, waiting: Waiting | None = None, usage: JobUsage | None = None) -> Job:
+        """``waiting``: the scheduler's reason for a queued job (api.jobs.scheduling.waiting), read by the route;
+        ``usage``: its metered usage (api.usage.service.job_usage), read by the route for a page of jobs at once."""
         hyperparameters = row.reinforcement.hyperparameters
         renamed = {"organization_id": row.project_id, "metadata": row.metadata_, "hyperparameters": hyperparameters}
         # rows from before resources existed (null) trained on one device of one node
-        return cls.model_validate(row.columns() | renamed | {"resources": row.resources or {}, "waiting": waiting})
+        extra = {"resources": row.resources or {}, "waiting": waiting, "usage": usage or JobUsage()}
+        return cls.model_validate(row.columns() | renamed | extra)
 
 
 class JobEvent(BaseModel):

@@ -32,6 +32,7 @@ from api.jobs.openai_compat import ignored_field_warnings, metadata_filters
 from api.jobs.prompt_limits import check_prompt_lengths
 from api.jobs.schemas import JobCreate
 from api.models import service as model_registry
+from api.secrets import service as project_secrets
 from api.webhooks.service import record_job_event
 from grpo_core.schemas.config import DEFAULT_LEARNING_RATE, PreflightConfig, apply_caps
 from grpo_core.schemas.graders import reward_columns
@@ -64,6 +65,8 @@ def create_job(
         )
     check_resources(body.resources, settings)
     check_priority(session, project_id, body.priority)
+    named = {f"integrations[{i}].api_key_secret": s.api_key_secret for i, s in enumerate(body.integrations or [])}
+    project_secrets.require_named(session, project_id, named)  # the secrets the integrations name exist
     check_quota(session, settings, project_id)  # early, unlocked: a project at its quota is refused before the work
     # FOR SHARE (PostgreSQL): a concurrent DELETE /v1/files/{id} waits for this job, then sees it and refuses.
     train = get_file(session, project_id, body.training_file, param="training_file", for_share=True)

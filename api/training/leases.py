@@ -17,6 +17,7 @@ from sqlalchemy import null, select, update
 from sqlalchemy.orm import Session
 
 from api.core.errors import Conflict, NotFound
+from api.db.fleet import UsageKind
 from api.db.models import (
     SamplingSession,
     TrainingCheckpoint,
@@ -30,6 +31,7 @@ from api.db.models import (
 from api.db.session import rows_changed
 from api.training.paths import TinkerPath
 from api.training.service import fail_open_requests
+from api.usage import metering
 from runtime import training_contract as tc
 from runtime.internal import Refusal
 
@@ -58,12 +60,19 @@ def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle
         raise Conflict(f"session {session_id} is not claimable", code=Refusal.stale_claim)
     row = db.get(TrainingSession, session_id)
     assert row is not None
+    metering.open_attempt(db, _attempt(row), t)  # a retried claim keeps the row it opened
+    db.commit()
     return tc.SessionClaim(
         session_id=session_id,
         project_id=row.project_id,
         lease_seconds=lease_seconds,
         idle_timeout_seconds=idle_seconds,
     )
+
+
+def _attempt(row: TrainingSession) -> metering.Attempt:
+    """The session's usage row: a session is claimed once and holds one device while leased."""
+    return metering.Attempt(UsageKind.session, row.project_id, row.id, 1)
 
 
 def _held(db: Session, session_id: str, claim_id: str, lease_seconds: int | None) -> TrainingSession:
@@ -76,7 +85,9 @@ def _held(db: Session, session_id: str, claim_id: str, lease_seconds: int | None
     if row.claim_id != claim_id or row.status not in (TrainingSessionStatus.active, TrainingSessionStatus.finished):
         raise Conflict(f"session {session_id} is {row.status} and not held by this claim", code=Refusal.stale_claim)
     if lease_seconds is not None:
-        row.lease_expires_at = now() + lease_seconds
+        t = now()
+        row.lease_expires_at = t + lease_seconds
+        metering.contact(db, _attempt(row), t)  # device-seconds while leased, to the last renewal
     return row
 
 

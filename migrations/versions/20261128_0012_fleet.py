@@ -36,7 +36,7 @@ def upgrade() -> None:
         sa.Column("id", sa.String(length=64), nullable=False),
         sa.Column("project_id", sa.String(length=64), nullable=False),
         sa.Column("kind", sa.String(length=16), nullable=False),
-        sa.Column("subject_id", sa.String(length=128), nullable=False),
+        sa.Column("subject_id", sa.String(length=512), nullable=False),
         sa.Column("job_id", sa.String(length=64), nullable=True),
         sa.Column("attempt", sa.Integer(), nullable=False),
         sa.Column("day", sa.String(length=10), nullable=False),
@@ -54,7 +54,7 @@ def upgrade() -> None:
         sa.Column("eval_tokens", sa.BigInteger(), nullable=False),
         sa.Column("inference_tokens", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_usage_records")),
-        sa.UniqueConstraint("kind", "subject_id", "attempt", "day", name="uq_usage_records_subject"),
+        sa.UniqueConstraint("kind", "project_id", "subject_id", "attempt", "day", name="uq_usage_records_subject"),
     )
     op.create_index("ix_usage_records_project_day", "usage_records", ["project_id", "day"], unique=False)
     op.create_index(op.f("ix_usage_records_subject_id"), "usage_records", ["subject_id"], unique=False)

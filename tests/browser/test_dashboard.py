@@ -200,6 +200,29 @@ def test_checkpoint_download_gives_the_adapter(
     assert not page_errors
 
 
+def test_the_usage_page_shows_what_the_job_used(
+    page: Page, client: httpx.Client, first_job: dict[str, Any], artifacts: Path, page_errors: list[str]
+) -> None:
+    used = client.get("/v1/usage", params={"job_id": first_job["id"]}).json()["totals"]
+    assert used["steps"] == STEPS and used["trained_tokens"] > 0 and used["device_seconds"] > 0
+    page.get_by_role("link", name="Usage").click()
+    page.get_by_test_id("usage-table").wait_for()
+    page.get_by_test_id("usage-by").select_option("job")
+    row = page.locator(f'tr[data-bucket="{first_job["id"]}"]')
+    row.wait_for()
+    cells = row.locator("td").all_inner_texts()
+    assert cells[2:4] == [str(STEPS), str(used["sampled_tokens"])], cells  # steps, sampled tokens
+    assert cells[4] == str(used["trained_tokens"]), cells
+    if used["device_seconds"] < 120:  # a short job's device time, in seconds
+        assert cells[1] == f"{int(used['device_seconds'])} s", cells
+    assert "Device time by device: " in page.get_by_test_id("usage-devices").inner_text()
+    page.screenshot(path=str(artifacts / "11-usage.png"), full_page=True)
+    row.get_by_role("link", name=first_job["id"]).click()  # the job's page says the same
+    page.get_by_test_id("job-page").wait_for()
+    assert page.get_by_test_id("device-time").inner_text() == cells[1]
+    assert not page_errors
+
+
 def test_pause_resume_and_cancel_from_the_job_page(
     page: Page, stack: Stack, client: httpx.Client, artifacts: Path, page_errors: list[str]
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 import httpx
@@ -93,7 +94,8 @@ def test_a_killed_training_process_resumes_from_its_last_checkpoint(
     worker: Stack, api: httpx.Client, pg_url: str
 ) -> None:
     """SIGKILL the Celery child mid-job: the message is requeued, waits out the dead lease, and the job resumes
-    from its last registered checkpoint with one continuous, duplicate-free step sequence."""
+    from its last registered checkpoint with one continuous, duplicate-free step sequence. Its usage is the sum of
+    its two attempts, each measured to its worker's last contact (``check_usage_of_a_resumed_job``)."""
     import os
     import signal
     import subprocess
@@ -105,6 +107,7 @@ def test_a_killed_training_process_resumes_from_its_last_checkpoint(
         time.sleep(0.2)
     assert worker.worker is not None
     children = subprocess.run(["pgrep", "-P", str(worker.worker.popen.pid)], capture_output=True, text=True)
+    killed_at = time.time()
     for pid in children.stdout.split():
         os.kill(int(pid), signal.SIGKILL)  # the training process dies; the Celery parent survives
 
@@ -121,3 +124,48 @@ def test_a_killed_training_process_resumes_from_its_last_checkpoint(
     with create_engine(pg_url).connect() as conn:
         epoch = conn.execute(text("select lease_epoch from jobs where id = :id"), {"id": job["id"]}).scalar_one()
     assert epoch == 2
+    check_usage_of_a_resumed_job(api, pg_url, done, events, killed_at)
+
+
+USAGE = ("device_seconds", "steps", "sampled_tokens", "trained_tokens", "grader_calls", "grader_seconds")
+
+
+def check_usage_of_a_resumed_job(
+    api: httpx.Client, pg_url: str, done: dict[str, Any], events: list[dict[str, Any]], killed_at: float
+) -> None:
+    """The job's usage (GET /v1/usage, its ``usage`` field) is the sum of its two attempts' records in Postgres;
+    each attempt's device-seconds run from its claim to its worker's last contact (the kill, the finish) within
+    a heartbeat; the resumed attempt counts the steps it re-ran; another project sees none of it."""
+    from sqlalchemy.orm import Session
+
+    from api.core.errors import NotFound
+    from api.usage.service import UsageFilter, usage_page
+
+    with create_engine(pg_url).connect() as conn:
+        rows = conn.execute(text("select * from usage_records where job_id = :id order by attempt"), {"id": done["id"]})
+        first, second = (dict(r) for r in rows.mappings())
+    resumed = next(e for e in events if e["message"].startswith("Resumed from step"))
+    claimed = next(e for e in events if e["message"].startswith("Fine-tuning job started"))["created_at"]
+    n = int(resumed["message"].split()[3])  # the checkpoint's step
+    tokens = {e["data"]["step"]: e["data"]["tokens"] for e in events if e["type"] == "metrics"}
+    assert (first["attempt"], second["attempt"], first["devices"], second["devices"]) == (1, 2, 1, 1)
+    assert first["steps"] == first["last_step"] >= max(n, 3)  # the killed attempt: steps 1 … last_step
+    assert first["trained_tokens"] == sum(tokens[s] for s in range(1, first["last_step"] + 1))
+    assert (second["steps"], second["last_step"]) == (30 - n, 30)  # n + 1 … 30, the re-run ones included
+    assert second["trained_tokens"] == sum(tokens[s] for s in range(n + 1, 31))  # exact resume: the same tokens
+    assert first["grader_calls"] == 8 * first["steps"] and second["grader_calls"] == 8 * second["steps"]  # 2 × 4 × 1
+    beat = 15 / 4 + 1  # the worker's heartbeat interval at LEASE_SECONDS=15, and whole seconds
+    for row, start, end in ((first, claimed, killed_at), (second, resumed["created_at"], done["finished_at"])):
+        assert abs(row["started_at"] - start) <= 1 and end - beat <= row["last_seen_at"] <= end + 1, (row, start, end)
+        assert row["device_seconds"] == row["devices"] * (row["last_seen_at"] - row["started_at"]) > 0
+        assert row["device_kind"].startswith("cpu"), row
+    used = api.get("/v1/usage", params={"job_id": done["id"], "group_by": "job"}).json()
+    assert [b["job_id"] for b in used["data"]] == [done["id"]] and used["totals"]["attempts"] == 2
+    for k in USAGE:
+        assert used["totals"][k] == pytest.approx(first[k] + second[k]) == done["usage"][k], k
+    assert used["totals"]["steps"] == first["last_step"] + 30 - n >= 30
+    with Session(create_engine(pg_url)) as session:  # the project scope of the same query, as another project
+        theirs = usage_page(session, UsageFilter("proj-another"), "job", 100)
+        assert theirs.data == [] and theirs.totals.steps == theirs.totals.device_seconds == 0
+        with pytest.raises(NotFound):
+            usage_page(session, UsageFilter("proj-another", job_id=done["id"]), "day", 100)

@@ -79,7 +79,11 @@ def test_a_remembered_key_polls_in_one_query_and_a_revocation_elsewhere_is_a_401
         with statements(client, monkeypatch) as seen:
             r = client.get(path, headers=bearer(key))
         assert r.status_code == 200, r.text
-        assert len(seen) == 1 and "api_keys" in seen[0], seen  # the key's check rides in the read's own query
+        assert "api_keys" in seen[0], seen  # the key's check rides in the read's own query
+        # the events and the readiness report are that one query; the job adds what is read beside its row (a
+        # queued job's place in line: the scheduler's snapshot, api.jobs.scheduling.read_fleet), with no key check
+        assert len(seen) == 1 or (path == f"{JOBS}/{job}" and len(seen) <= 5), seen
+        assert not any("api_keys" in q for q in seen[1:]), seen
     assert client.get(f"{JOBS}/{job}/events", headers=bearer(key)).json()["data"]
 
     revoke(settings, key_id)  # by another process: this one's cache still holds the key

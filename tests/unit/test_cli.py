@@ -262,3 +262,19 @@ def test_graders_run_and_validate(rft: Rft, data: dict[str, Path]) -> None:
     assert ok(rft(*run, "--sample", "13")).stdout.startswith("reward 0.0")
     assert ok(rft("graders", "validate", "--grader", str(data["grader"]))).stdout.strip() == "grader is valid"
     failed(rft(*run[:4], "--sample", "1", "--item", "[1]"), "--item must be a JSON object")
+
+
+def test_usage_by_day_and_by_job(
+    rft: Rft, client: TestClient, settings: ApiSettings, data: dict[str, Path], tmp_path: Path
+) -> None:
+    job = create_job(rft, data)
+    play_worker(client, settings, job["id"], "succeeded", tmp_path)
+    by_job = json.loads(ok(rft("usage", "--by", "job", "--since", "1d", "--json")).stdout)
+    assert [(b["job_id"], b["steps"], b["trained_tokens"]) for b in by_job["data"]] == [(job["id"], 3, 240)]
+    table = ok(rft("usage", "--job", job["id"])).stdout
+    header = table.splitlines()[0].split()
+    assert header == ["day", "device-h", "steps", "sampled", "trained", "grader-s"] and " 240 " in table
+    assert "(evals, sessions, inference)" not in ok(rft("usage", "--by", "job", "--kind", "job")).stdout
+    failed(rft("usage", "--since", "last week"), "--since 'last week'")
+    failed(rft("usage", "--by", "week"), "--by 'week'")
+    failed(rft("usage", "--job", "ftjob-nope"), "404", "[param: job_id]")

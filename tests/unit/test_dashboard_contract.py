@@ -77,3 +77,21 @@ def test_the_rollout_viewer_fields_are_sample_fields() -> None:
 def test_a_renamed_field_is_caught() -> None:
     assert resolve("StepMetrics", "scores.valid_reward_mean") and not resolve("StepMetrics", "scores.valid_reward")
     assert resolve("StepMetrics", "memory.peak_allocated_gb") and not resolve("StepMetrics", "memory.peak_gb")
+
+
+def test_the_usage_page_reads_usage_fields() -> None:
+    """The usage page (usage.js) reads a bucket's counters by name (COLUMNS) and its labels; the job page reads
+    ``job.usage``: each is a field of UsageBucket / UsagePage / JobUsage in openapi.json."""
+    usage, job = read("usage.js"), read("job.js")
+    counters = set(re.findall(r'\["[\w -]+", "(\w+)"', usage))
+    assert {"device_seconds", "trained_tokens", "inference_tokens"} <= counters  # the scan reads them
+    fields = counters | set(re.findall(r"\bbucket\.(\w+)", usage)) | set(re.findall(r"\bb\.(\w+)", usage))
+    missing = sorted(f for f in fields if not resolve("UsageBucket", f))
+    assert not missing, f"the usage page reads fields UsageBucket lacks: {missing}"
+    page = set(re.findall(r"\bpage\??\.(\w+)", usage)) | {
+        f"totals.{f}" for f in re.findall(r"\btotals\??\.(\w+)", usage)
+    }
+    assert {"data", "totals", "has_more", "totals.device_seconds_by_kind"} <= page
+    assert not sorted(p for p in page if not resolve("UsagePage", p)), page
+    used = set(re.findall(r"\bjob\.usage\??\.(\w+)", job))
+    assert used == {"device_seconds"} and all(resolve("Job", f"usage.{f}") for f in used)

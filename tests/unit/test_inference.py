@@ -307,3 +307,26 @@ def test_without_an_inference_server_the_routes_say_how_to_configure_one(setting
         r = chat(c, TINY_ID)
         assert r.status_code == 503 and "INFERENCE_BASE_URL" in r.json()["error"]["message"]
         assert "inference" not in c.get("/readyz").json().get("checks", {})
+
+
+def test_answers_are_metered_per_project_and_model_streamed_or_not(
+    client: TestClient, settings: ApiSettings, fake: FakeInference
+) -> None:
+    """Every answer's tokens count for the caller's project (GET /v1/usage, kind inference); a stream is metered
+    whether or not its client asked for the usage chunk, and one that did not ask never sees it."""
+    _, _, key_a = new_key(settings, name="A")
+    _, _, key_b = new_key(settings, name="B")
+    a = bearer(key_a)
+    assert chat(client, TINY_ID, a).json()["usage"]["total_tokens"] == 6
+    for asked in (False, True):
+        body = {"model": TINY_ID, "messages": HELLO, "stream": True}
+        body |= {"stream_options": {"include_usage": True}} if asked else {}
+        with client.stream("POST", CHAT, json=body, headers=a) as r:
+            chunks = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+        assert [c.get("usage") for c in chunks if "usage" in c] == ([None] * 3 + [chunks[-1]["usage"]] if asked else [])
+        assert all(c["choices"] for c in chunks) != asked
+    assert fake.bodies[-1]["stream_options"] == {"include_usage": True}
+    used = client.get("/v1/usage", params={"kind": "inference", "group_by": "job"}, headers=a).json()
+    assert used["totals"]["inference_tokens"] == 6 + 6 + 6 and used["totals"]["device_seconds"] == 0
+    assert used["data"][0]["job_id"] is None
+    assert client.get("/v1/usage", headers=bearer(key_b)).json()["totals"]["inference_tokens"] == 0

@@ -8,6 +8,7 @@ this test cannot fill, or that needs a body it does not know, fails the test unt
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from typing import Any
 
@@ -65,6 +66,10 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
     assert "idempotent-replayed" not in f.headers  # the same key in another project is another key
     ep = client.post("/v1/webhook_endpoints", json={"url": "https://example.com/hook"}, headers=headers)
     assert ep.status_code == 201, ep.text
+    secret_value = f"wb{secrets.token_hex(24)}"  # never in any response, A's own included
+    secret_body = {"name": f"wandb-{secrets.token_hex(4)}", "value": secret_value}
+    secret = client.post("/v1/secrets", json=secret_body, headers=headers)
+    assert secret.status_code == 201 and secret_value not in secret.text, secret.text
     r = client.post(JOBS, json=job_body(TINY_ID, file_id), headers=headers | {"Idempotency-Key": "create-1"})
     assert r.status_code == 201, r.text
     job = r.json()
@@ -129,6 +134,8 @@ def make_project_objects(client: TestClient, settings: ApiSettings, headers: dic
         "webhook_secret": ep.json()["secret"],
         "checkpoint_key": key,
         "object_prefix": prefix,
+        "secret_name": secret.json()["name"],
+        "secret_value": secret_value,
     }
 
 
@@ -176,7 +183,7 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
     a_hdr, b_hdr = bearer(key_a), bearer(key_b)
     a = make_project_objects(client, settings, a_hdr)
     b = make_project_objects(client, settings, b_hdr)  # B has one of everything too: its lists are not empty
-    a_ids = {k: v for k, v in a.items() if k.endswith("_id")}
+    a_ids = {k: v for k, v in a.items() if k.endswith(("_id", "_name"))}  # what a path names an object by
     assert not set(a_ids.values()) & set(b.values())
     nothing = {k: fake(v) for k, v in a_ids.items()}  # the same kinds of id, never created
     seen_by_b: list[Any] = []
@@ -229,6 +236,11 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
                 assert_like_never(r, never, a_ids, f"{path}?after= A's id")
     for path, value in ((JOBS, a["fine_tuning_job_id"]), ("/v1/files", a["file_id"])):
         assert client.get(path, params={"after": value}, headers=b_hdr).status_code == 404
+    # Usage: B's by job lists B's jobs only; A's job as a filter answers like a job that never existed.
+    seen_by_b.append(client.get("/v1/usage", params={"group_by": "job"}, headers=b_hdr))
+    theirs = client.get("/v1/usage", params={"job_id": a["fine_tuning_job_id"]}, headers=b_hdr)
+    never = client.get("/v1/usage", params={"job_id": fake(a["fine_tuning_job_id"])}, headers=b_hdr)
+    assert_like_never(theirs, never, a_ids, "B's usage of A's job")
 
     # Creating with A's objects: A's file cannot be trained on. (A's Idempotency-Keys replayed nothing of A's
     # to B: make_project_objects uploaded the same bytes under the same key for both and B got its own file.)
@@ -263,5 +275,6 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
             client, method, path, a_ids, a_hdr, **({"json": BODIES[(method, path)]} if (method, path) in BODIES else {})
         )
         assert r.status_code in (200, 201, 302, 409), f"{method} {path} with A's own key: {r.status_code} {r.text}"
+        assert a["secret_value"] not in r.text, f"{method} {path}: a secret's value, even to its own project"
     assert len(walked) >= 10, walked  # the routes with an id before tenants: the walk cannot have skipped them
     print(f"\nwalked {len(walked)} routes with path parameters: " + ", ".join(f"{m} {p}" for m, p in walked))

@@ -7,6 +7,7 @@ import { MetricCharts } from "./charts.js";
 import { Playground } from "./playground.js";
 import { Readiness } from "./readiness.js";
 import { Rollouts } from "./rollouts.js";
+import { duration } from "./usage.js";
 import { ErrorNote, Progress, StatusBadge, fmt, html, when } from "./util.js";
 
 const CAN = {
@@ -217,6 +218,9 @@ export function JobPage({ jobId }) {
       <div><span class="muted">validation</span> <b>${fmt([...rows].reverse().find((r) => r.scores?.valid_reward_mean != null)?.scores.valid_reward_mean)}</b></div>
       <div><span class="muted">G × batch</span> <b>${hp.group_size} × ${hp.batch_size}</b></div>
       <div><span class="muted">tokens/s</span> <b>${fmt(last?.tokens_per_second, 1)}</b></div>
+      <div title="devices × seconds from each attempt's claim to its last contact (GET /v1/usage?job_id=)">
+        <span class="muted">device time</span> <b data-testid="device-time">${duration(job.usage?.device_seconds || 0)}</b>
+      </div>
       ${job.fine_tuned_model && html`<div><span class="muted">model</span> <code>${job.fine_tuned_model}</code></div>`}
     </div>
     <${Warnings} job=${job} messages=${feed.messages} />

@@ -1,4 +1,4 @@
-// The dashboard's shell: API-key login, hash routes (#/, #/jobs/<id>, #/runs/<id>, #/new) and the header.
+// The dashboard's shell: API-key login, hash routes (#/, #/jobs/<id>, #/runs/<id>, #/new, #/usage) and the header.
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import { render } from "preact";
@@ -8,6 +8,7 @@ import { CreateJob } from "./create.js";
 import { JobPage } from "./job.js";
 import { JobsList } from "./jobs.js";
 import { RunPage, RunsList } from "./runs.js";
+import { UsagePage } from "./usage.js";
 import { ErrorNote, html, navigate } from "./util.js";
 
 function useRoute() {
@@ -76,12 +77,13 @@ function App() {
   if (job) page = html`<${JobPage} key=${job[1]} jobId=${decodeURIComponent(job[1])} />`;
   else if (run) page = html`<${RunPage} key=${run[1]} runId=${decodeURIComponent(run[1])} />`;
   else if (route.startsWith("#/new")) page = html`<${CreateJob} />`;
+  else if (route.startsWith("#/usage")) page = html`<${UsagePage} />`;
   else page = html`<${JobsList} /><${RunsList} />`;
 
   return html`<div>
     <header class="topbar">
       <a class="brand" href="#/">RFT</a>
-      <nav><a href="#/">Jobs</a><a href="#/new">New job</a><a href="/docs" target="_blank" rel="noreferrer">API docs</a></nav>
+      <nav><a href="#/">Jobs</a><a href="#/new">New job</a><a href="#/usage">Usage</a><a href="/docs" target="_blank" rel="noreferrer">API docs</a></nav>
       <button class="link" data-testid="logout" onClick=${() => {
         auth.clear();
         setAuthed(false);

@@ -41,6 +41,8 @@ from .file_object import FileObject
 from .format_grader import FormatGrader
 from .format_grader_flags_item import FormatGraderFlagsItem
 from .format_grader_mode import FormatGraderMode
+from .get_fleet_usage_group_by import GetFleetUsageGroupBy
+from .get_usage_group_by import GetUsageGroupBy
 from .grader_error_rate import GraderErrorRate
 from .grader_metrics import GraderMetrics
 from .grpo_config import GRPOConfig
@@ -78,6 +80,8 @@ from .job_metadata_type_0 import JobMetadataType0
 from .job_method import JobMethod
 from .job_readiness import JobReadiness
 from .job_status import JobStatus
+from .job_usage import JobUsage
+from .job_usage_device_seconds_by_kind import JobUsageDeviceSecondsByKind
 from .json_schema_grader import JsonSchemaGrader
 from .json_schema_grader_schema import JsonSchemaGraderSchema
 from .length_grader import LengthGrader
@@ -94,6 +98,7 @@ from .list_response_job import ListResponseJob
 from .list_response_job_event import ListResponseJobEvent
 from .list_response_output_item import ListResponseOutputItem
 from .list_response_run import ListResponseRun
+from .list_response_secret import ListResponseSecret
 from .list_response_training_run_object import ListResponseTrainingRunObject
 from .list_response_webhook_delivery import ListResponseWebhookDelivery
 from .list_response_webhook_endpoint import ListResponseWebhookEndpoint
@@ -162,6 +167,9 @@ from .score_model_grader import ScoreModelGrader
 from .score_model_grader_input_item import ScoreModelGraderInputItem
 from .score_model_grader_sampling_params import ScoreModelGraderSamplingParams
 from .scores import Scores
+from .secret import Secret
+from .secret_create import SecretCreate
+from .secret_deleted import SecretDeleted
 from .step_errors import StepErrors
 from .step_metrics import StepMetrics
 from .step_timing import StepTiming
@@ -173,6 +181,12 @@ from .timing import Timing
 from .training_run_object import TrainingRunObject
 from .trajectory_span import TrajectorySpan
 from .trajectory_span_kind import TrajectorySpanKind
+from .usage import Usage
+from .usage_bucket import UsageBucket
+from .usage_bucket_device_seconds_by_kind import UsageBucketDeviceSecondsByKind
+from .usage_device_seconds_by_kind import UsageDeviceSecondsByKind
+from .usage_kind import UsageKind
+from .usage_page import UsagePage
 from .validate_request import ValidateRequest
 from .validate_response import ValidateResponse
 from .validate_response_grader import ValidateResponseGrader
@@ -230,6 +244,8 @@ __all__ = (
     "FormatGrader",
     "FormatGraderFlagsItem",
     "FormatGraderMode",
+    "GetFleetUsageGroupBy",
+    "GetUsageGroupBy",
     "GraderErrorRate",
     "GraderMetrics",
     "GRPOConfig",
@@ -267,6 +283,8 @@ __all__ = (
     "JobMethod",
     "JobReadiness",
     "JobStatus",
+    "JobUsage",
+    "JobUsageDeviceSecondsByKind",
     "JsonSchemaGrader",
     "JsonSchemaGraderSchema",
     "LengthGrader",
@@ -283,6 +301,7 @@ __all__ = (
     "ListResponseJobEvent",
     "ListResponseOutputItem",
     "ListResponseRun",
+    "ListResponseSecret",
     "ListResponseTrainingRunObject",
     "ListResponseWebhookDelivery",
     "ListResponseWebhookEndpoint",
@@ -351,6 +370,9 @@ __all__ = (
     "ScoreModelGraderInputItem",
     "ScoreModelGraderSamplingParams",
     "Scores",
+    "Secret",
+    "SecretCreate",
+    "SecretDeleted",
     "StepErrors",
     "StepMetrics",
     "StepTiming",
@@ -362,6 +384,12 @@ __all__ = (
     "TrainingRunObject",
     "TrajectorySpan",
     "TrajectorySpanKind",
+    "Usage",
+    "UsageBucket",
+    "UsageBucketDeviceSecondsByKind",
+    "UsageDeviceSecondsByKind",
+    "UsageKind",
+    "UsagePage",
     "ValidateRequest",
     "ValidateResponse",
     "ValidateResponseGrader",

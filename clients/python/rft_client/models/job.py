@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..models.job_hyperparameters import JobHyperparameters
     from ..models.job_metadata_type_0 import JobMetadataType0
     from ..models.job_method import JobMethod
+    from ..models.job_usage import JobUsage
     from ..models.resources import Resources
     from ..models.waiting import Waiting
 
@@ -61,6 +62,8 @@ class Job:
         preemptible (bool | Unset): Whether a higher-priority job may preempt it. Default: True.
         priority (int | Unset): Its place in the fleet's order: higher runs first. Default: 0.
         result_files (list[str] | Unset):
+        usage (JobUsage | Unset): What a job used, summed over its attempts (a killed and resumed job: both attempts,
+            each once).
         waiting (None | Unset | Waiting): Why a queued job has not started yet (null otherwise): its place in line, or
             what holds it.
     """
@@ -91,6 +94,7 @@ class Job:
     preemptible: bool | Unset = True
     priority: int | Unset = 0
     result_files: list[str] | Unset = UNSET
+    usage: JobUsage | Unset = UNSET
     waiting: None | Unset | Waiting = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -187,6 +191,10 @@ class Job:
         if not isinstance(self.result_files, Unset):
             result_files = self.result_files
 
+        usage: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.usage, Unset):
+            usage = self.usage.to_dict()
+
         waiting: dict[str, Any] | None | Unset
         if isinstance(self.waiting, Unset):
             waiting = UNSET
@@ -234,6 +242,8 @@ class Job:
             field_dict["priority"] = priority
         if result_files is not UNSET:
             field_dict["result_files"] = result_files
+        if usage is not UNSET:
+            field_dict["usage"] = usage
         if waiting is not UNSET:
             field_dict["waiting"] = waiting
 
@@ -247,6 +257,7 @@ class Job:
         from ..models.job_hyperparameters import JobHyperparameters  # noqa: PLC0415
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
         from ..models.job_method import JobMethod  # noqa: PLC0415
+        from ..models.job_usage import JobUsage  # noqa: PLC0415
         from ..models.resources import Resources  # noqa: PLC0415
         from ..models.waiting import Waiting  # noqa: PLC0415
 
@@ -398,6 +409,13 @@ class Job:
 
         result_files = cast(list[str], d.pop("result_files", UNSET))
 
+        _usage = d.pop("usage", UNSET)
+        usage: JobUsage | Unset
+        if isinstance(_usage, Unset):
+            usage = UNSET
+        else:
+            usage = JobUsage.from_dict(_usage)
+
         def _parse_waiting(data: object) -> None | Unset | Waiting:
             if data is None:
                 return data
@@ -442,6 +460,7 @@ class Job:
             preemptible=preemptible,
             priority=priority,
             result_files=result_files,
+            usage=usage,
             waiting=waiting,
         )
 

@@ -28,7 +28,8 @@ class JobCreate:
         training_file (str): Id of an uploaded JSONL file (purpose fine-tune).
         integrations (list[Integration] | None | Unset): OpenAI's integrations: `[{type: wandb, wandb: {project, name,
             entity, tags}}]` mirrors the config, every step's metrics and the adapter's location to Weights & Biases
-            (offline files on the worker when it has no WANDB_API_KEY).
+            (offline files on the worker when it has no WANDB_API_KEY). `api_key_secret: NAME` logs with the W&B key stored
+            as this project's secret NAME (POST /v1/secrets) instead of the worker's; `wandb` may then be left out.
         metadata (JobCreateMetadataType0 | None | Unset): Up to 16 pairs (OpenAI's limits: keys ≤ 64, values ≤ 512
             chars).
         preemptible (bool | Unset): Whether a waiting higher-priority job may preempt this one when no worker is free:
