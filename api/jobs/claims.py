@@ -130,15 +130,20 @@ def claim_next(
     guarded UPDATE under the fleet lock; None when nothing is claimable for it. A retried request of the same
     claim (``claim_id``) gets the same lease back. After a claim, another doorbell rings when more jobs are
     claimable, so free workers take the queue one after another."""
-    held = session.scalar(select(Job).where(Job.claim_id == body.claim_id, Job.status.in_(list(ACTIVE))))
-    if held is not None:
-        return claim_response(session, settings, heartbeat(session, held.id, held.lease_epoch, settings.lease_seconds))
-    for job_id in scheduling.next_jobs(session, settings, body.devices, body.nodes):
-        job = session.get(Job, job_id)
+    tried: set[str] = set()
+    while True:
+        # under the lock: a retry of a request that timed out while waiting for it sees the lease that one took
+        order = scheduling.next_jobs(session, settings, body.devices, body.nodes)
+        held = session.scalar(select(Job).where(Job.claim_id == body.claim_id, Job.status.in_(list(ACTIVE))))
+        if held is not None:
+            beat = heartbeat(session, held.id, held.lease_epoch, settings.lease_seconds)
+            return claim_response(session, settings, beat)
+        job = next((j for j_id in order if j_id not in tried and (j := session.get(Job, j_id)) is not None), None)
         if job is None:
-            continue
+            break
+        tried.add(job.id)
         taken = take(session, job, body.worker_id, body.claim_id, settings.lease_seconds)
-        if taken is None:  # a claim by id (a worker of the last release) took it meanwhile
+        if taken is None:  # a cancel, or a claim by id (a worker of the last release), came first: decide again
             session.rollback()
             continue
         _delete_orphans(session, store, taken)

@@ -116,7 +116,8 @@ def _ring_unclaimed(session: Session, settings: ApiSettings, t: int, stale: int,
     lost = select(Job.id).where(
         Job.id.in_(due), Job.status == JobStatus.queued, or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale)
     )
-    rung = [job_id for job_id in due if job_id in set(session.scalars(lost))]
+    lost_ids = set(session.scalars(lost))
+    rung = [job_id for job_id in due if job_id in lost_ids]
     if not rung:
         return []
     unrung = or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale)

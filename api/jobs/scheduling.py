@@ -20,7 +20,8 @@ a project's limit holds exactly, and the fencing epoch works as for any claim.
 Preemption (``preempt``, a reaper rule): a job that waited ``preemption_grace_seconds`` unclaimed though nothing
 holds it back has no free worker; the lowest-priority preemptible running job below its priority is asked to
 stop at its next step boundary (``stop: preempt``). Its worker checkpoints and hands it back to the queue (the
-shutdown hand-back path: no attempt used), then claims again, and the waiting job, higher in the order, is next.
+shutdown hand-back path: no attempt used); the finish rings the doorbell, and the waiting job, higher in the order,
+is next for whichever worker answers.
 The preempted job resumes exactly from that checkpoint when a worker is free. An event on both jobs says why.
 """
 
@@ -201,6 +202,7 @@ def ring_after_claim(session: Session, settings: ApiSettings) -> bool:
 def preempt(session: Session, settings: ApiSettings) -> list[str]:
     """Ask preemptible running jobs to make way for higher-priority ones that waited past the grace period with
     nothing holding them back (so no worker is free). Returns the jobs asked; the caller commits."""
+    hold_project_lock(session, "claim", FLEET)  # one decision at a time, across API processes' reapers
     t = now()
     fleet = read_fleet(session, settings, t)
     lowest = min_running_priority(session, t)
@@ -209,7 +211,11 @@ def preempt(session: Session, settings: ApiSettings) -> list[str]:
     if not waiting_long:
         return []
     served = set(
-        session.scalars(select(Job.preempted_by).where(Job.status.in_(list(HOLDING)), Job.preempted_by.is_not(None)))
+        session.scalars(  # a job asked that has since lost its worker frees nothing: not counted
+            select(Job.preempted_by).where(
+                Job.status.in_(list(HOLDING)), Job.preempted_by.is_not(None), Job.lease_expires_at >= t
+            )
+        )
     )
     asked: list[str] = []
     for want in waiting_long:

@@ -287,3 +287,25 @@ def test_the_reaper_rings_one_doorbell_for_the_unclaimed_queue(fleet: Fleetside,
     }
     told = [j for j in jobs if "Not claimed yet; ringing the queue again (its message may have been lost)" in said[j]]
     assert told == rings  # the job next in line says so; the others wait their turn silently
+
+
+def test_a_job_asked_to_make_way_that_lost_its_worker_does_not_hold_the_preemption(
+    fleet: Fleetside, settings: ApiSettings
+) -> None:
+    fleet.project("a", max_priority=5)
+    lows = [fleet.submit("a")["id"] for _ in range(2)]
+    assert fleet.claim_next() is not None and fleet.claim_next() is not None
+    fleet.submit("a", priority=5)
+
+    class Rings:
+        def __getattr__(self, name: str) -> Any:
+            return lambda *args: None
+
+    with Session(fleet.engine) as s:
+        assert reap(s, Rings(), settings)["preemptions_asked"] == 1  # type: ignore[arg-type]
+    with fleet.engine.begin() as conn:  # the one asked loses its worker before it checkpoints
+        conn.execute(text("update jobs set lease_expires_at = 1 where preempted_by is not null"))
+    with Session(fleet.engine) as s:
+        assert reap(s, Rings(), settings)["preemptions_asked"] == 1  # type: ignore[arg-type]  # the other one
+    asked = fleet.engine.connect().execute(text("select count(*) from jobs where preempted_by is not null")).scalar()
+    assert asked == 2 and len(lows) == 2
