@@ -78,6 +78,8 @@ class JobStatus(enum.StrEnum):
 
 
 TERMINAL = frozenset({JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled})
+# Holding a worker (while its lease lives): what a fenced write needs, and what counts against a running limit.
+ACTIVE = (JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
 # Holding a worker or waiting for one: what counts against a project's limit, and what keeps a base model in use.
 UNFINISHED = (JobStatus.queued, JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
 

@@ -13,18 +13,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import and_, func, null, or_, select, update
+from sqlalchemy import func, null, or_, select, update
 from sqlalchemy.orm import Session
 
 from api.core.errors import Conflict, NotFound
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
-from api.db.models import Checkpoint, Job, JobStatus, RegisteredModel, ResumeReason, now
+from api.db.models import ACTIVE, Checkpoint, Job, JobStatus, RegisteredModel, ResumeReason, now
 from api.db.session import rows_changed
 from api.files.service import get_file
 from api.jobs import scheduling
 from api.jobs.events import add_event
-from api.jobs.leases import ACTIVE, heartbeat
+from api.jobs.leases import heartbeat
 from api.models.service import source_of
 from api.secrets import service as project_secrets
 from api.usage import metering
@@ -148,7 +148,7 @@ def claim_next(
             continue
         _delete_orphans(session, store, taken)
         try:
-            if scheduling.ring_after_claim(session, settings):
+            if scheduling.any_claimable(session):
                 queue.ring(taken.id)
         except Exception:  # the reaper rings later
             log.exception("could not ring the queue after claiming %s", taken.id)
@@ -165,16 +165,10 @@ def take(session: Session, job: Job, worker_id: str, claim_id: str, lease_second
     # a running job here has an expired lease; a queued one carries why it was queued again (None: first run)
     resumed = ResumeReason.worker_lost if job.status == JobStatus.running else ResumeReason.parse(job.resume_reason)
     why = f"{resumed} at step {job.steps_done}" if resumed == ResumeReason.worker_lost else (resumed or "")
-    lease_gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
     res = rows_changed(
         session,
         update(Job)
-        .where(
-            Job.id == job_id,
-            or_(Job.status == JobStatus.queued, and_(Job.status == JobStatus.running, lease_gone)),
-            Job.attempts < Job.max_attempts,
-            or_(Job.not_before.is_(None), Job.not_before <= t),
-        )
+        .where(Job.id == job_id, scheduling.claimable(t))
         .values(
             status=JobStatus.running,
             lease_epoch=Job.lease_epoch + 1,

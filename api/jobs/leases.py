@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from api.core.errors import Conflict
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
-from api.db.models import TERMINAL, Checkpoint, Job, JobStatus, ResumeReason, new_id, now
+from api.db.models import ACTIVE, TERMINAL, Checkpoint, Job, JobStatus, ResumeReason, new_id, now
 from api.db.session import rows_changed
 from api.jobs import scheduling
 from api.jobs.events import add_event
@@ -40,7 +40,6 @@ from runtime.internal import (
 )
 
 log = logging.getLogger(__name__)
-ACTIVE = (JobStatus.running, JobStatus.cancelling, JobStatus.pausing)
 STOP: dict[str, Stop] = {JobStatus.cancelling: "cancel", JobStatus.pausing: "pause"}
 
 
@@ -158,7 +157,7 @@ def finish(session: Session, queue: Doorbell, settings: ApiSettings, job_id: str
     handed back (a worker shutting down, a preemption), or the next in line now that this worker is free (a job
     that waited at its project's limit has no doorbell of its own). If that fails the reaper rings later."""
     job, delay = finish_job(session, job_id, body, settings.lease_seconds, settings.retry_backoff_seconds)
-    if delay == 0 or scheduling.ring_after_claim(session, settings):
+    if delay == 0 or scheduling.any_claimable(session):
         try:
             queue.ring(job_id)
         except Exception:

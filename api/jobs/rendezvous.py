@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 from api.core.errors import Conflict, NotFound
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
-from api.db.models import Job
+from api.db.models import ACTIVE, Job
 from api.db.session import rows_changed
 from api.jobs.claims import claim_response, job_resources
 from api.jobs.events import add_event
-from api.jobs.leases import ACTIVE, fence
+from api.jobs.leases import fence
 from runtime.internal import JoinResponse, Refusal
 
 log = logging.getLogger(__name__)

@@ -33,20 +33,19 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from api.core.settings import ApiSettings
 from api.db.fleet import UsageRecord
 from api.db.locks import hold_project_lock
-from api.db.models import Job, JobStatus, Project, now
+from api.db.models import ACTIVE, Job, JobStatus, Project, now
 from api.db.session import rows_changed
 from api.jobs.events import add_event
 from api.jobs.schemas import Waiting
 
 log = logging.getLogger(__name__)
 FLEET = "fleet"  # the one lock every scheduling decision takes (api.db.locks; not a project id)
-HOLDING = (JobStatus.running, JobStatus.cancelling, JobStatus.pausing)  # what holds a worker while its lease lives
 
 
 @dataclass(frozen=True)
@@ -90,10 +89,25 @@ def decayed(device_seconds: float, last_seen_at: int, t: int, half_life: int) ->
     return device_seconds * math.exp2(-max(0, t - last_seen_at) / half_life)
 
 
+def waiting_or_lost(t: int) -> ColumnElement[bool]:
+    """Jobs that want a worker at ``t``: queued, or running under an expired lease (its worker was lost), with
+    attempts left (a retry backoff may still hold them back: ``claimable``)."""
+    lease_gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
+    return and_(
+        or_(Job.status == JobStatus.queued, and_(Job.status == JobStatus.running, lease_gone)),
+        Job.attempts < Job.max_attempts,
+    )
+
+
+def claimable(t: int) -> ColumnElement[bool]:
+    """What a claim may take at ``t`` (the guard of its UPDATE, api.jobs.claims.take): wanting a worker, past any
+    retry backoff. Project limits and the worker's fit are the scheduler's, under the fleet lock."""
+    return and_(waiting_or_lost(t), or_(Job.not_before.is_(None), Job.not_before <= t))
+
+
 def read_fleet(session: Session, settings: ApiSettings, t: int) -> Fleet:
     """The scheduler's snapshot. Every claimable or waiting job, the live running jobs per project, each
     project's limit and decayed share (usage older than eight half-lives is below 0.4 % and not read)."""
-    lease_gone = or_(Job.lease_expires_at.is_(None), Job.lease_expires_at < t)
     rows = session.execute(
         select(
             Job.id,
@@ -104,10 +118,7 @@ def read_fleet(session: Session, settings: ApiSettings, t: int) -> Fleet:
             Job.status,
             Job.not_before,
             Job.queued_at,
-        ).where(
-            or_(Job.status == JobStatus.queued, and_(Job.status == JobStatus.running, lease_gone)),
-            Job.attempts < Job.max_attempts,
-        )
+        ).where(waiting_or_lost(t))
     ).all()
     candidates = [
         Candidate(
@@ -126,7 +137,7 @@ def read_fleet(session: Session, settings: ApiSettings, t: int) -> Fleet:
     running: dict[str, int] = dict(
         session.execute(
             select(Job.project_id, func.count())
-            .where(Job.status.in_(list(HOLDING)), Job.lease_expires_at >= t)
+            .where(Job.status.in_(list(ACTIVE)), Job.lease_expires_at >= t)
             .group_by(Job.project_id)
         ).all()
     )
@@ -192,11 +203,11 @@ def waiting(session: Session, settings: ApiSettings, jobs: Sequence[Job]) -> dic
     return out
 
 
-def ring_after_claim(session: Session, settings: ApiSettings) -> bool:
-    """Whether another job is claimable after a claim: the claim rings once more, so free workers take the queue
-    one after another (each doorbell wakes one worker, whichever job woke it)."""
-    t = now()
-    return bool(read_fleet(session, settings, t).order(t))
+def any_claimable(session: Session) -> bool:
+    """Whether a job is claimable now, as one EXISTS: a claim and a finish ring once more when one is, so free
+    workers take the queue one after another. Project limits are not read here: a doorbell that finds only a
+    project at its limit is dropped by the worker that answers it, which costs one claim request."""
+    return bool(session.scalar(select(select(Job.id).where(claimable(now())).exists())))
 
 
 def preempt(session: Session, settings: ApiSettings) -> list[str]:
@@ -213,7 +224,7 @@ def preempt(session: Session, settings: ApiSettings) -> list[str]:
     served = set(
         session.scalars(  # a job asked that has since lost its worker frees nothing: not counted
             select(Job.preempted_by).where(
-                Job.status.in_(list(HOLDING)), Job.preempted_by.is_not(None), Job.lease_expires_at >= t
+                Job.status.in_(list(ACTIVE)), Job.preempted_by.is_not(None), Job.lease_expires_at >= t
             )
         )
     )
