@@ -164,6 +164,14 @@ def test_rollout_viewer_shows_groups_with_rewards_and_advantages(
     assert step_input.input_value() == str(STEPS)  # it follows the newest step
     rollouts.locator(f'[data-testid="rollout-group"][data-step="{STEPS}"]').first.wait_for()
     step_input.fill("2")
+    # the page re-renders while the user types (a new step, the job's poll): what they typed stays. The toggle is
+    # clicked from script so that the box keeps the focus (a blur would commit the value)
+    toggle = rollouts.get_by_test_id("rollouts-toggle")
+    toggle.evaluate("button => button.click()")
+    toggle.filter(has_text="Show").wait_for()
+    toggle.evaluate("button => button.click()")
+    toggle.filter(has_text="Hide").wait_for()
+    assert step_input.input_value() == "2"
     step_input.press("Enter")
     rollouts.locator('[data-testid="rollout-group"][data-step="2"]').first.wait_for()  # read from …/samples?step=2
     expected = client.get(f"/v1/fine_tuning/jobs/{first_job['id']}/samples", params={"step": 2}).json()["data"]

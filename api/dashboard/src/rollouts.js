@@ -74,13 +74,16 @@ function useSamples(jobId, step) {
 export function Rollouts({ jobId, latest }) {
   const [picked, setPicked] = useState(null); // null: follow the newest step
   const [open, setOpen] = useState(true);
+  // what the user is typing in the step box, kept until Enter or blur: the box is re-rendered by every new step
+  // and every poll of the job, which would otherwise put the shown step back mid-typing
+  const [draft, setDraft] = useState(null);
   const step = picked !== null && latest !== null ? Math.min(Math.max(1, picked), latest) : latest;
   const { step: shownStep, samples, loading, error } = useSamples(jobId, open ? step : null);
   if (latest === null) {
     return html`<section class="card" data-testid="rollouts"><h2>Rollouts</h2>
       <p class="muted">No rollouts yet: each step keeps its first sample_log_count completions.</p></section>`;
   }
-  const go = (s) => setPicked(s >= latest ? null : Math.max(1, s));
+  const go = (s) => (setDraft(null), setPicked(s >= latest ? null : Math.max(1, s)));
   const graderNames = [...new Set((samples || []).flatMap((s) => Object.keys(s.rewards || {})))];
   return html`<section class="card" data-testid="rollouts">
     <div class="row-between">
@@ -89,12 +92,13 @@ export function Rollouts({ jobId, latest }) {
       <div class="controls">
         <button class="small" onClick=${() => go(step - 1)} disabled=${step <= 1} title="previous step">◀</button>
         <label>Step
-          <input type="number" class="step-input" data-testid="rollout-step" min="1" max=${latest} value=${step}
+          <input type="number" class="step-input" data-testid="rollout-step" min="1" max=${latest}
+            value=${draft ?? step} onInput=${(e) => setDraft(e.target.value)}
             onChange=${(e) => go(Number(e.target.value) || latest)} />
         </label>
         <span class="muted small">of ${latest}</span>
         <button class="small" onClick=${() => go(step + 1)} disabled=${step >= latest} title="next step">▶</button>
-        <button class="small" data-testid="rollouts-latest" onClick=${() => setPicked(null)} disabled=${picked === null}>
+        <button class="small" data-testid="rollouts-latest" onClick=${() => go(latest)} disabled=${picked === null}>
           Latest</button>
         <button class="small" onClick=${() => setOpen(!open)} data-testid="rollouts-toggle">${open ? "Hide" : "Show"}</button>
       </div>
