@@ -66,7 +66,7 @@ test-browser: install services sandbox browser
 	$(BIN)/python -m pytest -q tests/browser
 
 test: install services sandbox browser lint typecheck check-openapi docs-check
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=40 --durations-min=5 tests
 
 # The GPU suite (tests/gpu) and the GPU benches (scripts/gpu_checks.sh), on a machine with CUDA: refuses to start
 # without one (on a CPU-only machine `make test` runs tests/gpu and reports each test skipped, with the reason).
