@@ -201,6 +201,7 @@ def take(session: Session, job: Job, worker_id: str, claim_id: str, lease_second
     else:
         add_event(session, job_id, f"Fine-tuning job started ({attempt})")
     session.commit()
+    scheduling.forget()  # the places in line this process showed are gone
     session.refresh(job)
     return job
 

@@ -27,8 +27,12 @@ The preempted job resumes exactly from that checkpoint when a worker is free. An
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import threading
+import time
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -175,15 +179,62 @@ def next_jobs(session: Session, settings: ApiSettings, devices: int | None, node
     return [c.id for c in read_fleet(session, settings, t).order(t) if fits(c, devices, nodes)]
 
 
+SNAPSHOT_MAX_AGE = 2.0  # seconds a process's job polls share one snapshot for their waiting reasons
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """One read of the fleet with the order it gives, for ``waiting``."""
+
+    taken: float  # time.monotonic() when read
+    t: int
+    fleet: Fleet
+    ahead: dict[str, int]  # job id -> how many claimable jobs come before it
+
+
+# per database (the session's engine): the tests, and a process with two apps, read different ones
+_snapshots: weakref.WeakKeyDictionary[object, _Snapshot] = weakref.WeakKeyDictionary()
+_snapshots_lock = threading.Lock()
+
+
+def forget() -> None:
+    """Drop the cached snapshots: this process just changed what runs (a claim, a finish), so its next poll reads
+    the fleet again instead of showing a place in line that is already gone."""
+    with _snapshots_lock:
+        _snapshots.clear()
+
+
+def _snapshot(session: Session, settings: ApiSettings, wanted: set[str]) -> _Snapshot:
+    """The fleet as read at most ``SNAPSHOT_MAX_AGE`` seconds ago by this process, unless a job of ``wanted`` is
+    not in it (created since): a poll of a queued job is then one query, not the scheduler's four, however many
+    clients poll (read_fleet reads every waiting job and eight half-lives of usage)."""
+    bind = session.get_bind()
+    with _snapshots_lock:
+        try:
+            cached = _snapshots.get(bind)
+        except TypeError:  # a bind that takes no weak reference: not cached
+            cached = None
+    fresh = cached is not None and time.monotonic() - cached.taken < SNAPSHOT_MAX_AGE
+    if cached is not None and fresh and wanted <= {c.id for c in cached.fleet.candidates}:
+        return cached
+    t = now()
+    fleet = read_fleet(session, settings, t)
+    snap = _Snapshot(time.monotonic(), t, fleet, {c.id: i for i, c in enumerate(fleet.order(t))})
+    with _snapshots_lock, contextlib.suppress(TypeError):
+        _snapshots[bind] = snap
+    return snap
+
+
 def waiting(session: Session, settings: ApiSettings, jobs: Sequence[Job]) -> dict[str, Waiting]:
     """The reason each queued job of ``jobs`` waits. Positions count every project's jobs ahead (never which
-    ones): an estimate, since a job's project share grows as its earlier jobs run."""
+    ones): an estimate, since a job's project share grows as its earlier jobs run, and read from a snapshot up to
+    ``SNAPSHOT_MAX_AGE`` seconds old (another API process's claims show after that)."""
     queued = [j for j in jobs if j.status == JobStatus.queued]
     if not queued:
         return {}
     t = now()
-    fleet = read_fleet(session, settings, t)
-    ahead = {c.id: i for i, c in enumerate(fleet.order(t))}
+    snap = _snapshot(session, settings, {j.id for j in queued if j.attempts < j.max_attempts})
+    fleet, ahead = snap.fleet, snap.ahead
     out: dict[str, Waiting] = {}
     for job in queued:
         limit = fleet.at_limit(job.project_id)

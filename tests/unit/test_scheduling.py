@@ -15,6 +15,7 @@ from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.fleet import UsageRecord
 from api.db.models import now
+from api.jobs import scheduling
 from api.jobs.reaper import reap
 from api.jobs.scheduling import Candidate, Fleet, decayed
 from api.tenants import service as tenants
@@ -309,3 +310,25 @@ def test_a_job_asked_to_make_way_that_lost_its_worker_does_not_hold_the_preempti
         assert reap(s, Rings(), settings)["preemptions_asked"] == 1  # type: ignore[arg-type]  # the other one
     asked = fleet.engine.connect().execute(text("select count(*) from jobs where preempted_by is not null")).scalar()
     assert asked == 2 and len(lows) == 2
+
+
+def test_polls_share_a_snapshot_for_a_moment_and_this_process_s_claims_drop_it(
+    fleet: Fleetside, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(scheduling.time, "monotonic", lambda: clock[0])
+    fleet.project("a")
+    fleet.project("b")
+    a_jobs = [fleet.submit("a")["id"] for _ in range(2)]
+    with fleet.engine.begin() as conn:  # A's a moment earlier (ages are whole seconds)
+        conn.execute(text("update jobs set created_at = created_at - 5"))
+    b_job = fleet.submit("b")["id"]  # not in the snapshot A's creation read: read again
+    assert fleet.job("b", b_job)["waiting"]["position"] == 2
+    with fleet.engine.begin() as conn:  # another API process cancels one of A's
+        conn.execute(text("update jobs set status = 'cancelled' where id = :id"), {"id": a_jobs[0]})
+    assert fleet.job("b", b_job)["waiting"]["position"] == 2  # this process's snapshot, for its age
+    clock[0] += scheduling.SNAPSHOT_MAX_AGE
+    assert fleet.job("b", b_job)["waiting"]["position"] == 1
+    claim = fleet.claim_next()  # this process claims: its snapshot is dropped at once
+    assert claim is not None and claim["job_id"] == a_jobs[1]
+    assert fleet.job("b", b_job)["waiting"] == {"reason": "waiting: next to start when a worker is free", "position": 0}
