@@ -51,6 +51,7 @@ def test_the_guides_loop_raises_the_reward_and_its_checkpoint_answers_chat_compl
         HF_HOME=str(hf_cache(tmp_path / "hf", SMOLLM2_ID, smollm2_catalog / SMOLLM2_ID)),
         HF_HUB_OFFLINE="1",
         TINKER_TELEMETRY="0",
+        STEPS="8",  # the guide's 12 less four: the reward has risen by then (each step ~16 s of this suite)
     )
     served_demo.stack.start_worker()
     try:
@@ -61,9 +62,9 @@ def test_the_guides_loop_raises_the_reward_and_its_checkpoint_answers_chat_compl
         served_demo.stack.stop_worker()
     assert run.returncode == 0, run.stdout + run.stderr[-4000:]
     rewards = [float(r) for r in re.findall(r"^step \d+: reward ([0-9.]+)$", run.stdout, re.MULTILINE)]
-    assert len(rewards) == 12, run.stdout
+    assert len(rewards) == 8, run.stdout
     first, last = sum(rewards[:3]) / 3, sum(rewards[-3:]) / 3
-    assert last > first + 0.25, rewards  # e.g. 0.28 -> 0.99 on this machine
+    assert last > first + 0.25, rewards  # e.g. 0.20 -> 0.81 on this machine
     path = re.search(r"^sampler checkpoint: (tinker://\S+)$", run.stdout, re.MULTILINE)
     assert path is not None, run.stdout
 

@@ -11,7 +11,8 @@ import tinker
 from tinker import types
 
 BASE_MODEL = os.environ.get("BASE_MODEL", "SmolLM2-135M-Instruct")
-STEPS, PROMPTS, GROUP, LEARNING_RATE = 12, 4, 8, 5e-4
+STEPS = int(os.environ.get("STEPS", "12"))
+PROMPTS, GROUP, LEARNING_RATE = 4, 8, 5e-4
 
 
 def reward(completion: str, answer: int) -> float:
