@@ -6,6 +6,7 @@ Kept beside ``api.db.models`` (same ``Base``, same conventions): timestamps in U
 from __future__ import annotations
 
 import enum
+import time
 
 from sqlalchemy import BigInteger, Float, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
@@ -48,8 +49,9 @@ class UsageRecord(Base):
     day: Mapped[str] = mapped_column(String(10))  # UTC "YYYY-MM-DD" of started_at
     device_kind: Mapped[str | None] = mapped_column(String(256))  # "NVIDIA H100 80GB HBM3", a CPU's model name
     devices: Mapped[int] = mapped_column(Integer, default=1)
-    started_at: Mapped[int] = mapped_column(BigInteger, default=now)
-    last_seen_at: Mapped[int] = mapped_column(BigInteger, default=now)
+    # Unix seconds with their fraction: device-seconds are their difference, and short attempts are common
+    started_at: Mapped[float] = mapped_column(Float, default=time.time)
+    last_seen_at: Mapped[float] = mapped_column(Float, default=time.time)
     device_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     steps: Mapped[int] = mapped_column(Integer, default=0)
     last_step: Mapped[int] = mapped_column(Integer, default=0)  # the newest step counted in this attempt

@@ -11,6 +11,7 @@ registered (they can never become part of the job).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from sqlalchemy import func, null, or_, select, update
@@ -188,7 +189,7 @@ def take(session: Session, job: Job, worker_id: str, claim_id: str, lease_second
     if res != 1:
         return None
     session.refresh(job)
-    metering.start_attempt(session, job, worker_id, t)
+    metering.start_attempt(session, job, worker_id, time.time())
     ckpt = last_checkpoint(session, job_id)
     attempt = f"attempt {job.attempts} of {job.max_attempts}, worker {worker_id}"
     if ckpt is not None:

@@ -88,7 +88,7 @@ class Fleet:
         return sorted(ready, key=lambda c: (-c.priority, self.share.get(c.project_id, 0.0), c.created_at, c.id))
 
 
-def decayed(device_seconds: float, last_seen_at: int, t: int, half_life: int) -> float:
+def decayed(device_seconds: float, last_seen_at: float, t: int, half_life: int) -> float:
     """Device-seconds seen ``t - last_seen_at`` seconds ago, halved every ``half_life`` seconds."""
     return device_seconds * math.exp2(-max(0, t - last_seen_at) / half_life)
 

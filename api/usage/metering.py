@@ -5,10 +5,11 @@ contact of that attempt's worker raises it. Counters are cumulative and only eve
 UPDATE, so the numbers add up across retries, resumes and nodes:
 
 - device-seconds are measured by the API, not reported by the worker: every fenced contact (a heartbeat, an event
-  post, a checkpoint, the finish) sets ``last_seen_at`` to now and ``device_seconds = devices × (last_seen_at −
-  started_at)``, where ``devices`` is the job's devices per node × nodes (only node 0 holds the lease and talks to
-  the API, so a multi-node attempt is one row, counted once). The error is at most one heartbeat interval per
-  attempt: the time between an attempt's last contact and its death is not counted.
+  post, a checkpoint, the finish) sets ``last_seen_at`` to now (Unix seconds with their fraction: a short attempt
+  is not rounded to whole seconds) and ``device_seconds = devices × (last_seen_at − started_at)``, where
+  ``devices`` is the job's devices per node × nodes (only node 0 holds the lease and talks to the API, so a
+  multi-node attempt is one row, counted once). The error is at most one heartbeat interval per attempt: the time
+  between an attempt's last contact and its death is not counted.
 - a step's metrics event counts for the attempt that posted it when its step is beyond the attempt's
   ``last_step`` (a retried post never counts twice). A resumed attempt re-running the steps after its checkpoint
   counts them again: the device did that work, in another attempt (another row).
@@ -28,6 +29,7 @@ metered by the same two writes (``open_attempt``, ``contact``); see ``Attempt``.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,7 +40,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.db.fleet import UsageKind, UsageRecord
-from api.db.models import Job, new_id, now
+from api.db.models import Job, new_id
 from api.db.session import rows_changed
 from grpo_core.schemas.metrics import Execution, StepMetrics
 from runtime.internal import MetricsEvent, Resources
@@ -46,7 +48,7 @@ from runtime.internal import MetricsEvent, Resources
 log = logging.getLogger(__name__)
 
 
-def day_of(t: int) -> str:
+def day_of(t: float) -> str:
     """The UTC day of Unix time ``t``, as the ``day`` column holds it ("YYYY-MM-DD")."""
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d")
 
@@ -115,7 +117,7 @@ def _where(a: Attempt) -> list[ColumnElement[bool]]:
     return cond + ([UsageRecord.day == a.day] if a.day is not None else [])
 
 
-def open_attempt(session: Session, a: Attempt, t: int) -> None:
+def open_attempt(session: Session, a: Attempt, t: float) -> None:
     """The attempt's row, opened at ``t`` (nothing used yet); a row already there is kept as it is (a retried
     claim, or two contacts racing to open a row missing since before metering)."""
     row = UsageRecord(
@@ -146,7 +148,7 @@ def open_attempt(session: Session, a: Attempt, t: int) -> None:
         pass
 
 
-def touch(session: Session, a: Attempt, t: int, **add: float) -> bool:
+def touch(session: Session, a: Attempt, t: float, **add: float) -> bool:
     """One UPDATE of the attempt's row: ``last_seen_at`` raised to ``t`` (never lowered: API processes' clocks
     differ a little), device-seconds from it (never lowered either, like every counter), and ``add``'s counters
     added. False when there is no row."""
@@ -161,7 +163,7 @@ def touch(session: Session, a: Attempt, t: int, **add: float) -> bool:
     return rows_changed(session, statement.execution_options(synchronize_session=False)) > 0
 
 
-def contact(session: Session, a: Attempt, t: int, **add: float) -> None:
+def contact(session: Session, a: Attempt, t: float, **add: float) -> None:
     """``touch``, opening the row first where there is none (an attempt that began before metering, or an inference
     row's first request of the day)."""
     if not touch(session, a, t, **add):
@@ -169,7 +171,7 @@ def contact(session: Session, a: Attempt, t: int, **add: float) -> None:
         touch(session, a, t, **add)
 
 
-def start_attempt(session: Session, job: Job, worker_id: str, t: int) -> None:
+def start_attempt(session: Session, job: Job, worker_id: str, t: float) -> None:
     """Open the row of the attempt a claim just began (``job.lease_epoch`` is the new epoch), in the claim's
     transaction. ``worker_id`` is the claiming worker (node 0 of a multi-node attempt), logged."""
     a = Attempt.of_job(job)
@@ -177,7 +179,7 @@ def start_attempt(session: Session, job: Job, worker_id: str, t: int) -> None:
     log.debug("metering attempt %d of %s on %s (%d devices)", a.attempt, job.id, worker_id, a.devices)
 
 
-def contact_job(session: Session, job: Job, t: int) -> None:
+def contact_job(session: Session, job: Job, t: float) -> None:
     """A fenced contact of the job's current attempt (api.jobs.leases.fence, after its guarded UPDATE held): one
     UPDATE; the row is opened here where the attempt was claimed before metering was deployed (measured from then)."""
     contact(session, Attempt.of_job(job), t)
@@ -227,7 +229,7 @@ def answer_tokens(usage: dict[str, Any]) -> int:
 def count_inference(sessionmaker: Callable[[], Session], project_id: str, model: str, tokens: int) -> None:
     """Add an answer's tokens to the project's inference row of ``model`` for today (opened by the day's first):
     the inference server is shared, so no device-seconds are attributed (``devices`` 0)."""
-    t = now()
+    t = time.time()
     a = Attempt(UsageKind.inference, project_id, model[:512], 0, devices=0, day=day_of(t))
     with sessionmaker() as session:
         contact(session, a, t, inference_tokens=tokens)

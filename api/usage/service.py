@@ -92,10 +92,10 @@ class _Sum:
     values: dict[str, Any] = field(default_factory=lambda: {c: 0.0 if c in FLOATS else 0 for c in COUNTERS})
     by_kind: dict[str, float] = field(default_factory=dict)
     attempts: int = 0
-    first: int | None = None
-    last: int | None = None
+    first: float | None = None
+    last: float | None = None
 
-    def add(self, kind: str | None, sums: Sequence[Any], attempts: int, first: int, last: int) -> None:
+    def add(self, kind: str | None, sums: Sequence[Any], attempts: int, first: float, last: float) -> None:
         for name, value in zip(COUNTERS, sums, strict=True):
             self.values[name] += float(value or 0) if name in FLOATS else int(value or 0)
         seconds = float(sums[0] or 0)
@@ -157,7 +157,7 @@ def _bucket(group: Group, key: tuple[Any, ...], s: _Sum) -> UsageBucket:
         start = _day_start(labels["day"])
         span = {"start_time": start, "end_time": start + DAY_SECONDS}
     else:
-        span = {"start_time": s.first or 0, "end_time": s.last or 0}
+        span = {"start_time": int(s.first or 0), "end_time": int(s.last or 0)}
     return UsageBucket.model_validate(s.fields() | span | labels)
 
 
