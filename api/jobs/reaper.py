@@ -32,7 +32,7 @@ from api.db.models import Job, JobStatus, now
 from api.db.session import rows_changed
 from api.evals.leases import reap as reap_eval_runs
 from api.jobs.events import add_event
-from api.jobs.scheduling import FLEET, preempt, read_fleet
+from api.jobs.scheduling import FLEET, Fleet, preempt, read_fleet
 from api.training.leases import reap as reap_training_sessions
 from api.webhooks.service import record_job_event
 
@@ -82,8 +82,9 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
         elif job.enqueued_at is None or job.enqueued_at < (job.lease_expires_at or t):  # once per expiry
             _requeue_lost(session, job, guard, t, counts, ring)
     stale = t - settings.requeue_after_seconds
-    ring += _ring_unclaimed(session, settings, t, stale, counts)
-    counts["preemptions_asked"] = len(preempt(session, settings))
+    fleet = read_fleet(session, settings, t)  # once a pass, for both rules (the rules above change no candidate)
+    ring += _ring_unclaimed(session, fleet, t, stale, counts)
+    counts["preemptions_asked"] = len(preempt(session, settings, fleet, t))
     eval_runs = reap_eval_runs(session, stale)
     counts["eval_runs_rung"] = len(eval_runs)
     training_sessions = reap_training_sessions(session, stale)
@@ -107,13 +108,13 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
     return counts
 
 
-def _ring_unclaimed(session: Session, settings: ApiSettings, t: int, stale: int, counts: dict[str, int]) -> list[str]:
+def _ring_unclaimed(session: Session, fleet: Fleet, t: int, stale: int, counts: dict[str, int]) -> list[str]:
     """Claimable queued jobs whose doorbell is older than ``requeue_after_seconds`` (Redis flushed, the broker down
     at creation, a message lost, or simply no worker free yet): one doorbell per pass, since any worker that
     answers claims the best job (api.jobs.scheduling). Each is marked rung; the event goes to the job next in line
     only, so jobs waiting their turn behind others do not repeat it every pass. Jobs held back by their project's
     limit or a backoff are rung when that ends, not here."""
-    order = read_fleet(session, settings, t).order(t)
+    order = fleet.order(t)
     due = [c.id for c in order if c.queued]
     if not due:
         return []

@@ -31,11 +31,11 @@ import contextlib
 import logging
 import math
 import threading
-import time
 import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from time import monotonic  # a name of this module: a test moves its snapshots' clock alone
 
 from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.orm import Session
@@ -186,10 +186,10 @@ SNAPSHOT_MAX_AGE = 2.0  # seconds a process's job polls share one snapshot for t
 class _Snapshot:
     """One read of the fleet with the order it gives, for ``waiting``."""
 
-    taken: float  # time.monotonic() when read
-    t: int
+    taken: float  # monotonic() when read
     fleet: Fleet
     ahead: dict[str, int]  # job id -> how many claimable jobs come before it
+    ids: frozenset[str]  # every candidate's, a backoff's included: a queued job not among them is newer
 
 
 # per database (the session's engine): the tests, and a process with two apps, read different ones
@@ -214,12 +214,13 @@ def _snapshot(session: Session, settings: ApiSettings, wanted: set[str]) -> _Sna
             cached = _snapshots.get(bind)
         except TypeError:  # a bind that takes no weak reference: not cached
             cached = None
-    fresh = cached is not None and time.monotonic() - cached.taken < SNAPSHOT_MAX_AGE
-    if cached is not None and fresh and wanted <= {c.id for c in cached.fleet.candidates}:
+    fresh = cached is not None and monotonic() - cached.taken < SNAPSHOT_MAX_AGE
+    if cached is not None and fresh and wanted <= cached.ids:
         return cached
     t = now()
     fleet = read_fleet(session, settings, t)
-    snap = _Snapshot(time.monotonic(), t, fleet, {c.id: i for i, c in enumerate(fleet.order(t))})
+    ahead = {c.id: i for i, c in enumerate(fleet.order(t))}
+    snap = _Snapshot(monotonic(), fleet, ahead, frozenset(c.id for c in fleet.candidates))
     with _snapshots_lock, contextlib.suppress(TypeError):
         _snapshots[bind] = snap
     return snap
@@ -261,12 +262,10 @@ def any_claimable(session: Session) -> bool:
     return bool(session.scalar(select(select(Job.id).where(claimable(now())).exists())))
 
 
-def preempt(session: Session, settings: ApiSettings) -> list[str]:
+def preempt(session: Session, settings: ApiSettings, fleet: Fleet, t: int) -> list[str]:
     """Ask preemptible running jobs to make way for higher-priority ones that waited past the grace period with
-    nothing holding them back (so no worker is free). Returns the jobs asked; the caller commits."""
-    hold_project_lock(session, "claim", FLEET)  # one decision at a time, across API processes' reapers
-    t = now()
-    fleet = read_fleet(session, settings, t)
+    nothing holding them back (so no worker is free). ``fleet`` is read at ``t`` under the fleet lock, which the
+    caller (the reaper's pass) holds until it commits: one decision at a time. Returns the jobs asked."""
     lowest = min_running_priority(session, t)
     since = t - settings.preemption_grace_seconds
     waiting_long = [c for c in fleet.order(t) if c.queued and c.priority > lowest and c.queued_since <= since]

@@ -316,7 +316,7 @@ def test_polls_share_a_snapshot_for_a_moment_and_this_process_s_claims_drop_it(
     fleet: Fleetside, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = [1000.0]
-    monkeypatch.setattr(scheduling.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(scheduling, "monotonic", lambda: clock[0])
     fleet.project("a")
     fleet.project("b")
     a_jobs = [fleet.submit("a")["id"] for _ in range(2)]
