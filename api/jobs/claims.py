@@ -133,12 +133,14 @@ def claim_next(
     claimable, so free workers take the queue one after another."""
     tried: set[str] = set()
     while True:
-        # under the lock: a retry of a request that timed out while waiting for it sees the lease that one took
-        order = scheduling.next_jobs(session, settings, body.devices, body.nodes)
+        scheduling.lock_fleet(session)  # again after a rollback, which released it
+        # under the lock: a retry of a request that timed out while waiting for it sees the lease that one took,
+        # before the fleet is read for a decision it does not need
         held = session.scalar(select(Job).where(Job.claim_id == body.claim_id, Job.status.in_(list(ACTIVE))))
         if held is not None:
             beat = heartbeat(session, held.id, held.lease_epoch, settings.lease_seconds)
             return claim_response(session, settings, beat)
+        order = scheduling.next_jobs(session, settings, body.devices, body.nodes)
         job = next((j for j_id in order if j_id not in tried and (j := session.get(Job, j_id)) is not None), None)
         if job is None:
             break
@@ -202,7 +204,7 @@ def take(session: Session, job: Job, worker_id: str, claim_id: str, lease_second
     else:
         add_event(session, job_id, f"Fine-tuning job started ({attempt})")
     session.commit()
-    scheduling.forget()  # the places in line this process showed are gone
+    scheduling.forget(session)  # the places in line this process showed are gone
     session.refresh(job)
     return job
 

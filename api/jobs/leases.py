@@ -158,7 +158,7 @@ def finish(session: Session, queue: Doorbell, settings: ApiSettings, job_id: str
     handed back (a worker shutting down, a preemption), or the next in line now that this worker is free (a job
     that waited at its project's limit has no doorbell of its own). If that fails the reaper rings later."""
     job, delay = finish_job(session, job_id, body, settings.lease_seconds, settings.retry_backoff_seconds)
-    scheduling.forget()  # a place freed, a share grown: the next poll reads the fleet again
+    scheduling.forget(session)  # a place freed, a share grown: the next poll reads the fleet again
     if delay == 0 or scheduling.any_claimable(session):
         try:
             queue.ring(job_id)

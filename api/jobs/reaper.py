@@ -27,12 +27,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
-from api.db.locks import hold_project_lock
 from api.db.models import Job, JobStatus, now
 from api.db.session import rows_changed
 from api.evals.leases import reap as reap_eval_runs
 from api.jobs.events import add_event
-from api.jobs.scheduling import FLEET, Fleet, preempt, read_fleet
+from api.jobs.scheduling import Fleet, lock_fleet, preempt, read_fleet
 from api.training.leases import reap as reap_training_sessions
 from api.webhooks.service import record_job_event
 
@@ -47,7 +46,7 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
     """One pass; returns how many jobs each rule touched (for logs and tests). It holds the fleet lock from the start,
     before any row it writes, in the order a claim takes them (the lock, then the jobs' rows), so the two never
     deadlock."""
-    hold_project_lock(session, "claim", FLEET)
+    lock_fleet(session)
     t = now()
     counts = {"requeued_lost_worker": 0, "failed_exhausted": 0, "finished_stopping": 0, "requeued_queued": 0}
     expired = select(Job).where(

@@ -27,7 +27,6 @@ The preempted job resumes exactly from that checkpoint when a worker is free. An
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import threading
@@ -171,10 +170,14 @@ def fits(candidate: Candidate, devices: int | None, nodes: int | None) -> bool:
     return (devices is None or candidate.devices <= devices) and (nodes is None or candidate.nodes <= nodes)
 
 
-def next_jobs(session: Session, settings: ApiSettings, devices: int | None, nodes: int | None) -> list[str]:
-    """Under the fleet lock (held until the caller's transaction ends): the claimable jobs this worker fits, best
-    first. The caller takes the first it can (api.jobs.claims.claim_next)."""
+def lock_fleet(session: Session) -> None:
+    """Take the fleet lock, held until the session's transaction ends: one scheduling decision at a time."""
     hold_project_lock(session, "claim", FLEET)
+
+
+def next_jobs(session: Session, settings: ApiSettings, devices: int | None, nodes: int | None) -> list[str]:
+    """The claimable jobs this worker fits, best first; the caller holds the fleet lock (``lock_fleet``) and takes
+    the first it can (api.jobs.claims.claim_next)."""
     t = now()
     return [c.id for c in read_fleet(session, settings, t).order(t) if fits(c, devices, nodes)]
 
@@ -192,28 +195,30 @@ class _Snapshot:
     ids: frozenset[str]  # every candidate's, a backoff's included: a queued job not among them is newer
 
 
-# per database (the session's engine): the tests, and a process with two apps, read different ones
+# per database, keyed by its connection pool: the API's read sessions and its writing ones are two engines (an
+# AUTOCOMMIT one from execution_options) over one pool; the tests, and a process with two apps, read several
 _snapshots: weakref.WeakKeyDictionary[object, _Snapshot] = weakref.WeakKeyDictionary()
 _snapshots_lock = threading.Lock()
 
 
-def forget() -> None:
-    """Drop the cached snapshots: this process just changed what runs (a claim, a finish), so its next poll reads
-    the fleet again instead of showing a place in line that is already gone."""
+def forget(session: Session) -> None:
+    """Drop this database's cached snapshot: this process just changed what runs there (a claim, a finish), so its
+    next poll reads the fleet again instead of showing a place in line that is already gone."""
     with _snapshots_lock:
-        _snapshots.clear()
+        _snapshots.pop(_database(session), None)
+
+
+def _database(session: Session) -> object:
+    return session.get_bind().engine.pool
 
 
 def _snapshot(session: Session, settings: ApiSettings, wanted: set[str]) -> _Snapshot:
     """The fleet as read at most ``SNAPSHOT_MAX_AGE`` seconds ago by this process, unless a job of ``wanted`` is
     not in it (created since): a poll of a queued job is then one query, not the scheduler's four, however many
     clients poll (read_fleet reads every waiting job and eight half-lives of usage)."""
-    bind = session.get_bind()
+    db = _database(session)
     with _snapshots_lock:
-        try:
-            cached = _snapshots.get(bind)
-        except TypeError:  # a bind that takes no weak reference: not cached
-            cached = None
+        cached = _snapshots.get(db)
     fresh = cached is not None and monotonic() - cached.taken < SNAPSHOT_MAX_AGE
     if cached is not None and fresh and wanted <= cached.ids:
         return cached
@@ -221,8 +226,8 @@ def _snapshot(session: Session, settings: ApiSettings, wanted: set[str]) -> _Sna
     fleet = read_fleet(session, settings, t)
     ahead = {c.id: i for i, c in enumerate(fleet.order(t))}
     snap = _Snapshot(monotonic(), fleet, ahead, frozenset(c.id for c in fleet.candidates))
-    with _snapshots_lock, contextlib.suppress(TypeError):
-        _snapshots[bind] = snap
+    with _snapshots_lock:
+        _snapshots[db] = snap
     return snap
 
 
