@@ -8,7 +8,6 @@ post is refused and it stops.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from typing import Any
 
@@ -57,7 +56,7 @@ def claim(session: Session, run_id: str, worker_claim: str) -> EvalClaim:
     ev = session.get(Eval, run.eval_id) if run is not None else None
     if run is None or ev is None:
         raise NotFound(f"no eval run {run_id!r}")
-    metering.open_attempt(session, _attempt(run), time.time())
+    metering.open_attempt(session, _attempt(run))
     session.commit()
     registered = session.get(RegisteredModel, run.target["base"])
     ds = run.data_source
@@ -117,7 +116,7 @@ def record_items(session: Session, run_id: str, body: EvalItemsRequest) -> int:
             tokens += sum(metering.answer_tokens(s.usage) for s in item.samples)
         except IntegrityError:
             continue
-    metering.contact(session, _attempt(run), time.time(), eval_tokens=tokens)  # an item posted again counts once
+    metering.contact(session, _attempt(run), eval_tokens=tokens)  # an item posted again counts once
     session.commit()
     return added
 
@@ -135,7 +134,7 @@ def finish(session: Session, run_id: str, body: EvalFinishRequest) -> EvalRun:
     run.usage = _usage(results)
     run.status = body.status
     run.finished_at = now()
-    metering.contact(session, _attempt(run), time.time())
+    metering.contact(session, _attempt(run))
     if body.status == EvalRunStatus.failed:
         run.error = {"code": body.error_code or "run_failed", "message": body.error_message or "the run failed"}
     session.commit()

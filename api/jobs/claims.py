@@ -11,7 +11,6 @@ registered (they can never become part of the job).
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from sqlalchemy import func, null, or_, select, update
@@ -191,7 +190,7 @@ def take(session: Session, job: Job, worker_id: str, claim_id: str, lease_second
     if res != 1:
         return None
     session.refresh(job)
-    metering.start_attempt(session, job, worker_id, time.time())
+    metering.start_attempt(session, job, worker_id)
     ckpt = last_checkpoint(session, job_id)
     attempt = f"attempt {job.attempts} of {job.max_attempts}, worker {worker_id}"
     if ckpt is not None:

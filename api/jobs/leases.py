@@ -13,7 +13,6 @@ network — not the job's own mistakes) re-queues the job with exponential backo
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -76,7 +75,7 @@ def fence(session: Session, job_id: str, epoch: int, lease_seconds: int) -> Job:
     job = session.get(Job, job_id)
     assert job is not None
     session.refresh(job)
-    metering.contact_job(session, job, time.time())
+    metering.contact_job(session, job)
     return job
 
 

@@ -11,7 +11,6 @@ row, replacing an overwritten one; an unnamed save for sampling creates its samp
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from sqlalchemy import null, select, update
@@ -61,7 +60,7 @@ def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle
         raise Conflict(f"session {session_id} is not claimable", code=Refusal.stale_claim)
     row = db.get(TrainingSession, session_id)
     assert row is not None
-    metering.open_attempt(db, _attempt(row), time.time())  # a retried claim keeps the row it opened
+    metering.open_attempt(db, _attempt(row))  # a retried claim keeps the row it opened
     db.commit()
     return tc.SessionClaim(
         session_id=session_id,
@@ -88,7 +87,7 @@ def _held(db: Session, session_id: str, claim_id: str, lease_seconds: int | None
     if lease_seconds is not None:
         t = now()
         row.lease_expires_at = t + lease_seconds
-        metering.contact(db, _attempt(row), time.time())  # device-seconds while leased, to the last renewal
+        metering.contact(db, _attempt(row))  # device-seconds while leased, to the last renewal
     return row
 
 

@@ -117,9 +117,13 @@ def _where(a: Attempt) -> list[ColumnElement[bool]]:
     return cond + ([UsageRecord.day == a.day] if a.day is not None else [])
 
 
-def open_attempt(session: Session, a: Attempt, t: float) -> None:
-    """The attempt's row, opened at ``t`` (nothing used yet); a row already there is kept as it is (a retried
-    claim, or two contacts racing to open a row missing since before metering)."""
+def open_attempt(session: Session, a: Attempt) -> None:
+    """The attempt's row, opened now (nothing used yet); a row already there is kept as it is (a retried claim, or
+    two contacts racing to open a row missing since before metering)."""
+    _open(session, a, time.time())
+
+
+def _open(session: Session, a: Attempt, t: float) -> None:
     row = UsageRecord(
         id=new_id("usage"),
         project_id=a.project_id,
@@ -163,26 +167,31 @@ def touch(session: Session, a: Attempt, t: float, **add: float) -> bool:
     return rows_changed(session, statement.execution_options(synchronize_session=False)) > 0
 
 
-def contact(session: Session, a: Attempt, t: float, **add: float) -> None:
-    """``touch``, opening the row first where there is none (an attempt that began before metering, or an inference
-    row's first request of the day)."""
+def contact(session: Session, a: Attempt, **add: float) -> None:
+    """``touch`` now, opening the row first where there is none (an attempt that began before metering, or an
+    inference row's first request of the day). Metering reads its own clock, to the fraction of a second, for
+    every write: its callers' ``now()`` is whole seconds."""
+    _contact(session, a, time.time(), **add)
+
+
+def _contact(session: Session, a: Attempt, t: float, **add: float) -> None:
     if not touch(session, a, t, **add):
-        open_attempt(session, a, t)
+        _open(session, a, t)
         touch(session, a, t, **add)
 
 
-def start_attempt(session: Session, job: Job, worker_id: str, t: float) -> None:
+def start_attempt(session: Session, job: Job, worker_id: str) -> None:
     """Open the row of the attempt a claim just began (``job.lease_epoch`` is the new epoch), in the claim's
     transaction. ``worker_id`` is the claiming worker (node 0 of a multi-node attempt), logged."""
     a = Attempt.of_job(job)
-    open_attempt(session, a, t)
+    open_attempt(session, a)
     log.debug("metering attempt %d of %s on %s (%d devices)", a.attempt, job.id, worker_id, a.devices)
 
 
-def contact_job(session: Session, job: Job, t: float) -> None:
+def contact_job(session: Session, job: Job) -> None:
     """A fenced contact of the job's current attempt (api.jobs.leases.fence, after its guarded UPDATE held): one
     UPDATE; the row is opened here where the attempt was claimed before metering was deployed (measured from then)."""
-    contact(session, Attempt.of_job(job), t)
+    contact(session, Attempt.of_job(job))
 
 
 def count_steps(session: Session, job: Job, events: list[MetricsEvent]) -> None:
@@ -232,5 +241,5 @@ def count_inference(sessionmaker: Callable[[], Session], project_id: str, model:
     t = time.time()
     a = Attempt(UsageKind.inference, project_id, model[:512], 0, devices=0, day=day_of(t))
     with sessionmaker() as session:
-        contact(session, a, t, inference_tokens=tokens)
+        _contact(session, a, t, inference_tokens=tokens)  # the day's row, at the time that named the day
         session.commit()
