@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from alembic import context
 
-import api.db.fleet  # noqa: F401  (its tables join Base.metadata)
 from api.core.settings import get_settings
-from api.db.models import Base
+from api.db.models import Base  # the package loads every table into Base.metadata
 from api.db.session import make_engine
 
 config = context.config

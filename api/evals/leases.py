@@ -16,8 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.core.errors import Conflict, NotFound
-from api.db.fleet import UsageKind
-from api.db.models import Eval, EvalOutputItem, EvalRun, EvalRunStatus, RegisteredModel, new_id, now
+from api.db.models import Eval, EvalOutputItem, EvalRun, EvalRunStatus, RegisteredModel, UsageKind, new_id, now
 from api.db.session import rows_changed
 from api.models.service import source_of
 from api.usage import metering

@@ -7,7 +7,7 @@ running under an expired lease (a lost worker), with attempts left, fitting the 
 1. the highest ``priority`` (a job asks for one up to its project's ``max_priority``, set by an admin);
 2. then fair share: the project with the least recent device-time for its weight,
    ``share(p) = Σ_r device_seconds_r · 2^(−(t − last_seen_r) / H) / weight_p`` over the project's usage records
-   (api.db.fleet.UsageRecord; H = ``fair_share_half_life_seconds``), as Slurm's fair-share factor decays usage
+   (api.db.models.UsageRecord; H = ``fair_share_half_life_seconds``), as Slurm's fair-share factor decays usage
    (twice the weight, twice the device-time before the others go first);
 3. then age (created first, then id).
 
@@ -40,9 +40,8 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from api.core.settings import ApiSettings
-from api.db.fleet import UsageRecord
 from api.db.locks import hold_project_lock
-from api.db.models import ACTIVE, Job, JobStatus, Project, now
+from api.db.models import ACTIVE, Job, JobStatus, Project, UsageRecord, now
 from api.db.session import rows_changed
 from api.jobs.events import add_event
 from api.jobs.schemas import Waiting

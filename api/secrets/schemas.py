@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from runtime.internal import SECRET_NAME_PATTERN
 
 if TYPE_CHECKING:
-    from api.db.fleet import ProjectSecret
+    from api.db.models import ProjectSecret
 
 MAX_VALUE_CHARS = 4096  # an API key or a token, with room; not a place for files
 

@@ -19,8 +19,7 @@ from sqlalchemy.orm import Session
 
 from api.core.errors import InvalidRequest, NotFound, ServiceError, Unprocessable
 from api.core.settings import ApiSettings
-from api.db.fleet import ProjectSecret
-from api.db.models import Job, now
+from api.db.models import Job, ProjectSecret, now
 from api.db.session import rows_changed
 from api.secrets import crypto
 

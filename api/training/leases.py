@@ -17,7 +17,6 @@ from sqlalchemy import null, select, update
 from sqlalchemy.orm import Session
 
 from api.core.errors import Conflict, NotFound
-from api.db.fleet import UsageKind
 from api.db.models import (
     SamplingSession,
     TrainingCheckpoint,
@@ -26,6 +25,7 @@ from api.db.models import (
     TrainingRun,
     TrainingSession,
     TrainingSessionStatus,
+    UsageKind,
     now,
 )
 from api.db.session import rows_changed

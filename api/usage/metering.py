@@ -1,6 +1,6 @@
 """What each attempt used, written as it happens (no FastAPI): the API's side of usage metering.
 
-One ``UsageRecord`` per attempt (api.db.fleet): a job's claim opens its row (``start_attempt``), and every later
+One ``UsageRecord`` per attempt (api.db.models): a job's claim opens its row (``start_attempt``), and every later
 contact of that attempt's worker raises it. Counters are cumulative and only ever raised, each by one guarded
 UPDATE, so the numbers add up across retries, resumes and nodes:
 
@@ -39,8 +39,7 @@ from sqlalchemy import ColumnElement, case, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from api.db.fleet import UsageKind, UsageRecord
-from api.db.models import Job, new_id
+from api.db.models import Job, UsageKind, UsageRecord, new_id
 from api.db.session import rows_changed
 from grpo_core.schemas.metrics import Execution, StepMetrics
 from runtime.internal import MetricsEvent, Resources

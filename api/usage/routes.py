@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from api.core.deps import CurrentProject, ReadSessionDep, require_admin
 from api.core.errors import ERROR_RESPONSES, ErrorResponse
-from api.db.fleet import UsageKind
+from api.db.models import UsageKind
 from api.usage import service
 from api.usage.schemas import AdminGroupBy, GroupBy, UsagePage
 

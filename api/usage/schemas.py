@@ -1,5 +1,5 @@
 """What ``/v1/usage``, ``/v1/admin/usage`` and a job's ``usage`` field answer: sums of usage records
-(api.db.fleet.UsageRecord; how each number is measured: api.usage.metering and docs/guides/usage.md)."""
+(api.db.models.UsageRecord; how each number is measured: api.usage.metering and docs/guides/usage.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sums of usage records (api.db.fleet.UsageRecord), for a project (``/v1/usage``), a page of jobs (their ``usage``
+"""Sums of usage records (api.db.models.UsageRecord), for a project (``/v1/usage``), a page of jobs (their ``usage``
 field) and the operator (``/v1/admin/usage``). One GROUP BY query each, whatever the number of buckets or jobs.
 
 A record belongs to the day its attempt started (UTC; an inference record: its day), and the time filters match
@@ -17,8 +17,7 @@ from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
 from api.core.errors import InvalidRequest, NotFound
-from api.db.fleet import UsageKind, UsageRecord
-from api.db.models import Job
+from api.db.models import Job, UsageKind, UsageRecord
 from api.usage.schemas import JobUsage, Usage, UsageBucket, UsagePage
 
 UNKNOWN_DEVICE = "unknown"  # an attempt whose worker has not said what it runs on (yet)

@@ -13,8 +13,7 @@ from sqlalchemy.orm import Session
 
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
-from api.db.fleet import UsageRecord
-from api.db.models import now
+from api.db.models import UsageRecord, now
 from api.jobs import scheduling
 from api.jobs.reaper import reap
 from api.jobs.scheduling import Candidate, Fleet, decayed

@@ -24,8 +24,7 @@ from sqlalchemy.orm import Session
 from api.core.errors import Unavailable
 from api.core.idempotency_store import canonical_json, fingerprint
 from api.core.settings import ApiSettings
-from api.db.fleet import ProjectSecret
-from api.db.models import IdempotencyKey, Job
+from api.db.models import IdempotencyKey, Job, ProjectSecret
 from api.jobs.claims import claim_response
 from api.secrets import crypto
 from api.secrets import service as svc

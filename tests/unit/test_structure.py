@@ -173,7 +173,7 @@ def test_each_contract_is_written_once() -> None:
 
     defined_in = {
         "runtime/internal.py": {*Refusal, FinishStatus.preempted},
-        "api/db/models.py": set(ResumeReason),
+        "api/db/models/jobs.py": set(ResumeReason),
     }
     values = {str(v) for group in defined_in.values() for v in group}
     found = []

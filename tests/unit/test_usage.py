@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, select, text
 from sqlalchemy.orm import Session
 
 from api.core.settings import ApiSettings
-from api.db.fleet import UsageRecord
+from api.db.models import UsageRecord
 from api.usage.metering import device_kind, step_usage
 from grpo_core.schemas.metrics import Execution, StepMetrics
 from tests.helpers import ARITH_ROWS, job_body, jsonl, metrics_event, step_metrics

@@ -1,17 +1,14 @@
-"""Tables of the shared fleet: what each project used (usage metering) and the secrets its jobs may name.
-
-Kept beside ``api.db.models`` (same ``Base``, same conventions): timestamps in Unix seconds, ids prefixed.
-"""
+"""What each project used (api.usage.metering writes it, api.usage.service sums it)."""
 
 from __future__ import annotations
 
 import enum
 import time
 
-from sqlalchemy import BigInteger, Float, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Float, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from api.db.models import Base, now
+from api.db.models.base import Base
 
 
 class UsageKind(enum.StrEnum):
@@ -61,17 +58,3 @@ class UsageRecord(Base):
     grader_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     eval_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     inference_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-
-
-class ProjectSecret(Base):
-    """A project's named secret (``POST /v1/secrets``): the value encrypted at rest (Fernet, a key from the
-    settings), never returned; ``hint`` is enough to recognise it. Re-writing a name rotates it."""
-
-    __tablename__ = "project_secrets"
-
-    project_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    name: Mapped[str] = mapped_column(String(64), primary_key=True)
-    ciphertext: Mapped[str] = mapped_column(Text)
-    hint: Mapped[str] = mapped_column(String(32))
-    created_at: Mapped[int] = mapped_column(BigInteger, default=now)
-    updated_at: Mapped[int] = mapped_column(BigInteger, default=now)
