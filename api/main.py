@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
+from api.core.callers import KeyCache
 from api.core.errors import install_handlers
 from api.core.ops import configure_logging
 from api.core.ops import install as install_ops
@@ -30,7 +31,6 @@ from api.jobs.reaper import Reaper
 from api.models import internal_routes as models_internal
 from api.models import routes as models
 from api.secrets import routes as secrets
-from api.tenants.callers import KeyCache
 from api.training import internal_routes as training_internal
 from api.training import routes as training
 from api.training import runs_routes as training_runs
@@ -55,7 +55,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         app.state.settings = settings
         app.state.sessionmaker = make_sessionmaker(engine)
         app.state.read_sessionmaker = make_read_sessionmaker(engine)
-        app.state.key_cache = KeyCache()  # what keys resolved to, trusted only under a guard (api.tenants.callers)
+        app.state.key_cache = KeyCache()  # what keys resolved to, trusted only under a guard (api.core.callers)
         app.state.polls = Polls(engine)  # status polls and event pages on plain SQL (api.jobs.polls)
         app.state.store = settings.store()
         app.state.queue = JobQueue(settings)

@@ -1,5 +1,5 @@
 """FastAPI dependencies every domain shares: settings, a DB session per request (and a read-only one), the object
-store, the queue, the caller's project (api.tenants.callers resolves it).
+store, the queue, the caller's project (api.core.callers resolves it).
 
 Where each runs: FastAPI calls an ``async def`` dependency on the event loop and hands a plain ``def`` one to its
 threadpool, a hop that costs CPU and a wait for a thread and the GIL (bench/api_load.py measures it:
@@ -19,10 +19,10 @@ from fastapi import Depends, Header, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
+from api.core.callers import CHALLENGE, bearer, resolve
 from api.core.errors import Forbidden, Unauthorized
 from api.core.queue import JobQueue
 from api.core.settings import ApiSettings
-from api.tenants.callers import CHALLENGE, bearer, resolve
 from runtime.storage import ObjectStore
 
 P = ParamSpec("P")
@@ -83,7 +83,7 @@ QueueDep = Annotated[JobQueue, Depends(get_queue)]
 def current_project(
     request: Request, settings: SettingsDep, authorization: Annotated[str | None, Header()] = None
 ) -> str:
-    """The caller's project, from ``Authorization: Bearer <key>`` (api.tenants.service).
+    """The caller's project, from ``Authorization: Bearer <key>`` (api.core.callers).
 
     A project key opens its project; the legacy ``API_KEY`` setting opens the default project. With neither
     configured (no key ever created, ``API_KEY`` unset) the service is open and everything is the default

@@ -8,7 +8,7 @@ joined: validating and encoding an event page's metrics and rollouts had cost mo
 ``ListResponse[JobEvent]`` (tests/unit/test_polls.py).
 
 These are fast paths, not the only paths: each returns None where it found nothing (no such job, not the
-caller's, an empty page, or a guard that no longer holds: api.tenants.callers), and the route then runs the ORM read,
+caller's, an empty page, or a guard that no longer holds: api.core.callers), and the route then runs the ORM read,
 which tells a 401 from a 404 from an empty page as before.
 """
 
@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 from sqlalchemy import JSON, Engine, inspect
 from sqlalchemy.orm import Session
 
+from api.core.callers import NO_GUARD, Caller, Guard
 from api.core.pagination import Page
 from api.db import models as db
 from api.db.raw import fetch
@@ -33,7 +34,6 @@ from api.db.session import json_loads
 from api.jobs import access, events, service
 from api.jobs.checkpoints import CheckpointList, list_checkpoints
 from api.jobs.schemas import JobEvent
-from api.tenants.callers import NO_GUARD, Caller, Guard
 from grpo_core.schemas.metrics import StepMetrics
 
 EVENT_CACHE_BYTES = 64 * 2**20  # ~40,000 events of a 1.7 kB metrics payload

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
+from api.core.callers import Caller
 from api.core.deps import (
     CurrentProject,
     QueueDep,
@@ -34,7 +35,6 @@ from api.jobs.downloads import TAR, tar_response
 from api.jobs.openai_compat import METADATA_FILTER_PARAM
 from api.jobs.polls import JobReader
 from api.jobs.schemas import Checkpoint, Job, JobCreate, JobEvent, JobReadiness
-from api.tenants.callers import Caller
 from api.usage import service as usage
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)

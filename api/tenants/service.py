@@ -1,38 +1,27 @@
-"""Projects (tenants) and their API keys (no FastAPI): create, list, revoke, and resolve a bearer key.
+"""Projects (tenants) and their API keys (no FastAPI): create, list, revoke. A bearer key is resolved to its
+project by api.core.callers (which also keeps open mode: no key created yet, no key needed).
 
-A key is ``rft_`` + 32 random bytes (URL-safe base64). Only its SHA-256 is stored: a leaked database yields no
-usable key, and because the key carries 256 bits of entropy a plain (unsalted, fast) hash is enough — nobody can
-brute-force it the way they could a password. The plaintext exists once, in the answer to ``create_key``.
-
-Open mode: while no key has ever been created (and the legacy ``API_KEY`` setting is unset), the service needs
-no key and everything belongs to the default project — local use and ``make demo``. Revoked keys still count:
-revoking every key must never silently reopen the service.
+A key is ``rft_`` + 32 random bytes (URL-safe base64). Only its SHA-256 is stored (``callers.hash_key``): a leaked
+database yields no usable key, and because the key carries 256 bits of entropy a plain (unsalted, fast) hash is
+enough — nobody can brute-force it the way they could a password. The plaintext exists once, in the answer to
+``create_key``. Revoked keys still count as created: revoking every key must never silently reopen the service.
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import secrets
 
-from sqlalchemy import select, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from api.core.callers import hash_key
 from api.db.models import ApiKey, Project, new_id, now
 
-log = logging.getLogger(__name__)
-
 KEY_PREFIX = "rft_"
-LAST_USED_RESOLUTION = 60  # seconds: last_used_at is rewritten at most this often per key (no write per request)
 
 
 class TenantError(ValueError):
     """An admin action that cannot be done (unknown project or key, empty name)."""
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def key_hint(key: str) -> str:
@@ -114,29 +103,3 @@ def revoke_key(session: Session, key_id: str) -> ApiKey:
         row.revoked_at = now()
         session.commit()
     return row
-
-
-def any_key_exists(session: Session) -> bool:
-    """Whether the service has left open mode (see the module doc); revoked keys count."""
-    return session.scalar(select(ApiKey.id).limit(1)) is not None
-
-
-def project_for_key(session: Session, key: str) -> str | None:
-    """The project a live key opens, or None (unknown or revoked). Touches ``last_used_at`` at most once a minute."""
-    row = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(key)))
-    if row is None or row.revoked_at is not None:
-        return None
-    project_id, t = row.project_id, now()  # read before the commit below (a session may expire rows on commit)
-    if row.last_used_at is None or row.last_used_at <= t - LAST_USED_RESOLUTION:
-        try:  # bookkeeping only: a busy database must not turn a valid key into an error
-            session.execute(
-                update(ApiKey)
-                .where(ApiKey.id == row.id)
-                .where((ApiKey.last_used_at.is_(None)) | (ApiKey.last_used_at <= t - LAST_USED_RESOLUTION))
-                .values(last_used_at=t)
-            )
-            session.commit()
-        except SQLAlchemyError:
-            log.warning("could not record the use of API key %s", row.id, exc_info=True)
-            session.rollback()
-    return project_id

@@ -19,12 +19,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.orm import Session
 
+from api.core.callers import resolve
 from api.core.deps import QueueDep, SessionDep, SettingsDep
 from api.core.errors import InvalidRequest, NotFound, TooLarge
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.models import TrainingSessionStatus
-from api.tenants.callers import resolve
 from api.training import futures, listing, service
 from api.training import schemas as s
 from api.training.wire import WireError, decode_forward_backward
@@ -36,7 +36,7 @@ MAX_FORWARD_BACKWARD_BYTES = 64 << 20  # the SDK splits a batch into chunks of a
 
 
 def tinker_project(request: Request, settings: SettingsDep, x_api_key: Annotated[str | None, Header()] = None) -> str:
-    """The caller's project from ``X-API-Key: tml-<key>`` (api.tenants.callers.resolve, as a bearer key)."""
+    """The caller's project from ``X-API-Key: tml-<key>`` (api.core.callers.resolve, as a bearer key)."""
     key = x_api_key[len(KEY_PREFIX) :] if x_api_key and x_api_key.startswith(KEY_PREFIX) else x_api_key
     with request.app.state.read_sessionmaker() as db:
         return resolve(settings, db, f"Bearer {key}" if key else None)[0]

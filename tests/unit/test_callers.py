@@ -1,5 +1,5 @@
 """A remembered key answers a poll in one query, and is never trusted past a revocation or the end of open mode
-(api.tenants.callers). The revocations and key creations here go straight to the database, as another API process or the
+(api.core.callers). The revocations and key creations here go straight to the database, as another API process or the
 admin CLI would make them: this process's cache never hears of them."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, event, update
 from sqlalchemy.orm import Session
 
+from api.core import callers
 from api.core.settings import ApiSettings
 from api.db import raw
 from api.db.models import DEFAULT_PROJECT, ApiKey, now
 from api.jobs import polls, scheduling
-from api.tenants import callers
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 from tests.unit.test_tenants import assert_401, bearer, new_key

@@ -1,19 +1,28 @@
-"""Who is calling, for the reads a running job is polled with, at one query a request.
+"""Who is calling: a bearer key resolved to its project, and the reads a running job is polled with, at one query a
+request.
 
-Resolving a bearer key is a query (``tenants.project_for_key``; in open mode ``tenants.any_key_exists``), and a
-status poll is otherwise one query too: the lookup was half of a poll's round trips and a fifth of the API's CPU
-under load (bench/api_load.py). So each API process remembers what a key resolved to (``KeyCache``), and a read
-made with a remembered answer carries a *guard*: a condition in the read's own WHERE that holds only while the
-answer still does (the key exists, is live and opens that project; in open mode, no key exists at all). A key
-revoked, or the first key created, in any process makes the guarded read find nothing; ``Caller.read`` then
-resolves the key the slow way (401 if it is no longer valid) and runs the read again unguarded. Nothing is served
-on a stale answer, and the slow path runs only for a 404, an empty page, or once a minute per key (the entry's
-age limit, which also keeps ``last_used_at`` within its one-minute resolution).
+A project key (api.tenants.service creates and revokes them) is stored as its SHA-256 only (``hash_key``), so a key
+is resolved by its hash (``project_for_key``). Open mode: while no key has ever been created (and the legacy
+``API_KEY`` setting is unset), the service needs no key and everything belongs to the default project — local use
+and ``make demo``. Revoked keys still count (``any_key_exists``): revoking every key must never silently reopen the
+service.
+
+Resolving a bearer key is a query (``project_for_key``; in open mode ``any_key_exists``), and a status poll is
+otherwise one query too: the lookup was half of a poll's round trips and a fifth of the API's CPU under load
+(bench/api_load.py). So each API process remembers what a key resolved to (``KeyCache``), and a read made with a
+remembered answer carries a *guard*: a condition in the read's own WHERE that holds only while the answer still does
+(the key exists, is live and opens that project; in open mode, no key exists at all). A key revoked, or the first
+key created, in any process makes the guarded read find nothing; ``Caller.read`` then resolves the key the slow way
+(401 if it is no longer valid) and runs the read again unguarded. Nothing is served on a stale answer, and the slow
+path runs only for a 404, an empty page, or once a minute per key (the entry's age limit, which also keeps
+``last_used_at`` within its one-minute resolution).
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -21,18 +30,52 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sqlalchemy import select, update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from api.core.errors import Unauthorized
 from api.core.settings import ApiSettings
-from api.db.models import DEFAULT_PROJECT
-from api.tenants import service as tenants
+from api.db.models import DEFAULT_PROJECT, ApiKey, now
 
+log = logging.getLogger(__name__)
+
+LAST_USED_RESOLUTION = 60  # seconds: last_used_at is rewritten at most this often per key (no write per request)
 R = TypeVar("R")
 Guard = tuple[str, Mapping[str, Any]]  # a SQL condition on the caller, for a read's WHERE, and its parameters
 NO_GUARD: Guard = ("1 = 1", {})
 CHALLENGE = {"WWW-Authenticate": "Bearer"}
 OPEN = ""  # the cache's key for "open mode, whatever token was sent"
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def any_key_exists(session: Session) -> bool:
+    """Whether the service has left open mode (see the module doc); revoked keys count."""
+    return session.scalar(select(ApiKey.id).limit(1)) is not None
+
+
+def project_for_key(session: Session, key: str) -> str | None:
+    """The project a live key opens, or None (unknown or revoked). Touches ``last_used_at`` at most once a minute."""
+    row = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(key)))
+    if row is None or row.revoked_at is not None:
+        return None
+    project_id, t = row.project_id, now()  # read before the commit below (a session may expire rows on commit)
+    if row.last_used_at is None or row.last_used_at <= t - LAST_USED_RESOLUTION:
+        try:  # bookkeeping only: a busy database must not turn a valid key into an error
+            session.execute(
+                update(ApiKey)
+                .where(ApiKey.id == row.id)
+                .where((ApiKey.last_used_at.is_(None)) | (ApiKey.last_used_at <= t - LAST_USED_RESOLUTION))
+                .values(last_used_at=t)
+            )
+            session.commit()
+        except SQLAlchemyError:
+            log.warning("could not record the use of API key %s", row.id, exc_info=True)
+            session.rollback()
+    return project_id
 
 
 def bearer(authorization: str | None) -> str | None:
@@ -48,11 +91,11 @@ def resolve(settings: ApiSettings, session: Session, authorization: str | None) 
     if token:
         if settings.api_key is not None and hmac.compare_digest(token.encode(), settings.api_key.encode()):
             return DEFAULT_PROJECT, None
-        project = tenants.project_for_key(session, token)
+        project = project_for_key(session, token)
         if project is not None:
-            return project, tenants.hash_key(token)
-    if settings.api_key is None and not tenants.any_key_exists(session):
-        return DEFAULT_PROJECT, OPEN  # open mode ignores any key sent (SDKs always send one), as before tenants
+            return project, hash_key(token)
+    if settings.api_key is None and not any_key_exists(session):
+        return DEFAULT_PROJECT, OPEN  # open mode ignores any key sent (SDKs always send one)
     if token:
         raise Unauthorized("invalid or revoked API key", code="invalid_api_key", headers=CHALLENGE)
     raise Unauthorized("missing API key (Authorization: Bearer <key>)", code="missing_api_key", headers=CHALLENGE)
@@ -63,7 +106,7 @@ class KeyCache:
     seconds and only under its guard. Written from the threadpool's threads: the lock keeps an eviction from
     racing a write (reads are single dictionary lookups)."""
 
-    def __init__(self, size: int = 10_000, max_age: float = tenants.LAST_USED_RESOLUTION) -> None:
+    def __init__(self, size: int = 10_000, max_age: float = LAST_USED_RESOLUTION) -> None:
         self.size, self.max_age = size, max_age
         self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
         self._lock = threading.Lock()
@@ -116,7 +159,7 @@ class Caller:
         if token and settings.api_key is not None and hmac.compare_digest(token.encode(), settings.api_key.encode()):
             caller.project = DEFAULT_PROJECT  # the legacy key is checked in process: nothing to guard
             return caller
-        caller.key = tenants.hash_key(token) if token else OPEN
+        caller.key = hash_key(token) if token else OPEN
         caller.project = cache.get(caller.key)
         if caller.project is None and token and settings.api_key is None:
             caller.project = cache.get(OPEN)  # open mode ignores the token; a key's own entry comes first
