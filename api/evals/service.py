@@ -1,7 +1,7 @@
 """Evals and their runs, the user's side (no FastAPI): create, read, cancel, delete; a run is queued for the
 workers (the jobs' queue: a run is small) and claimed through api.evals.leases.
 
-A run's model is resolved once, at creation, with the inference routes' rules (api.inference.served: a
+A run's model is resolved once, at creation, with the inference routes' rules (api.models.served: a
 base model, a fine-tuned model, a checkpoint; another project's is a 404), and its items are a file of the
 project or inline ``file_content`` (stored as a file of the run).
 """
@@ -25,7 +25,7 @@ from api.core.settings import ApiSettings
 from api.db.models import EVAL_RUN_ACTIVE, Eval, EvalOutputItem, EvalRun, EvalRunStatus, new_id, now
 from api.evals.schemas import CompletionsDataSource, CustomDataSourceConfig, EvalCreate, EvalUpdate, RunCreate
 from api.files.service import get_file
-from api.inference import served as served_models
+from api.models import served as served_models
 from api.models import service as model_registry
 from grpo_core.schemas.graders import GraderSpec
 from runtime.storage import ObjectStore

@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 from api.core.deps import CurrentProject, SessionDep, SettingsDep
 from api.core.errors import ERROR_RESPONSES, Unavailable
 from api.core.settings import ApiSettings
-from api.inference import served as served_models
 from api.inference.schemas import ChatCompletionRequest, CompletionRequest
 from api.inference.service import InferenceClient
+from api.models import served as served_models
 from api.models import service as model_registry
 from api.usage import metering
 

@@ -43,7 +43,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
 from api.core.errors import InvalidRequest, NotFound, ServiceError, Unavailable, UpstreamError
-from api.inference.served import Target
+from api.models.served import Target
 from runtime.errors import StoreError
 from runtime.storage import ObjectStore
 

@@ -9,9 +9,9 @@ from starlette.concurrency import run_in_threadpool
 
 from api.core.deps import CurrentProject, SessionDep, SettingsDep, StoreDep, require_admin
 from api.core.errors import ERROR_RESPONSES, ErrorResponse
-from api.inference.served import fine_tuned_models
 from api.models import service
 from api.models.schemas import Model, ModelDetail, ModelList, ModelRegister
+from api.models.served import fine_tuned_models
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
 _ADMIN_RESPONSES = {**ERROR_RESPONSES, 403: {"model": ErrorResponse, "description": "ADMIN_TOKEN is not configured"}}

@@ -2,8 +2,9 @@
 model (its newest checkpoint), one checkpoint (``ft:…:ckpt-step-N`` or its ``ftckpt-…`` id), or a sampler checkpoint
 of the training API (its ``ftckpt-…`` id or ``tinker://…/sampler_weights/…`` path).
 
-Ownership is checked here, once, for every inference route: another project's model is "not found", never
-"forbidden" (its existence is not revealed), as for jobs (api.jobs.access). No FastAPI, no HTTP here.
+Ownership is checked here, once, for every route that takes a model name (inference, eval runs, ``/v1/models``):
+another project's model is "not found", never "forbidden" (its existence is not revealed), as for jobs
+(api.jobs.access). No FastAPI, no HTTP here.
 """
 
 from __future__ import annotations
