@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from api.checkpoints.service import job_checkpoint
 from api.core.errors import NotFound
 from api.core.pagination import Anchor
 from api.db.models import Checkpoint, Job
@@ -33,8 +34,6 @@ def require_job(session: Session, project_id: str, job_id: str) -> None:
 
 
 def get_checkpoint(session: Session, project_id: str, job_id: str, ckpt_id: str) -> Checkpoint:
+    """The project's job's checkpoint (api.checkpoints.service.job_checkpoint), or 404 for either."""
     require_job(session, project_id, job_id)
-    ckpt = session.scalar(select(Checkpoint).where(Checkpoint.id == ckpt_id, Checkpoint.job_id == job_id))
-    if ckpt is None:
-        raise NotFound(f"no checkpoint {ckpt_id!r} in job {job_id}", param="checkpoint_id")
-    return ckpt
+    return job_checkpoint(session, job_id, ckpt_id)

@@ -19,10 +19,11 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from api.checkpoints import service as checkpoints
 from api.core.errors import Conflict
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
-from api.db.models import ACTIVE, TERMINAL, Checkpoint, Job, JobStatus, ResumeReason, new_id, now
+from api.db.models import ACTIVE, TERMINAL, Checkpoint, Job, JobStatus, ResumeReason, now
 from api.db.session import rows_changed
 from api.jobs import scheduling
 from api.jobs.events import add_event
@@ -131,23 +132,13 @@ def register_checkpoint(
     metrics: CheckpointMetrics,
     lease_seconds: int,
 ) -> Checkpoint:
+    """Fenced: the checkpoint's row (api.checkpoints.service, the commit point) and its event, once per step."""
     job = fence(session, job_id, epoch, lease_seconds)
-    existing = session.scalar(select(Checkpoint).where(Checkpoint.job_id == job_id, Checkpoint.step_number == step))
-    # A retried registration, or a resumed attempt re-reaching a step: resume is exact (same data, RNG and
-    # optimizer state), so the first registration stands and the step is not counted twice.
-    if existing is not None:
-        session.commit()
-        return existing
-    ckpt = Checkpoint(
-        id=new_id("ftckpt"),
-        job_id=job_id,
-        step_number=step,
-        object_key=object_key,
-        state_key=state_key,
-        metrics=metrics.model_dump(mode="json"),
+    ckpt, added = checkpoints.register_job_checkpoint(
+        session, job_id, step, object_key, state_key, metrics.model_dump(mode="json")
     )
-    session.add(ckpt)
-    add_event(session, job_id, f"Checkpoint saved at step {step}/{job.total_steps}: {ckpt.id}", step=step)
+    if added:
+        add_event(session, job_id, f"Checkpoint saved at step {step}/{job.total_steps}: {ckpt.id}", step=step)
     session.commit()
     return ckpt
 

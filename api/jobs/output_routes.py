@@ -10,7 +10,7 @@
   replays a long job's curves that way and reads a step's rollouts from …/samples).
 - ``GET …/jobs/{id}/checkpoints/{ckpt}/download_link``: a URL that fetches the checkpoint's adapter for 5 minutes
   without an ``Authorization`` header (a presigned S3 URL, or ``/v1/downloads/{token}`` signed by the API for the
-  local store, served by ``downloads`` below: the signed token is the credential; api.jobs.downloads).
+  local store, served by ``downloads`` below: the signed token is the credential; api.checkpoints.downloads).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
+from api.checkpoints.downloads import TAR, adapter_link, linked_object
 from api.core.deps import CurrentProject, SessionDep, SettingsDep, StoreDep
 from api.core.errors import ERROR_RESPONSES
 from api.db.models import TERMINAL
 from api.jobs import access, events
-from api.jobs.downloads import TAR, adapter_link, linked_object
 from api.jobs.schemas import DownloadLink, JobEvent, MetricsPage, MetricsPoint, SamplesResponse
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)

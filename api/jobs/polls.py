@@ -26,13 +26,13 @@ from pydantic import TypeAdapter
 from sqlalchemy import JSON, Engine, inspect
 from sqlalchemy.orm import Session
 
+from api.checkpoints.service import CheckpointList, list_job_checkpoints
 from api.core.callers import NO_GUARD, Caller, Guard
 from api.core.pagination import Page
 from api.db import models as db
 from api.db.raw import fetch
 from api.db.session import json_loads
 from api.jobs import access, events, service
-from api.jobs.checkpoints import CheckpointList, list_checkpoints
 from api.jobs.schemas import JobEvent
 from grpo_core.schemas.metrics import StepMetrics
 
@@ -202,7 +202,8 @@ class JobReader:
 
     def checkpoints(self, job_id: str, *, limit: int, after: str | None) -> CheckpointList:
         """The job's checkpoints, newest step first."""
-        return list_checkpoints(self.session, self.caller.verified(self.session), job_id, limit=limit, after=after)
+        job = access.get_job(self.session, self.caller.verified(self.session), job_id)
+        return list_job_checkpoints(self.session, job, limit=limit, after=after)
 
 
 def _event_of(row: tuple[Any, ...]) -> JobEvent:

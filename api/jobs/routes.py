@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
+from api.checkpoints.downloads import TAR, tar_response
 from api.core.callers import Caller
 from api.core.deps import (
     CurrentProject,
@@ -31,7 +32,6 @@ from api.core.settings import ApiSettings
 from api.db import models as db
 from api.jobs import access, scheduling
 from api.jobs import service as svc
-from api.jobs.downloads import TAR, tar_response
 from api.jobs.openai_compat import METADATA_FILTER_PARAM
 from api.jobs.polls import JobReader
 from api.jobs.schemas import Checkpoint, Job, JobCreate, JobEvent, JobReadiness

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from api.checkpoints.service import checkpoint_name
 from api.db.models import JobStatus
 from api.usage.schemas import JobUsage
 from grpo_core.evaluation.readiness import ReadinessComparison, ReadinessReport
@@ -222,7 +223,7 @@ class Checkpoint(BaseModel):
 
     @classmethod
     def from_row(cls, row: db.Checkpoint, job: db.Job, best_id: str | None) -> Checkpoint:
-        name = f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}:ckpt-step-{row.step_number}"
+        name = checkpoint_name(job, row.step_number)
         derived = {"fine_tuning_job_id": row.job_id, "fine_tuned_model_checkpoint": name, "best": row.id == best_id}
         return cls.model_validate(row.columns() | derived | {"metrics": row.metrics or {}})
 

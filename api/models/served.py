@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from api.checkpoints.service import checkpoint_name
 from api.core.errors import NotFound
 from api.db.models import Checkpoint, Job, JobStatus, TrainingCheckpoint, TrainingRun
 
@@ -42,11 +43,6 @@ def not_found(model: str) -> NotFound:
     return NotFound(
         f"the model {model!r} does not exist or you do not have access to it", param="model", code="model_not_found"
     )
-
-
-def checkpoint_name(job: Job, step: int) -> str:
-    """The public name of one checkpoint (the ``fine_tuned_model_checkpoint`` field of the checkpoints list)."""
-    return f"ft:{job.model}:{job.suffix or 'rft'}:{job.id}:ckpt-step-{step}"
 
 
 def resolve(session: Session, project_id: str, model: str, base_models: list[str]) -> Target:

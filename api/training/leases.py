@@ -16,10 +16,10 @@ from typing import Any
 from sqlalchemy import null, select, update
 from sqlalchemy.orm import Session
 
+from api.checkpoints import service as checkpoints
 from api.core.errors import Conflict, NotFound
 from api.db.models import (
     SamplingSession,
-    TrainingCheckpoint,
     TrainingRequest,
     TrainingRequestStatus,
     TrainingRun,
@@ -194,7 +194,8 @@ def step_metrics(req: TrainingRequest, result: dict[str, object] | None) -> dict
 
 
 def _register_checkpoint(db: Session, req: TrainingRequest, result: dict[str, object]) -> None:
-    """A save that succeeded: its checkpoint row (the object is in the store now), replacing an overwritten one."""
+    """A save that succeeded: its checkpoint row (api.checkpoints.service, the object is in the store now), or, for
+    an unnamed save, the sampling client on the weights its worker kept."""
     kind = tc.RequestKind(req.kind)
     target: tc.CheckpointTarget | None
     if kind == tc.RequestKind.save_weights:
@@ -218,22 +219,9 @@ def _register_checkpoint(db: Session, req: TrainingRequest, result: dict[str, ob
             )
         return
     path = TinkerPath.parse(target.tinker_path)
-    # by path: two saves to one name, both queued before either landed, leave one checkpoint (the later one's)
-    row = db.scalars(select(TrainingCheckpoint).where(TrainingCheckpoint.tinker_path == target.tinker_path)).first()
     size = result.get("size_bytes")
-    if row is None:
-        row = TrainingCheckpoint(
-            id=target.checkpoint_id,
-            project_id=req.project_id,
-            run_id=path.run_id,
-            kind=path.kind,
-            name=path.name,
-            tinker_path=target.tinker_path,
-            object_key=target.object_key,
-        )
-        db.add(row)
-    row.size_bytes = int(size) if isinstance(size, int) else None
-    row.created_at = now()
+    size_bytes = int(size) if isinstance(size, int) else None
+    checkpoints.register_run_checkpoint(db, req.project_id, path.run_id, path.kind, path.name, target, size_bytes)
 
 
 def release(db: Session, session_id: str, body: tc.Release) -> tc.Ack:

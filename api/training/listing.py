@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api.checkpoints import service as checkpoints
 from api.core.errors import NotFound
 from api.db.models import TrainingCheckpoint, TrainingRun
 from api.models.service import available
@@ -81,12 +82,7 @@ def checkpoint(row: TrainingCheckpoint) -> dict[str, Any]:
 
 
 def _last(db: Session, run_id: str, kind: str) -> dict[str, Any] | None:
-    row = db.scalars(
-        select(TrainingCheckpoint)
-        .where(TrainingCheckpoint.run_id == run_id, TrainingCheckpoint.kind == kind)
-        .order_by(TrainingCheckpoint.created_at.desc())
-        .limit(1)
-    ).first()
+    row = checkpoints.last_of_run(db, run_id, kind)
     return checkpoint(row) if row is not None else None
 
 
@@ -122,18 +118,8 @@ def runs(db: Session, project_id: str, limit: int, offset: int) -> dict[str, Any
     }
 
 
-def checkpoints(db: Session, project_id: str, run_id: str | None, limit: int, offset: int) -> dict[str, Any]:
-    where = TrainingCheckpoint.project_id == project_id
-    if run_id is not None:
-        where = where & (TrainingCheckpoint.run_id == run_id)
-    total = db.scalar(select(func.count()).select_from(TrainingCheckpoint).where(where)) or 0
-    rows = db.scalars(
-        select(TrainingCheckpoint)
-        .where(where)
-        .order_by(TrainingCheckpoint.created_at, TrainingCheckpoint.id)
-        .offset(offset)
-        .limit(limit)
-    ).all()
+def checkpoints_page(db: Session, project_id: str, run_id: str | None, limit: int, offset: int) -> dict[str, Any]:
+    rows, total = checkpoints.project_run_checkpoints(db, project_id, run_id, limit, offset)
     return {
         "checkpoints": [checkpoint(r) for r in rows],
         "cursor": {"offset": offset, "limit": limit, "total_count": total},
@@ -146,9 +132,7 @@ def delete(db: Session, store: ObjectStore, project_id: str, run_id: str, checkp
     if kind is None:
         raise NotFound(f"no checkpoint {checkpoint_id!r}", param="checkpoint_id")
     row = find_checkpoint(db, project_id, str(TinkerPath(run_id, kind, name)), param="checkpoint_id")
-    store.delete(row.object_key)
-    db.delete(row)
-    db.commit()
+    checkpoints.delete_run_checkpoint(db, store, row)
 
 
 def weights_info(db: Session, project_id: str, tinker_path: str) -> dict[str, Any]:

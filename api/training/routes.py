@@ -320,7 +320,7 @@ def training_run(training_run_id: str, db: SessionDep, project: Project) -> dict
 @router.get("/training_runs/{training_run_id}/checkpoints")
 def run_checkpoints(training_run_id: str, db: SessionDep, project: Project) -> dict[str, Any]:
     service.get_run(db, project, training_run_id)
-    return listing.checkpoints(db, project, training_run_id, 1000, 0)
+    return listing.checkpoints_page(db, project, training_run_id, 1000, 0)
 
 
 @router.delete("/training_runs/{training_run_id}/checkpoints/{tinker_checkpoint_id:path}")
@@ -333,7 +333,7 @@ def delete_checkpoint(
 
 @router.get("/checkpoints")
 def user_checkpoints(db: SessionDep, project: Project, limit: int = 100, offset: int = 0) -> dict[str, Any]:
-    return listing.checkpoints(db, project, None, limit, offset)
+    return listing.checkpoints_page(db, project, None, limit, offset)
 
 
 @router.post("/weights_info")

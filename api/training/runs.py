@@ -9,14 +9,14 @@ the worker posted them (``training_requests.metrics``), so drawing a long run re
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.core.errors import InvalidRequest, NotFound
+from api.checkpoints import service as checkpoints
+from api.core.errors import InvalidRequest
 from api.core.pagination import Page, anchor, keyset_page
 from api.db.models import (
     TrainingCheckpoint,
@@ -52,10 +52,8 @@ def views(db: Session, runs: Sequence[TrainingRun]) -> list[TrainingRunObject]:
             .group_by(TrainingRequest.target)
         )
     }
-    ckpts: dict[str, list[RunCheckpoint]] = defaultdict(list)
-    query = select(TrainingCheckpoint).where(TrainingCheckpoint.run_id.in_(ids)).order_by(TrainingCheckpoint.created_at)
-    for c in db.scalars(query):
-        ckpts[c.run_id].append(
+    ckpts = {
+        run_id: [
             RunCheckpoint(
                 id=c.id,
                 kind=c.kind,
@@ -64,7 +62,10 @@ def views(db: Session, runs: Sequence[TrainingRun]) -> list[TrainingRunObject]:
                 size_bytes=c.size_bytes,
                 created_at=c.created_at,
             )
-        )
+            for c in rows
+        ]
+        for run_id, rows in checkpoints.of_runs(db, ids).items()
+    }
     return [
         TrainingRunObject(
             id=run.id,
@@ -76,18 +77,16 @@ def views(db: Session, runs: Sequence[TrainingRun]) -> list[TrainingRunObject]:
             steps=steps.get(run.id, 0),
             created_at=run.created_at,
             last_request_at=run.last_request_at,
-            checkpoints=ckpts[run.id],
+            checkpoints=ckpts.get(run.id, []),
         )
         for run in runs
     ]
 
 
 def get_checkpoint(db: Session, project_id: str, run_id: str, checkpoint_id: str) -> TrainingCheckpoint:
+    """The project's run's checkpoint (api.checkpoints.service.run_checkpoint), or 404 for either."""
     get_run(db, project_id, run_id)
-    row = db.get(TrainingCheckpoint, checkpoint_id)
-    if row is None or row.run_id != run_id:
-        raise NotFound(f"no checkpoint {checkpoint_id!r} in training run {run_id}", param="training_checkpoint_id")
-    return row
+    return checkpoints.run_checkpoint(db, run_id, checkpoint_id)
 
 
 def list_runs(db: Session, project_id: str, limit: int, after: str | None) -> Page[TrainingRun]:

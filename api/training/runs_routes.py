@@ -10,10 +10,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import Response, StreamingResponse
 
+from api.checkpoints.downloads import TAR, tar_response
 from api.core.deps import CurrentProject, SessionDep, StoreDep
 from api.core.errors import ERROR_RESPONSES
 from api.core.pagination import ListResponse
-from api.jobs.downloads import TAR, tar_response
 from api.training import runs
 from api.training.run_schemas import ReportMetrics, RunMetrics, RunStep, TrainingRunObject
 from api.training.service import get_run

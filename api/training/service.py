@@ -24,6 +24,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from api.checkpoints import service as checkpoints
 from api.core.errors import InvalidRequest, NotFound
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
@@ -325,7 +326,7 @@ def checkpoint_target(
 ) -> tc.CheckpointTarget:
     """Where a named save goes; 400 when the name is taken and ``overwrite`` is off."""
     path = TinkerPath(rid, "training" if kind == "training" else "sampler", checked_name(name, param))
-    taken = db.scalars(select(TrainingCheckpoint).where(TrainingCheckpoint.tinker_path == str(path))).first()
+    taken = checkpoints.at_path(db, str(path))
     if taken is not None and not overwrite:
         raise InvalidRequest(f"{path} exists: pick another name (save_state can overwrite=True)", param=param)
     cid = taken.id if taken is not None else new_id("ftckpt")
@@ -337,8 +338,7 @@ def find_checkpoint(
 ) -> TrainingCheckpoint:
     """The project's checkpoint at ``tinker://`` ``path`` (404 otherwise, as for one that never existed), of
     ``kind`` when given (a 400 naming the kind the call needs)."""
-    parsed = TinkerPath.parse(path, param)
-    row = db.scalars(select(TrainingCheckpoint).where(TrainingCheckpoint.tinker_path == str(parsed))).first()
+    row = checkpoints.at_path(db, str(TinkerPath.parse(path, param)))
     if row is None or row.project_id != project_id:
         raise NotFound(f"no checkpoint {path}", param=param)
     if kind is not None and row.kind != kind:

@@ -10,10 +10,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from api.checkpoints.downloads import sign, verify
 from api.core import web
 from api.core.errors import NotFound
 from api.core.settings import ApiSettings
-from api.jobs.downloads import sign, verify
 from tests.unit.test_api_ops import make_job
 
 

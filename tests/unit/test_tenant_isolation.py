@@ -16,8 +16,8 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from api.checkpoints.downloads import sign
 from api.core.settings import ApiSettings
-from api.jobs.downloads import sign
 from runtime.storage import LocalStore
 from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl, metrics_event
 from tests.tiny_model import TINY_ID

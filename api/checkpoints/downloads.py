@@ -1,4 +1,6 @@
-"""Links that fetch a checkpoint's adapter without an ``Authorization`` header (no FastAPI here).
+"""A checkpoint's tar handed out, a job's or a training run's: streamed from the local store or a 302 to a presigned
+URL (``tar_response``, what both content routes answer), and links that fetch it without an ``Authorization``
+header.
 
 A browser link (the dashboard's "download" button, a ``curl`` on a GPU box without the API key) cannot send the
 bearer key, so an authenticated request gets a short-lived link instead:
@@ -64,7 +66,7 @@ def verify(settings: CommonSettings, token: str, now: float | None = None) -> tu
 
 def presigned_adapter(store: ObjectStore, ckpt: Checkpoint | TrainingCheckpoint) -> tuple[str | None, str]:
     """(a presigned URL of the checkpoint's tar, or None on a store without URLs; its filename): a job's adapter, or
-    a training-API checkpoint (api.training.runs_routes)."""
+    a training-API checkpoint."""
     filename = f"{ckpt.id}.tar"
     return store.presigned_url(ckpt.object_key, LINK_SECONDS, filename=filename, content_type=TAR), filename
 
