@@ -27,9 +27,9 @@ from api.jobs import internal_routes as jobs_internal
 from api.jobs import output_routes as job_outputs
 from api.jobs import routes as jobs
 from api.jobs.polls import Polls
-from api.jobs.reaper import Reaper
 from api.models import internal_routes as models_internal
 from api.models import routes as models
+from api.reaper import Reaper
 from api.secrets import routes as secrets
 from api.training import internal_routes as training_internal
 from api.training import routes as training
@@ -87,7 +87,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *thresholds[1:])
         dispatcher = start_dispatcher(settings, app.state.sessionmaker)  # webhook deliveries, off the request path
         reaper = None
-        if settings.reaper:  # lost workers and lost doorbells (api.jobs.reaper)
+        if settings.reaper:  # lost workers and lost doorbells (api.reaper)
             reaper = Reaper(settings, app.state.sessionmaker, app.state.queue).start()
         yield
         gc.set_threshold(*thresholds)

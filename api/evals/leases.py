@@ -167,7 +167,7 @@ def _usage(results: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def reap(session: Session, stale_before: int) -> list[str]:
-    """The reaper's rule for eval runs (api.jobs.reaper): a run whose worker stopped renewing its lease is
+    """The reaper's rule for eval runs (api.reaper): a run whose worker stopped renewing its lease is
     queued again (failed after MAX_ATTEMPTS claims), and a queued run not claimed since ``stale_before`` is rung
     again. Returns the runs to ring, after the caller commits."""
     t = now()

@@ -1,4 +1,5 @@
-"""The worker side of a job after its claim (api.jobs.claims): heartbeat, events, checkpoints, finish, all fenced.
+"""The worker side of a job after its claim (api.jobs.claims): heartbeat, events, checkpoints, finish, all fenced;
+and the reaper's rules for jobs (lost workers, lost doorbells, preemption: ``reap``, run by api.reaper).
 
 Every write after the claim carries the lease epoch the claim bumped (the fencing token) and is refused with 409
 ``stale_lease`` unless it is the job's current one and the job is active, so a paused, partitioned or duplicated
@@ -15,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -277,3 +278,102 @@ def _hand_back(session: Session, job: Job) -> bool:
     session.commit()
     session.refresh(job)
     return True
+
+
+def reap(session: Session, settings: ApiSettings, t: int) -> tuple[dict[str, int], list[str]]:
+    """The reaper's rules for jobs (api.reaper), each change a guarded UPDATE. The caller holds the fleet lock
+    (scheduling.lock_fleet) from before this reads anything, commits, then rings the jobs returned:
+
+    - running with an expired lease (the worker died with its host, or was paused/killed past its lease): re-queued
+      by ringing the doorbell, once per expiry; failed with ``attempts_exhausted`` when ``max_attempts`` claims were
+      used — saying so;
+    - cancelling / pausing with an expired lease: finished as cancelled / paused (the worker is gone; the last
+      checkpoint stands);
+    - queued and claimable with no doorbell since ``requeue_after_seconds`` (Redis flushed, broker down at creation,
+      a message lost, no worker free yet): one doorbell per pass (any worker that answers claims the best job);
+    - a higher-priority job unclaimed for ``preemption_grace_seconds``: a lower-priority preemptible running job is
+      asked to make way (api.jobs.scheduling.preempt).
+
+    Returns how many jobs each rule touched (for logs and tests) and the jobs to ring."""
+    counts = {"requeued_lost_worker": 0, "failed_exhausted": 0, "finished_stopping": 0, "requeued_queued": 0}
+    expired = select(Job).where(
+        Job.status.in_([JobStatus.running, JobStatus.cancelling, JobStatus.pausing]),
+        Job.lease_expires_at.is_not(None),
+        Job.lease_expires_at < t,
+    )
+    ring: list[str] = []
+    for job in session.scalars(expired).all():
+        guard = and_(Job.id == job.id, Job.status == job.status, Job.lease_expires_at == job.lease_expires_at)
+        if job.status in (JobStatus.cancelling, JobStatus.pausing):
+            final = JobStatus.cancelled if job.status == JobStatus.cancelling else JobStatus.paused
+            values: dict[str, Any] = {"status": final, "lease_expires_at": None}
+            if final == JobStatus.cancelled:
+                values["finished_at"] = t
+            if rows_changed(session, update(Job).where(guard).values(**values)) == 1:
+                add_event(session, job.id, f"Job {final} (its worker stopped before acknowledging the request)")
+                if final == JobStatus.cancelled:
+                    _webhook(session, job, final)
+                counts["finished_stopping"] += 1
+        elif job.attempts >= job.max_attempts:
+            error = {
+                "code": "attempts_exhausted",
+                "message": f"the worker was lost {job.attempts} times (max_attempts={job.max_attempts}); "
+                f"last at step {job.steps_done}/{job.total_steps}",
+            }
+            failed = {"status": JobStatus.failed, "finished_at": t, "lease_expires_at": None, "error": error}
+            if rows_changed(session, update(Job).where(guard).values(**failed)) == 1:
+                add_event(session, job.id, f"Job failed: {error['message']}", level="error")
+                _webhook(session, job, JobStatus.failed)
+                counts["failed_exhausted"] += 1
+        elif job.enqueued_at is None or job.enqueued_at < (job.lease_expires_at or t):  # once per expiry
+            _requeue_lost(session, job, guard, t, counts, ring)
+    stale = t - settings.requeue_after_seconds
+    # the fleet is read once a pass, for both rules below (the rules above change no candidate)
+    fleet = scheduling.read_fleet(session, settings, t)
+    ring += _ring_unclaimed(session, fleet, t, stale, counts)
+    counts["preemptions_asked"] = len(scheduling.preempt(session, settings, fleet, t))
+    return counts, ring
+
+
+def _webhook(session: Session, job: Job, status: str) -> None:
+    record_job_event(session, job, f"fine_tuning.job.{status}")
+
+
+def _ring_unclaimed(session: Session, fleet: scheduling.Fleet, t: int, stale: int, counts: dict[str, int]) -> list[str]:
+    """Claimable queued jobs whose doorbell is older than ``requeue_after_seconds`` (Redis flushed, the broker down
+    at creation, a message lost, or simply no worker free yet): one doorbell per pass, since any worker that
+    answers claims the best job (api.jobs.scheduling). Each is marked rung; the event goes to the job next in line
+    only, so jobs waiting their turn behind others do not repeat it every pass. Jobs held back by their project's
+    limit or a backoff are rung when that ends, not here."""
+    order = fleet.order(t)
+    due = [c.id for c in order if c.queued]
+    if not due:
+        return []
+    lost = select(Job.id).where(
+        Job.id.in_(due), Job.status == JobStatus.queued, or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale)
+    )
+    lost_ids = set(session.scalars(lost))
+    rung = [job_id for job_id in due if job_id in lost_ids]
+    if not rung:
+        return []
+    unrung = or_(Job.enqueued_at.is_(None), Job.enqueued_at < stale)
+    session.execute(update(Job).where(Job.id.in_(rung), Job.status == JobStatus.queued, unrung).values(enqueued_at=t))
+    if rung[0] == due[0]:
+        add_event(session, rung[0], "Not claimed yet; ringing the queue again (its message may have been lost)")
+    counts["requeued_queued"] += len(rung)
+    return rung[:1]
+
+
+def _requeue_lost(session: Session, job: Job, guard: Any, t: int, counts: dict[str, int], ring: list[str]) -> None:
+    """Mark the doorbell rung (the claim takes a running job whose lease expired) and say so in the events."""
+    if rows_changed(session, update(Job).where(guard).values(enqueued_at=t)) != 1:
+        return
+    add_event(
+        session,
+        job.id,
+        f"Worker lost at step {job.steps_done} (lease expired); re-queued for attempt "
+        f"{job.attempts + 1} of {job.max_attempts}",
+        level="warn",
+    )
+    ring.append(job.id)
+    counts["requeued_lost_worker"] += 1

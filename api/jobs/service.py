@@ -141,7 +141,7 @@ def create_job(
         add_event(session, job.id, lr_note)
     session.commit()
     # Queue after commit: a worker can never receive an id whose row it cannot see yet. If the broker is
-    # down the job stays queued (and says so); the reaper rings again (api.jobs.reaper).
+    # down the job stays queued (and says so); the reaper rings again (api.reaper).
     try:
         queue.ring(job.id)
         job.enqueued_at = now()

@@ -248,7 +248,7 @@ def release(db: Session, session_id: str, body: tc.Release) -> tc.Ack:
 
 
 def reap(db: Session, stale_before: int) -> list[str]:
-    """The reaper's rule for sessions (api.jobs.reaper), each change a guarded UPDATE:
+    """The reaper's rule for sessions (api.reaper), each change a guarded UPDATE:
 
     - a session whose worker stopped renewing its lease is lost, and its open requests fail with a server error
       (the client's futures answer; nothing hangs); a finished one is simply let go;

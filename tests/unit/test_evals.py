@@ -204,7 +204,7 @@ def test_the_reaper_requeues_a_run_whose_worker_died_and_gives_up_after_three_cl
     from sqlalchemy import create_engine, text
     from sqlalchemy.orm import Session
 
-    from api.jobs.reaper import reap
+    from api.reaper import reap
 
     class Rung:
         def __init__(self) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 from api.core.settings import ApiSettings
-from api.jobs.reaper import reap
+from api.reaper import reap
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 

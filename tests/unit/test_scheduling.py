@@ -15,8 +15,8 @@ from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.models import UsageRecord, now
 from api.jobs import scheduling
-from api.jobs.reaper import reap
 from api.jobs.scheduling import Candidate, Fleet, decayed
+from api.reaper import reap
 from api.tenants import service as tenants
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 from api.core.settings import ApiSettings
-from api.jobs.reaper import reap
+from api.reaper import reap
 from tests.tiny_model import TINY_ID
 from tests.training_objects import WORKER, fwdbwd_body
 
