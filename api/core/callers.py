@@ -1,7 +1,7 @@
 """Who is calling: a bearer key resolved to its project, and the reads a running job is polled with, at one query a
 request.
 
-A project key (api.tenants.service creates and revokes them) is stored as its SHA-256 only (``hash_key``), so a key
+A project key (created and revoked by api.tenants) is stored as its SHA-256 only (``hash_key``), so a key
 is resolved by its hash (``project_for_key``). Open mode: while no key has ever been created (and the legacy
 ``API_KEY`` setting is unset), the service needs no key and everything belongs to the default project — local use
 and ``make demo``. Revoked keys still count (``any_key_exists``): revoking every key must never silently reopen the
