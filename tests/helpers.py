@@ -136,3 +136,14 @@ def claim(**fields: Any) -> Any:
         "object_prefix": "projects/p/jobs/ftjob-x/",
     }
     return api.ClaimResponse.model_validate(base | fields)
+
+
+def rank_spec(claim: Any, folder: Path, node_rank: int = 0) -> Any:
+    """The ``spec.json`` every rank of a node reads (worker.launch.RankSpec) for ``claim``, with a job as the node
+    validated it (worker.job.Job: the default config, the digit grader) and ``folder/t.jsonl`` as its data."""
+    from grpo_core.schemas.config import GRPOConfig
+    from worker.job import Inputs, Job
+    from worker.launch import RankSpec
+
+    job = Job(cfg=GRPOConfig(), grader=DIGIT_GRADER, model_dir=folder / "model")
+    return RankSpec(claim=claim, job=job, node_rank=node_rank, inputs=Inputs(train=folder / "t.jsonl"), folder=folder)

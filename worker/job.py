@@ -1,18 +1,20 @@
 """A claimed job read once: its config, grader and model checked, its inputs fetched, its graders built.
 
-Shared by the three places that run (part of) a job: the worker that trains in its own process
-(worker.runner), every rank of a multi-process job (worker.rank), and the worker that joins a multi-node job
-as another node (worker.node). Each node fetches its own copy of the inputs from the object store.
+``read_job`` validates the claim's hyperparameters, grader and environment once per node: the worker that claimed
+the job (worker.runner) and each worker that joins a multi-node job as another node (worker.node). From there the
+``Job`` travels typed: to the trainer in this process, and to every rank of the node in its ``spec.json``
+(worker.launch.RankSpec, read by worker.rank). What the worker changes (the readiness probe pins ``max_steps``:
+worker.preflight) is a typed copy, never an edit of the claim's dict. Each node fetches its own copy of the inputs
+from the object store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from grpo_core.errors import UserError
 from grpo_core.models.catalog import resolve_model
@@ -32,11 +34,14 @@ if TYPE_CHECKING:
 from worker.settings import WorkerSettings
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(BaseModel):
+    """A claimed job as this node runs it, validated once (``read_job``)."""
+
+    model_config = ConfigDict(frozen=True)
+
     cfg: GRPOConfig
     grader: GraderSpec
-    model_dir: Path
+    model_dir: Path  # this node's folder of the base model
     base_name: str | None = None  # what the adapter names as its base: a registered model's hub id or id
     environment: EnvironmentSpec | None = None  # tools or respond(): every sample a multi-turn episode
 
@@ -66,9 +71,8 @@ def read_job(
         raise UserError(f"job spec is invalid: {exc}") from None
     source = claim.model_source
     model_dir = base_model_dir(settings, store, claim.model, source, say)
-    if source is not None:
-        return Job(cfg, grader, model_dir, source.hub_id or source.id, environment)
-    return Job(cfg, grader, model_dir, environment=environment)
+    base_name = (source.hub_id or source.id) if source is not None else None
+    return Job(cfg=cfg, grader=grader, model_dir=model_dir, base_name=base_name, environment=environment)
 
 
 def base_model_dir(

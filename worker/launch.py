@@ -8,8 +8,9 @@ reports, is always on the node that holds the job's lease. (torchrun's dynamic c
 hostname and pid, which would put rank 0 on any node.)
 
 The files in the attempt's folder are the whole interface with the ranks:
-- ``spec.json`` (``RankSpec``): the claim and where this node's inputs are; every rank reads it. Never the job's
-  secrets: they go in ``secrets.json`` (mode 0600), which rank 0, whose tracker needs them, reads and deletes.
+- ``spec.json`` (``RankSpec``): the claim, the job as this node validated it (worker.job.Job) and where this
+  node's inputs are; every rank reads it. Never the job's secrets: they go in ``secrets.json`` (mode 0600), which
+  rank 0, whose tracker needs them, reads and deletes.
 - ``stop``: written by the launching worker when the job must stop at the next step boundary (a cancel or pause
   seen by its heartbeat, or its own shutdown); rank 0 reads it before every step and tells the other ranks.
 - ``result.json`` (``RankResult``): rank 0's account of a run that ended without an error.
@@ -43,7 +44,7 @@ from pydantic import BaseModel, SecretStr
 from runtime import internal as api
 from worker.client import StaleLease
 from worker.failures import PEER_LOST, Failure, RankFailed, RanksLost
-from worker.job import Inputs
+from worker.job import Inputs, Job
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,8 @@ def _read_failures(folder: Path) -> list[RankFailure]:
 class RankSpec(BaseModel):
     """What every rank of one node reads (``spec.json``)."""
 
-    job: api.ClaimResponse
+    claim: api.ClaimResponse
+    job: Job  # validated once on this node (worker.job.read_job): every rank trains it as it is
     node_rank: int
     inputs: Inputs
     folder: Path  # the attempt's folder on this node: checkpoints/, stop, result.json, failures/, pids/
@@ -124,10 +126,10 @@ class RankSpec(BaseModel):
         """``spec.json`` for every rank, and the job's secrets apart in ``secrets.json`` for rank 0 only: created
         exclusively, readable by this user alone. Neither is where user code runs: the bwrap sandbox binds nothing
         of the attempt's folder, and the weak tier runs as another uid."""
-        (self.folder / "spec.json").write_text(self.model_dump_json(exclude={"job": {"secrets"}}))
+        (self.folder / "spec.json").write_text(self.model_dump_json(exclude={"claim": {"secrets"}}))
         self.secrets_file.unlink(missing_ok=True)
-        if self.job.secrets:
-            values = {name: value.get_secret_value() for name, value in self.job.secrets.items()}
+        if self.claim.secrets:
+            values = {name: value.get_secret_value() for name, value in self.claim.secrets.items()}
             fd = os.open(self.secrets_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as fh:
                 json.dump(values, fh)
@@ -140,8 +142,8 @@ class RankSpec(BaseModel):
         except FileNotFoundError:
             return self
         self.secrets_file.unlink(missing_ok=True)
-        job = self.job.model_copy(update={"secrets": {k: SecretStr(v) for k, v in values.items()}})
-        return self.model_copy(update={"job": job})
+        claim = self.claim.model_copy(update={"secrets": {k: SecretStr(v) for k, v in values.items()}})
+        return self.model_copy(update={"claim": claim})
 
 
 class RankResult(BaseModel):
@@ -170,7 +172,7 @@ class Torchrun:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        res = self.spec.job.resources
+        res = self.spec.claim.resources
         addr, port = self.master
         return [
             sys.executable,
@@ -184,7 +186,7 @@ class Torchrun:
             "--max-restarts=0",
             "--monitor-interval=0.5",
             f"--rdzv-conf=timeout={self.rendezvous_timeout}",
-            f"--rdzv-id={self.spec.job.job_id}-e{self.spec.job.epoch}",
+            f"--rdzv-id={self.spec.claim.job_id}-e{self.spec.claim.epoch}",
             "-m",
             "worker.rank",
             str(self.spec.folder / "spec.json"),
@@ -199,13 +201,13 @@ class Torchrun:
             usable_cpus,  # torch: imported where a job runs, not where the worker starts
         )
 
-        threads = max(1, usable_cpus() // self.spec.job.resources.devices)
+        threads = max(1, usable_cpus() // self.spec.claim.resources.devices)
         # TORCH_NCCL_BLOCKING_WAIT: a collective on NCCL waits in the calling thread and raises there when a peer
         # is gone or it times out (grpo_core.hardware.distributed turns that into PeerLost); without it the error
         # surfaces later, outside the collective, or NCCL's watchdog aborts the process with no failure of its own
         # recorded. The ranks' collectives are a few per step, so waiting in the thread costs nothing measurable.
         env = os.environ | {"OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", "TORCH_NCCL_BLOCKING_WAIT": "1"}
-        log.info("job %s: starting %s", self.spec.job.job_id, " ".join(self.command()))
+        log.info("job %s: starting %s", self.spec.claim.job_id, " ".join(self.command()))
         self.proc = subprocess.Popen(self.command(), env=env, start_new_session=True, preexec_fn=_die_with_parent)
 
     def request_stop(self, reason: str) -> None:
@@ -259,7 +261,7 @@ class Torchrun:
                 raise StaleLease(first.failure.message)
             raise RankFailed(first.failure, first.rank)
         if not any(self.spec.pids.iterdir()):  # no rank started: the rendezvous never completed
-            res = self.spec.job.resources
+            res = self.spec.claim.resources
             if res.nodes > 1:
                 addr, port = self.master
                 raise RanksLost(

@@ -60,11 +60,11 @@ class JoinRun:
             job = read_job(claim, self.settings, store, self._say)
             check_sandbox(job, self.settings, lambda _: None)
             inputs = fetch_inputs(store, claim, folder / "inputs")
-            claim = drop_rows(claim, inputs, claim.readiness_dropped_rows or [])  # as node 0's probe decided
+            job = drop_rows(job, claim.total_steps, inputs, claim.readiness_dropped_rows or [])  # as node 0's probe
         except Exception as exc:  # node 0 waits for this node until its rendezvous times out: say why
             self._say(f"Node {joined.node_rank} could not start: {type(exc).__name__}: {exc}")
             raise
-        spec = RankSpec(job=claim, node_rank=joined.node_rank, inputs=inputs, folder=folder / "ranks")
+        spec = RankSpec(claim=claim, job=job, node_rank=joined.node_rank, inputs=inputs, folder=folder / "ranks")
         ranks = Torchrun(spec, (host, int(port)), self.settings.rendezvous_timeout_seconds)
         try:
             ranks.start()

@@ -62,11 +62,11 @@ def _original(inputs: Inputs) -> Path:
     return inputs.train.with_name(inputs.train.name + ".orig")
 
 
-def drop_rows(claim: api.ClaimResponse, inputs: Inputs, dropped: list[int]) -> api.ClaimResponse:
-    """Rewrite this node's training file without the 1-based ``dropped`` rows; the claim, with ``max_steps``
-    pinned to the job's planned steps (fewer rows must not mean fewer steps)."""
+def drop_rows(job: Job, total_steps: int, inputs: Inputs, dropped: list[int]) -> Job:
+    """Rewrite this node's training file without the 1-based ``dropped`` rows; the job, with ``max_steps`` pinned
+    to its planned ``total_steps`` (fewer rows must not mean fewer steps)."""
     if not dropped:
-        return claim
+        return job
     gone = set(dropped)
     original = _original(inputs)
     if not original.is_file():  # the probe after training samples the same rows of the whole file
@@ -74,15 +74,14 @@ def drop_rows(claim: api.ClaimResponse, inputs: Inputs, dropped: list[int]) -> a
     lines = [ln for ln in original.read_text().splitlines() if ln.strip()]
     kept = [ln for i, ln in enumerate(lines, start=1) if i not in gone]
     inputs.train.write_text("\n".join(kept) + "\n")
-    hp = claim.hyperparameters | {"max_steps": claim.total_steps}
-    return claim.model_copy(update={"hyperparameters": hp})
+    return job.model_copy(update={"cfg": job.cfg.model_copy(update={"max_steps": total_steps})})
 
 
 def before_training(
     claim: api.ClaimResponse, job: Job, inputs: Inputs, settings: WorkerSettings, post: Post, say: Callable[[str], None]
-) -> api.ClaimResponse:
+) -> Job:
     """Probe and post the report unless an earlier attempt did; drop the rows without signal if asked. Returns
-    the claim to train with."""
+    the job to train."""
     from grpo_core.errors import UserError
 
     pre = job.cfg.preflight
@@ -100,7 +99,7 @@ def before_training(
                 "group): nothing to train on; see the readiness report's findings (GET …/readiness)"
             )
         post(api.ReadinessRequest(epoch=claim.epoch, phase="before", report=rep, dropped_rows=dropped))
-    return drop_rows(claim, inputs, dropped)
+    return drop_rows(job, claim.total_steps, inputs, dropped)
 
 
 def after_training(

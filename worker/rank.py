@@ -26,7 +26,7 @@ from runtime import internal as api
 from runtime.storage import ObjectStore, make_store
 from worker.client import InternalClient, StaleLease
 from worker.failures import PEER_LOST, Failure, classify
-from worker.job import make_graders, read_job
+from worker.job import make_graders
 from worker.launch import RankFailure, RankResult, RankSpec
 from worker.reporting import Reporter
 from worker.settings import WorkerSettings, get_settings
@@ -38,9 +38,9 @@ class RankLink:
     """What rank 0's Reporter talks through (worker.reporting.ReportTarget): the internal API and the store."""
 
     def __init__(self, spec: RankSpec, settings: WorkerSettings) -> None:
-        self.job_id = spec.job.job_id
-        self.epoch = spec.job.epoch
-        self.object_prefix = spec.job.object_prefix
+        self.job_id = spec.claim.job_id
+        self.epoch = spec.claim.epoch
+        self.object_prefix = spec.claim.object_prefix
         self.client = InternalClient(settings.api_url, settings.internal_token)
         self.store: ObjectStore = make_store(settings)
         self.stop_file = spec.stop_file
@@ -83,12 +83,12 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
     from grpo_core.data.rows import read_jsonl
     from grpo_core.hardware.device import resolve_placement
 
-    job = read_job(spec.job, settings)
+    job = spec.job
     rows = read_jsonl(spec.inputs.train)
     valid_rows = read_jsonl(spec.inputs.validation) if spec.inputs.validation else None
     graders = make_graders(job, settings)
     link = RankLink(spec, settings) if world.is_main else None
-    reporter = Reporter(link, spec.job, settings) if link is not None else None
+    reporter = Reporter(link, spec.claim, settings) if link is not None else None
     status = api.FinishStatus.failed
     try:
         result: TrainResult = train(
@@ -98,7 +98,7 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
             graders,
             callbacks=reporter or Silent(),
             work_dir=spec.checkpoints,
-            seed=spec.job.seed,
+            seed=spec.claim.seed,
             resume_from=spec.inputs.resume,
             valid_rows=valid_rows,
             placement=resolve_placement(job.cfg.device, job.cfg.precision, world),
@@ -187,7 +187,7 @@ def record_failure(exc: BaseException, spec: RankSpec, world: World, settings: W
     if isinstance(exc, StaleLease):
         failure = Failure(code=api.Refusal.stale_lease, message=str(exc))
     else:
-        failure = classify(exc, spec.job.job_id, settings.job_time_limit_seconds)
+        failure = classify(exc, spec.claim.job_id, settings.job_time_limit_seconds)
     record = RankFailure(rank=world.rank, at=time.time(), failure=failure)
     exchange = FailureExchange.connect(world)
     if exchange is not None:
@@ -220,7 +220,7 @@ def main(argv: list[str]) -> int:
         result = run_rank(spec, world, settings)
     except BaseException as exc:  # every way out of a rank leaves its cause for the launcher
         record_failure(exc, spec, world, settings)
-        log.exception("job %s: rank %s failed", spec.job.job_id, world.rank)
+        log.exception("job %s: rank %s failed", spec.claim.job_id, world.rank)
         return 1
     if result is not None:
         tmp = spec.result_file.with_suffix(".tmp")

@@ -15,11 +15,9 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.metrics import Execution
 from runtime import internal as api
 from runtime.storage import make_store
@@ -197,7 +195,7 @@ class JobRun:
             result = self._run_training(claim, work, reporter)
         except StaleLease:
             raise
-        except Exception as exc:
+        except Exception as exc:  # the run's boundary: whatever training raised, the job finishes failed, saying why
             return self._failure(exc)
         outcome = api.FinishRequest(epoch=self.epoch, status=api.FinishStatus.succeeded, trained_tokens=reporter.tokens)
         if not result.stopped:
@@ -237,12 +235,9 @@ class JobRun:
             from grpo_core.trainer import TrainResult
 
             check_sandbox(job, self.settings, lambda _: None)  # refuses here; says which tier once, below
-            claim = preflight.before_training(
-                claim, job, inputs, self.settings, self.post_readiness, reporter.on_message
-            )
+            job = preflight.before_training(claim, job, inputs, self.settings, self.post_readiness, reporter.on_message)
             if pre.only:
                 return TrainResult(0, 0, False, None)
-            job = replace(job, cfg=GRPOConfig.model_validate(claim.hyperparameters))  # max_steps pinned if dropped
         result = self._train_job(claim, job, inputs, work, reporter)
         if pre is not None and pre.compare_after and not result.stopped:
             if result.final_checkpoint is None:
@@ -336,7 +331,7 @@ class JobRun:
         check_sandbox(job, self.settings, reporter.on_message)
         if not single:
             self._request_stop(self.client.rendezvous(self.job_id, self.epoch, f"{host}:{master[1]}"))
-        spec = RankSpec(job=claim, node_rank=0, inputs=inputs, folder=folder)
+        spec = RankSpec(claim=claim, job=job, node_rank=0, inputs=inputs, folder=folder)
         ranks = Torchrun(spec, master, self.settings.rendezvous_timeout_seconds)
         self._ranks = ranks
         try:

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from scripts.local_stack import free_port
-from tests.helpers import claim
+from tests.helpers import claim, rank_spec
 from worker.failures import PEER_LOST, RankFailed
-from worker.job import Inputs
-from worker.launch import RankFailure, RankSpec, Torchrun
+from worker.launch import RankFailure, Torchrun
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,9 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_another_nodes_own_failure_is_the_jobs_not_a_lost_rank(tmp_path: Path) -> None:
     specs = []
     for node in (0, 1):  # one folder per "node": rank 1's failure file never lands in node 0's folder
-        spec = RankSpec(
-            job=claim(), node_rank=node, inputs=Inputs(train=tmp_path / "t.jsonl"), folder=tmp_path / f"n{node}"
-        )
+        spec = rank_spec(claim(), tmp_path / f"n{node}", node)
         spec.failures.mkdir(parents=True)
         spec.pids.mkdir(parents=True)
         (spec.pids / f"rank-{node}").write_text("999999")

@@ -30,10 +30,9 @@ from api.secrets import crypto
 from api.secrets import service as svc
 from grpo_core.errors import UserError
 from runtime import internal as api
-from tests.helpers import ARITH_ROWS, DIGIT_GRADER, claim, job_body, jsonl
+from tests.helpers import ARITH_ROWS, DIGIT_GRADER, claim, job_body, jsonl, rank_spec
 from tests.tiny_model import TINY_ID
 from tests.unit.test_tenants import bearer, new_key
-from worker.job import Inputs
 from worker.launch import RankSpec
 from worker.settings import WorkerSettings
 from worker.tracking import Tracker, check_secrets
@@ -258,17 +257,17 @@ def test_beyond_one_machine_secrets_need_secrets_key(tmp_path: Path) -> None:
 def test_the_rank_files_keep_the_secret_out_of_the_spec_every_rank_reads(tmp_path: Path) -> None:
     val = value()
     job = claim(secrets={"wandb": val}, integrations=[{"type": "wandb", "api_key_secret": "wandb"}])
-    spec = RankSpec(job=job, node_rank=0, inputs=Inputs(train=tmp_path / "t.jsonl"), folder=tmp_path)
+    spec = rank_spec(job, tmp_path)
     spec.write()
     text = (tmp_path / "spec.json").read_text()
     assert val not in text and "**" not in text
     assert stat.S_IMODE(spec.secrets_file.stat().st_mode) == 0o600
     every_rank = RankSpec.model_validate_json(text)
-    assert every_rank.job.secrets == {}
+    assert every_rank.claim.secrets == {}
     rank0 = every_rank.with_secrets()
-    assert rank0.job.secrets["wandb"].get_secret_value() == val
+    assert rank0.claim.secrets["wandb"].get_secret_value() == val
     assert not spec.secrets_file.exists()  # read once, then gone
-    RankSpec(job=claim(), node_rank=0, inputs=spec.inputs, folder=tmp_path).write()
+    rank_spec(claim(), tmp_path).write()
     assert not spec.secrets_file.exists()
 
 

@@ -10,17 +10,16 @@ import pytest
 
 from runtime import internal as api
 from runtime.internal import Refusal
-from tests.helpers import claim
+from tests.helpers import claim, rank_spec
 from worker.client import StaleLease
 from worker.failures import PEER_LOST, Failure, RankFailed, RanksLost
-from worker.job import Inputs
-from worker.launch import RankFailure, RankResult, RankSpec, Torchrun
+from worker.launch import RankFailure, RankResult, Torchrun
 
 CLAIM = claim(epoch=3, total_steps=4, object_prefix="p/", resources=api.Resources(devices=2, nodes=3))
 
 
 def _exited(tmp_path: Path, code: int, node_rank: int = 0) -> Torchrun:
-    spec = RankSpec(job=CLAIM, node_rank=node_rank, inputs=Inputs(train=tmp_path / "t.jsonl"), folder=tmp_path)
+    spec = rank_spec(CLAIM, tmp_path, node_rank)
     run = Torchrun(spec, ("10.0.0.5", 29511), rendezvous_timeout=120)
     spec.failures.mkdir(parents=True, exist_ok=True)
     spec.pids.mkdir(parents=True, exist_ok=True)
