@@ -4,7 +4,7 @@
 It runs grpo_core.trainer.train unmodified: the probes wrap module-level names the loop looks up at call time (as
 bench/sides.py wraps policy_update), and record per step on every rank:
 
-- ``trainer.collect_batch``: sampling + scoring (+ the (rollout, scores) all-gather + the post-gather batch
+- ``pipeline.collect_batch``: sampling + scoring (+ the (rollout, scores) all-gather + the post-gather batch
   assembly: filters, shaping, advantages); its ``stats`` split off sampling and scoring.
 - ``trainer.policy_update``: this rank's micro-batches, the gradient all-reduce and the metric sums.
 - ``update.all_reduce_sum_``: its return value, the fp64 gradient bytes each rank sends, and its seconds.
@@ -34,6 +34,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+import grpo_core.rollout.pipeline as pipeline
 import grpo_core.rollout.sampling as sampling
 import grpo_core.trainer as tr
 import grpo_core.update.step as upd
@@ -60,7 +61,7 @@ class Probe:
     def install(self) -> None:
         """Wrap the names the loop looks up at call time (the modules' attributes; nothing in them changes)."""
         targets: list[tuple[Any, str, Any]] = [
-            (tr, "collect_batch", self._collect),
+            (pipeline, "collect_batch", self._collect),
             (tr, "policy_update", self._update),
             (upd, "all_reduce_sum_", self._all_reduce),
             (sampling, "all_gather_objects", self._gather),
@@ -128,7 +129,7 @@ class Probe:
 
 
 class Gate:
-    """grpo_core.trainer.Callbacks on rank 0: ``steps`` steps, each timed from its gate to its metrics."""
+    """grpo_core.run.Callbacks on rank 0: ``steps`` steps, each timed from its gate to its metrics."""
 
     def __init__(self, steps: int) -> None:
         self.steps, self.t0 = steps, 0.0

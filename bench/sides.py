@@ -65,10 +65,10 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
     if variant == "prefix":
         import dataclasses
 
-        import grpo_core.trainer as loop
+        import grpo_core.run as built
 
-        chosen = loop.update_path
-        loop.update_path = lambda *args: dataclasses.replace(chosen(*args), share_prefix=False)
+        chosen = built.update_path
+        built.update_path = lambda *args: dataclasses.replace(chosen(*args), share_prefix=False)
     if variant == "fused":
         import grpo_core.policy as policy
 
@@ -81,9 +81,10 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
         upd.attention_kernels = lambda device: contextlib.nullcontext()
     import torch
 
+    import grpo_core.run as built
     import grpo_core.trainer as tr
+    from grpo_core.models.prefix_cache import shared_prefixes
     from grpo_core.schemas.config import GRPOConfig
-    from grpo_core.update.logprobs import shared_prefixes
 
     settings: dict[str, Any] = {
         "device": a.device,
@@ -108,11 +109,13 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
     cfg = GRPOConfig(**(settings | VARIANTS.get(variant or "", {})))
     update: dict[str, float] = {}
     plan: dict[str, Any] = {}
-    original, original_micro_batch = tr.policy_update, tr.auto_micro_batch
+    original, original_micro_batch = tr.policy_update, built.auto_micro_batch
 
-    def planned_micro_batch(model: Any, cfg: Any, placement: Any, *, checkpointing: bool) -> int:
-        plan.update(memory_plan(model, cfg, placement, checkpointing=checkpointing))
-        return original_micro_batch(model, cfg, placement, checkpointing=checkpointing)
+    def planned_micro_batch(model: Any, cfg: Any, placement: Any, *, checkpointing: bool, **kw: Any) -> int:
+        plan.update(
+            memory_plan(model, cfg, placement, checkpointing=checkpointing)
+        )  # no environment: the config's shape
+        return original_micro_batch(model, cfg, placement, checkpointing=checkpointing, **kw)
 
     def timed_update(model: Any, ro: Any, *args: Any, **kw: Any) -> Any:
         if a.device == "cuda":  # the update's own peak over what it starts with: its activations, for the plan
@@ -134,8 +137,8 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
         update["params"] = float(sum(p.numel() for p in model.parameters()))  # frozen + LoRA, tied head once
         return out
 
-    tr.policy_update = timed_update  # the loop calls both by these module-level names
-    tr.auto_micro_batch = planned_micro_batch
+    tr.policy_update = timed_update  # the loop and the run's build call these by their module-level names
+    built.auto_micro_batch = planned_micro_batch
 
     class Gate:
         t0 = 0.0

@@ -22,11 +22,11 @@ import torch
 from bench.tool_task import ENVIRONMENT, GRADER, split
 from grpo_core.metrics import episode_stats
 from grpo_core.policy import load_policy, make_engine
-from grpo_core.rewards.combine import score_samples
 from grpo_core.rewards.graders import build_graders
 from grpo_core.rollout.agent.episodes import make_agent
 from grpo_core.rollout.batch import eos_ids
 from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.scored import sample_and_score
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.graders import PythonGrader
@@ -76,18 +76,17 @@ def evaluate(adapter: Path | None, cfg: GRPOConfig, spec: EnvironmentSpec, rows:
     try:
         for name, temperature, samples in (("sampled", cfg.temperature, k), ("greedy", 0.0, 1)):
             sampling = Sampling(samples, cfg.max_completion_tokens, temperature, 1.0, seed=1234)
-            ro = agent.run([agent.prompt(r) for r in rows], rows, sampling)
-            items = [r for r in rows for _ in range(samples)]
-            extras = [e.grader_view() for e in ro.episodes or []]
-            reward = score_samples(graders, ro.texts, items, [0] * len(items), extras).matrix[:, 0]
+            prompts = [agent.prompt(r) for r in rows]
+            scored = sample_and_score(agent.engine, prompts, rows, graders, sampling, agent=agent)
+            ro, n, reward = scored.rollout, len(scored.texts), scored.scores.matrix[:, 0]
             stats = episode_stats(ro.episodes or [])
             called = sum(1 for e in ro.episodes or [] if e.tool_calls)
             out[name] = {
                 "reward": round(float(torch.nan_to_num(reward).mean()), 4),
-                "episodes_with_a_call": round(called / len(items), 4),
-                "malformed_calls_per_episode": round(stats.tool_call_errors / len(items), 4),
+                "episodes_with_a_call": round(called / n, 4),
+                "malformed_calls_per_episode": round(stats.tool_call_errors / n, 4),
                 "turns_mean": round(stats.turns_mean, 3),
-                "episodes": len(items),
+                "episodes": n,
             }
     finally:
         agent.runner.close()

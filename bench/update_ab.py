@@ -136,7 +136,7 @@ def model_dir(name: str, dtype: torch.dtype) -> Path:
 
 def useful_tokens(ro: Any) -> float:
     """Each distinct prompt once, and every completion up to its last loss token."""
-    from grpo_core.update.logprobs import shared_prefixes
+    from grpo_core.models.prefix_cache import shared_prefixes
     from grpo_core.update.packing import span_lengths
 
     groups = shared_prefixes(ro.prompt_ids, ro.prompt_mask)

@@ -15,6 +15,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.rewards.advantages import zero_std_fraction
+from grpo_core.rollout.pipeline import staleness_histogram
 from grpo_core.rollout.sampling import StepBatch
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.metrics import (
@@ -30,8 +32,6 @@ from grpo_core.schemas.metrics import (
     Timing,
     TrajectorySpan,
 )
-from grpo_core.update.advantages import zero_std_fraction
-from grpo_core.update.correction import staleness_histogram
 from grpo_core.update.step import UpdateSums
 
 

@@ -1,6 +1,7 @@
-"""One policy session: load the policy, start its rollout engine, sample, score — written once.
+"""One policy session: load the policy and start its rollout engine, written once.
 
-Three callers probe a policy, and all of them go through ``sample_and_score`` on what ``open_policy`` opened:
+Three callers probe a policy, and all of them sample and score through grpo_core.rollout.scored.sample_and_score
+(the same function a training step's batch is drawn with) on what ``open_policy`` opened:
 
 - the trainer's validation (grpo_core.evaluation.validation), on the trainer's own model and engine;
 - the readiness probe (grpo_core.evaluation.probe), before training on the base model and after on the trained
@@ -17,26 +18,20 @@ the environment's sandbox, and the device memory the model held (the process tra
 from __future__ import annotations
 
 import contextlib
-import functools
-import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 
 from grpo_core.data.rows import prompt_text
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_device, vllm_on_cuda
 from grpo_core.hardware.memory import OWN_GPU_SHARE, enable_checkpointing, vllm_memory_share
 from grpo_core.hardware.vllm_support import supported_vllm
 from grpo_core.models.catalog import base_model_name
-from grpo_core.rewards.base import Grader, GraderResult
-from grpo_core.rewards.combine import Scores, grade, scores_of, weighted_total
 from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
-from grpo_core.rollout.batch import Rollout, eos_ids
-from grpo_core.rollout.engines.base import RolloutEngine, Sampling
+from grpo_core.rollout.batch import eos_ids
+from grpo_core.rollout.engines.base import RolloutEngine
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.update.lora_fused import fuse_lora
@@ -98,11 +93,15 @@ def load_adapter(model_dir: Path, adapter_dir: Path, cfg: GRPOConfig) -> tuple[A
     return model, tokenizer
 
 
-def resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement, own_gpu: bool = False) -> GRPOConfig:
+def resolve_execution(
+    cfg: GRPOConfig, model: Any, placement: Placement, own_gpu: bool = False, completion_tokens: int | None = None
+) -> GRPOConfig:
     """``cfg`` with ``gradient_checkpointing``, ``rollout_engine`` and the vLLM engine's GPU share resolved for
     ``placement`` (``micro_batch_size`` waits for the engine: it is sized from the memory the engine leaves).
     ``own_gpu``: the engine samples on a GPU of its own (resources.rollout_devices), which it need not share.
-    Turns on ``model``'s activation checkpointing when it resolves to on."""
+    ``completion_tokens``: the longest sample after its prompt that memory is planned for (default
+    ``max_completion_tokens``; a multi-turn episode's budget). Turns on ``model``'s activation checkpointing when
+    it resolves to on."""
     checkpoint = placement.is_cuda if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
     if checkpoint:
         enable_checkpointing(model)
@@ -122,7 +121,9 @@ def resolve_execution(cfg: GRPOConfig, model: Any, placement: Placement, own_gpu
         if own_gpu:  # nothing of the training's on that GPU
             share = cfg.vllm_gpu_memory_utilization or OWN_GPU_SHARE
         else:
-            share = vllm_memory_share(model, cfg, placement, checkpointing=checkpoint, sleeping=sleep)
+            share = vllm_memory_share(
+                model, cfg, placement, checkpointing=checkpoint, sleeping=sleep, completion_tokens=completion_tokens
+            )
     return cfg.model_copy(
         update={
             "gradient_checkpointing": checkpoint,
@@ -293,68 +294,3 @@ def prompts_of(
     if agent is not None:
         return [agent.prompt(r) for r in rows]
     return [prompt_text(r, tokenizer, chat_template_kwargs) for r in rows]
-
-
-@dataclass
-class ScoredSamples:
-    """One batch of prompts sampled ``k`` times each and scored: sample i belongs to prompt i // k. N = prompts × k.
-    The per-sample lists are computed from the rollout once (an eval reads them once per item)."""
-
-    rollout: Rollout  # N rows, grouped by prompt; ``episodes`` set for multi-turn samples
-    graded: list[GraderResult]  # per grader, as it answered: N scores (None: not applicable) and per-sample errors
-    scores: Scores  # (N, K) float64 matrix, NaN where a grader did not apply; errors naming the rows
-    rewards: Tensor  # (N,) float32 weighted grader total, NaN where no grader applied
-    sampling_seconds: float
-    grading_seconds: float
-
-    @property
-    def texts(self) -> list[str]:
-        """The completions (a multi-turn sample: the last assistant message), special tokens stripped."""
-        return self.rollout.texts
-
-    @functools.cached_property
-    def prompt_tokens(self) -> list[int]:
-        return [int(n) for n in self.rollout.prompt_mask.sum(dim=1).tolist()]
-
-    @functools.cached_property
-    def completion_tokens(self) -> list[int]:
-        """Tokens the model sampled per sample, up to and including its end-of-sequence token."""
-        return [int(n) for n in self.rollout.completion_mask.sum(dim=1).tolist()]
-
-    @functools.cached_property
-    def truncated(self) -> list[bool]:
-        """Whether the sample hit its token budget before an end-of-sequence token (finish reason ``length``)."""
-        return [bool(b) for b in self.rollout.truncated.tolist()]
-
-
-def sample_and_score(
-    engine: RolloutEngine,
-    prompts: list[str],
-    rows: list[dict[str, Any]],
-    graders: Sequence[Grader],
-    sampling: Sampling,
-    *,
-    weights: Sequence[float] | None = None,
-    row_numbers: list[int] | None = None,
-    agent: AgentRollouts | None = None,
-) -> ScoredSamples:
-    """``sampling.group_size`` samples of each prompt (``rows[i]`` is prompt i's dataset row, what the graders see),
-    every one scored by every grader, and their weighted total (``weights``: one per grader, default 1 each).
-
-    ``agent``: the job's environment; each sample is then a multi-turn episode sampled by the agent's engine.
-    ``row_numbers``: one per prompt, the 1-based row its grader errors name (default: its place in ``rows``).
-    The sampling noise is keyed by ``sampling`` alone (its seed and ``first_row``), so a caller that draws the
-    same batch with the same ``Sampling`` gets the same samples."""
-    k = sampling.group_size
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        ro = agent.run(prompts, rows, sampling) if agent is not None else engine.generate(prompts, sampling)
-    t1 = time.perf_counter()
-    items = [r for r in rows for _ in range(k)]
-    numbers = [n for n in (row_numbers or range(1, len(rows) + 1)) for _ in range(k)]
-    extras = [e.grader_view() for e in ro.episodes] if ro.episodes is not None else None
-    graded = grade(graders, ro.texts, items, extras)
-    scores = scores_of(graders, graded, numbers)
-    t2 = time.perf_counter()
-    rewards = weighted_total(scores.matrix, list(weights) if weights else [1.0] * len(graders))
-    return ScoredSamples(ro, graded, scores, rewards, sampling_seconds=t1 - t0, grading_seconds=t2 - t1)

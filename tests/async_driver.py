@@ -32,7 +32,7 @@ CONFIG: dict[str, Any] = {
 
 
 def sampler_pids() -> list[int]:
-    """The pids of this process's sampler processes (grpo_core.rollout.engines.sampler_process)."""
+    """The pids of this process's sampler processes (grpo_core.sampler_process)."""
     me, out = str(os.getpid()), []
     for proc in Path("/proc").iterdir():
         try:
@@ -40,7 +40,7 @@ def sampler_pids() -> list[int]:
             parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
         except OSError:
             continue
-        if parent == me and b"grpo_core.rollout.engines.sampler_process" in cmd:
+        if parent == me and b"grpo_core.sampler_process" in cmd:
             out.append(int(proc.name))
     return out
 

@@ -5,7 +5,7 @@ fails on a GPU ("Expected all tensors to be on the same device") — or worse, s
 guard makes that mistake visible without a GPU: while it is active, every call of a tensor factory
 (``torch.tensor``, ``torch.arange``, ``torch.zeros``, …) made *from grpo_core's own code* without a ``device=``
 is recorded with its file and line. Device tensors name the model's device; host tensors (rollouts, rewards,
-advantages) name ``grpo_core.rollout.batch.HOST``. Factories called by libraries (transformers, peft, torch's
+advantages) name ``grpo_core.hardware.device.HOST``. Factories called by libraries (transformers, peft, torch's
 optimizer) are not ours to fix and pass through; ``*_like`` factories and ``new_*`` methods follow their
 argument's device and are always right.
 

@@ -116,20 +116,20 @@ def main() -> None:
 
 
 def _count_sharded_parameters() -> list[int]:
-    """Wrap the trainer's ``shard`` so the run can say how many parameters FSDP2 really sharded (the test's
+    """Wrap the run's ``shard`` (grpo_core.run) so the run can say how many parameters FSDP2 really sharded (the test's
     evidence that ``sharding: fsdp`` did shard, not only that the configuration said so)."""
     from torch.distributed.tensor import DTensor
 
-    import grpo_core.trainer as trainer
+    import grpo_core.run as run
 
     counts: list[int] = []
-    real = trainer.shard
+    real = run.shard
 
     def counting(model: Any, world: World, device: torch.device) -> None:
         real(model, world, device)
         counts.append(sum(isinstance(p, DTensor) for p in model.parameters()))
 
-    trainer.shard = counting
+    run.shard = counting
     return counts
 
 

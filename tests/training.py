@@ -12,7 +12,7 @@ from grpo_core.schemas.metrics import Execution, StepMetrics
 
 
 class Recorder:
-    """grpo_core.trainer.Callbacks that keeps everything it is told."""
+    """grpo_core.run.Callbacks that keeps everything it is told."""
 
     def __init__(self, stop_after: int | None = None) -> None:
         self.steps: list[StepMetrics] = []

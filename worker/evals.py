@@ -51,7 +51,7 @@ class EvalRunner:
             self.client.eval_finish(self.run_id, evc.EvalFinishRequest(claim_id=self.claim_id, status="completed"))
         except StaleLease as exc:  # canceled: nothing more to write
             log.info("eval run %s stopped: %s", self.run_id, exc)
-        except Exception as exc:
+        except Exception as exc:  # the eval run's boundary: whatever it raised, it finishes failed, saying why
             failure = classify(exc, self.run_id, None)
             log.exception("eval run %s failed", self.run_id)
             self.client.eval_finish(

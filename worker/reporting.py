@@ -1,4 +1,4 @@
-"""How a running job reports: grpo_core.trainer.Callbacks over the internal API and the object store.
+"""How a running job reports: grpo_core.run.Callbacks over the internal API and the object store.
 
 Events (messages, per-step metrics) are posted to the API; the answer says whether the user asked the job to
 stop. A checkpoint is uploaded to the store under the run's epoch-scoped keys (runtime.keys), adapter tar and
@@ -70,7 +70,7 @@ def unpack(store: ObjectStore, key: str, folder: Path) -> Path:
 
 
 class Reporter:
-    """grpo_core.trainer.Callbacks for one run: everything it is told goes to the API, the bytes to the store."""
+    """grpo_core.run.Callbacks for one run: everything it is told goes to the API, the bytes to the store."""
 
     def __init__(
         self, run: ReportTarget, claim: api.ClaimResponse | None = None, settings: WorkerSettings | None = None

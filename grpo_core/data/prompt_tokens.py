@@ -17,8 +17,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from grpo_core.data.chat import ChatFormat
 from grpo_core.data.rows import needs_chat_format
-from grpo_core.rollout.agent.chat import ChatFormat
 
 
 class PromptCounter:
@@ -76,7 +76,7 @@ class PromptCounter:
 
     @cached_property
     def _chat(self) -> ChatFormat:
-        """grpo_core.rollout.agent.chat's view of this template, for rows with tools or content parts."""
+        """grpo_core.data.chat's view of this template, for rows with tools or content parts."""
 
         def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, gen: bool) -> str:
             return str(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from grpo_core.rollout.agent.chat import ChatFormat, ToolFormat
+    from grpo_core.data.chat import ChatFormat, ToolFormat
 
 
 class RowError(ValueError):
@@ -102,7 +102,7 @@ def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[
     """The exact text fed to the model for ``row`` (rows are checked at upload: ``prompt`` is a string,
     ``messages`` a list of role/content turns). ``chat_template_kwargs`` (the job's) become template variables.
     grpo_core.data.prompt_tokens renders the same text without transformers, for the API's count. A row with ``tools``,
-    content parts or tool turns is rendered by grpo_core.rollout.agent.chat (tools as the template shows them, or as a
+    content parts or tool turns is rendered by grpo_core.data.chat (tools as the template shows them, or as a
     system message when it does not)."""
     kw = chat_template_kwargs or {}
     has_template = getattr(tokenizer, "chat_template", None) is not None
@@ -121,10 +121,10 @@ def prompt_text(row: dict[str, Any], tokenizer: Any, chat_template_kwargs: dict[
 
 @functools.lru_cache(maxsize=8)
 def chat_format(tokenizer: Any, kw_json: str, fmt: ToolFormat | Literal["auto"] = "auto") -> ChatFormat:
-    """The tokenizer's template (with the job's template variables, as JSON) as grpo_core.rollout.agent.chat sees it,
+    """The tokenizer's template (with the job's template variables, as JSON) as grpo_core.data.chat sees it,
     built once per tokenizer, variables and tool-call format ``fmt`` (it renders probes to learn whether the template
     shows tools)."""
-    from grpo_core.rollout.agent.chat import ChatFormat
+    from grpo_core.data.chat import ChatFormat
 
     kw = json.loads(kw_json)
 

@@ -1,7 +1,8 @@
 """OpenAI-shaped evals, the part that runs: each item of a file rendered into chat messages from the run's
 template, sampled ``n`` times, and scored by every testing criterion (the graders jobs use, each with a
-``pass_threshold``), through grpo_core.policy's session (``eval_policy``) and ``sample_and_score``. The worker
-(worker.evals) fetches the run's inputs and posts the results; the API (api.evals.service) counts.
+``pass_threshold``), through grpo_core.policy's session (``eval_policy``) and
+grpo_core.rollout.scored.sample_and_score. The worker (worker.evals) fetches the run's inputs and posts the results;
+the API (api.evals.service) counts.
 
 An item passes when every sample passes every criterion; it is ``errored`` when a criterion could not score a
 sample (the grader raised, or returned no number), which OpenAI counts apart from failures.
@@ -22,7 +23,7 @@ from pydantic import BaseModel, Field
 from grpo_core.rewards.base import Grader
 
 if TYPE_CHECKING:  # the API reads this module's schemas: the training stack is imported only where a run samples
-    from grpo_core.policy import ScoredSamples
+    from grpo_core.rollout.scored import ScoredSamples
 
 _VAR = re.compile(r"\{\{\s*item\.([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*)\s*\}\}")
 
@@ -92,7 +93,7 @@ class ItemResult(BaseModel):
 
 
 # (each item's chat messages, the items, the graders) -> the items' samples, ``n`` each in item order, every one
-# scored by every grader: grpo_core.policy.sample_and_score on the run's policy (``eval_policy``)
+# scored by every grader: grpo_core.rollout.scored.sample_and_score on the run's policy (``eval_policy``)
 SampleAndScore = Callable[[list[list[dict[str, str]]], list[dict[str, Any]], list[Grader]], "ScoredSamples"]
 
 
@@ -120,8 +121,9 @@ def eval_policy(model_dir: Path, adapter_dir: Path | None, sampling: EvalSamplin
     a ``messages`` row."""
     from grpo_core.data.rows import prompt_text
     from grpo_core.hardware.device import resolve_placement
-    from grpo_core.policy import open_policy, sample_and_score
+    from grpo_core.policy import open_policy
     from grpo_core.rollout.engines.base import Sampling
+    from grpo_core.rollout.scored import sample_and_score
     from grpo_core.schemas.config import GRPOConfig
 
     cfg = GRPOConfig(rollout_engine="transformers", gradient_checkpointing=False)

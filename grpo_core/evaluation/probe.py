@@ -5,7 +5,7 @@ Run by the worker before training (``preflight`` on the job) and, for the compar
 adapter on the same prompts with the same seed. The probe opens its own copy of the policy and engine
 (grpo_core.policy.open_policy) and frees them before training starts: simpler than sharing the trainer's, at the
 cost of a second model load (seconds on a small model; a vLLM engine starts twice). Every batch is one
-grpo_core.policy.sample_and_score.
+grpo_core.rollout.scored.sample_and_score.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import torch
 
 from grpo_core.evaluation.readiness import PromptProbe, ReadinessReport, report
 from grpo_core.hardware.device import Placement
-from grpo_core.policy import PolicySession, open_policy, sample_and_score
+from grpo_core.policy import PolicySession, open_policy
 from grpo_core.rewards.base import Grader
 from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.scored import sample_and_score
 from grpo_core.schemas.config import GRPOConfig, PreflightConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 

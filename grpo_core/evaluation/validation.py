@@ -2,7 +2,7 @@
 
 Run by the trainer every ``eval_interval`` steps on the validation file (each rank scores its share of the rows),
 and by the benches on a model they loaded; it samples exactly like training does (same prompt formatting, same
-graders), in batches, through grpo_core.policy.sample_and_score.
+graders), in batches, through grpo_core.rollout.scored.sample_and_score.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import Any
 
 import torch
 
-from grpo_core.policy import prompts_of, sample_and_score
+from grpo_core.policy import prompts_of
 from grpo_core.rewards.base import Grader
 from grpo_core.rollout.agent.episodes import AgentRollouts
 from grpo_core.rollout.engines.base import RolloutEngine, Sampling
 from grpo_core.rollout.engines.hf import TransformersEngine
+from grpo_core.rollout.scored import sample_and_score
 
 
 def evaluate_rewards(
@@ -60,9 +61,9 @@ def reward_sums(
     share's first row in the whole file, which keys the sampling noise, so a row draws the same samples whichever
     rank scores it). The last sum gives the spread of the per-prompt means: ``standard_error``.
 
-    Each batch of ``prompts_per_batch`` rows is one grpo_core.policy.sample_and_score. ``engine`` (a rollout engine,
-    synced to ``model``) samples instead of ``model.generate`` (the transformers engine, without autocast): during
-    training the validation then runs on the same fast sampler as the rollouts. ``agent``
+    Each batch of ``prompts_per_batch`` rows is one grpo_core.rollout.scored.sample_and_score. ``engine`` (a
+    rollout engine, synced to ``model``) samples instead of ``model.generate`` (the transformers engine, without
+    autocast): during training the validation then runs on the same fast sampler as the rollouts. ``agent``
     (grpo_core.rollout.agent.episodes): the job's environment; each sample is then a multi-turn episode sampled with
     the agent's engine.
     """

@@ -35,6 +35,10 @@ from grpo_core.hardware.distributed import World
 from grpo_core.schemas.metrics import where_it_trains
 
 Resolved = Literal["fp32", "bf16"]
+# Rollouts, rewards and advantages are host data: engines hand back CPU tensors, graders score text, and the
+# update moves each batch to the model's device once (grpo_core.rollout.batch.Rollout.to). Host tensors name this
+# device explicitly, so an implicit device (a bug on a GPU) stands out (tests/device_guard.py).
+HOST = torch.device("cpu")
 # bf16 must be at least this much faster than fp32 to be chosen on a CPU. CPUs with bf16 dot-product instructions
 # (AVX512-BF16, AMX) measure well above it and CPUs that emulate bf16 far below 1 (bench/matmul_dtypes.py:
 # docs/benchmarks.md, "bf16 on CPUs"); 1.5 splits the two with margin, so the choice does not flip between jobs on

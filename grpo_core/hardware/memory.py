@@ -29,6 +29,10 @@ VLLM_MAX_SHARE_SLEEPING = 0.8
 VLLM_SLEEP_RESERVE_GB = 3.0
 # On a GPU of its own (resources.rollout_devices) nothing else needs the device: vLLM's own default share.
 OWN_GPU_SHARE = 0.9
+# Up to this many logits (128 MiB in fp32) the fused LM head (grpo_core.update.fused_head) takes its rows in one pass,
+# without the recompute: a bounded amount whatever the run, and on a small update the recompute would cost more time
+# than the memory is worth. The token budget here sets that much aside.
+ONE_PASS_ELEMENTS = 2**25
 
 
 def _dims(model: Any) -> tuple[int, int, int, int]:
@@ -45,8 +49,12 @@ def token_bytes(model: Any, *, checkpointing: bool, precision_bytes: int) -> int
     return (layers * h + per_layer if checkpointing else layers * per_layer) * precision_bytes
 
 
-def sequence_bytes(model: Any, cfg: GRPOConfig, *, checkpointing: bool, precision_bytes: int) -> int:
-    """Estimated activation memory of one sequence in the update (forward kept for backward, plus the logits).
+def sequence_bytes(
+    model: Any, cfg: GRPOConfig, *, checkpointing: bool, precision_bytes: int, completion_tokens: int | None = None
+) -> int:
+    """Estimated activation memory of one sequence in the update (forward kept for backward, plus the logits): a
+    prompt of ``max_prompt_tokens`` and ``completion_tokens`` after it (default ``max_completion_tokens``; a
+    multi-turn job plans for its episode's budget).
 
     Per decoder layer and token a LLaMA-style block keeps about 12·h + 4·i values for its backward (norm inputs,
     q/k/v/o and MLP inputs, the gate/up outputs and the activation, the residuals; Korthikanti et al., 2022, with
@@ -54,14 +62,19 @@ def sequence_bytes(model: Any, cfg: GRPOConfig, *, checkpointing: bool, precisio
     layer's full set while it is recomputed. The head's (C, V) logits are fp32 (log-softmax and its gradient).
     """
     vocab = _dims(model)[3]
-    tokens = cfg.max_prompt_tokens + cfg.max_completion_tokens
+    completion = cfg.max_completion_tokens if completion_tokens is None else completion_tokens
     per_token = token_bytes(model, checkpointing=checkpointing, precision_bytes=precision_bytes)
-    return tokens * per_token + cfg.max_completion_tokens * vocab * 4 * 3
+    return (cfg.max_prompt_tokens + completion) * per_token + completion * vocab * 4 * 3
 
 
-def planned_sequence_bytes(model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool) -> int:
+def planned_sequence_bytes(
+    model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool, completion_tokens: int | None = None
+) -> int:
     """``sequence_bytes`` in the precision ``placement`` trains in: what every plan here divides memory by."""
-    return sequence_bytes(model, cfg, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
+    precision_bytes = 2 if placement.autocast else 4
+    return sequence_bytes(
+        model, cfg, checkpointing=checkpointing, precision_bytes=precision_bytes, completion_tokens=completion_tokens
+    )
 
 
 def sequences_fit(free_gb: float, per_sequence: int) -> int:
@@ -69,10 +82,12 @@ def sequences_fit(free_gb: float, per_sequence: int) -> int:
     return int(SAFETY * free_gb * 2**30 // per_sequence)
 
 
-def auto_micro_batch(model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool) -> int:
+def auto_micro_batch(
+    model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool, completion_tokens: int | None = None
+) -> int:
     """``micro_batch_size: auto``: as many sequences as ``SAFETY`` of the GPU's free memory holds, at most the
     step's sequences; ``CPU_MICRO_BATCH`` on a CPU. Called after the rollout engine started, so a colocated vLLM
-    engine's reservation is already taken."""
+    engine's reservation is already taken. ``completion_tokens``: as ``sequence_bytes``'s."""
     if cfg.micro_batch_size != "auto":
         return cfg.micro_batch_size
     step_rows = cfg.batch_size * (cfg.gfpo_sample_size or cfg.group_size)
@@ -80,11 +95,14 @@ def auto_micro_batch(model: Any, cfg: GRPOConfig, placement: Placement, *, check
     if mem is None:
         return min(CPU_MICRO_BATCH, step_rows)
     free_gb, _ = mem
-    per_seq = planned_sequence_bytes(model, cfg, placement, checkpointing=checkpointing)
+    per_seq = planned_sequence_bytes(
+        model, cfg, placement, checkpointing=checkpointing, completion_tokens=completion_tokens
+    )
     fit = sequences_fit(free_gb, per_seq)
     if fit < 1:
+        completion = cfg.max_completion_tokens if completion_tokens is None else completion_tokens
         raise DeviceOutOfMemory(
-            f"one sequence of {cfg.max_prompt_tokens + cfg.max_completion_tokens} tokens needs about "
+            f"one sequence of {cfg.max_prompt_tokens + completion} tokens needs about "
             f"{per_seq / 2**30:.1f} GiB for the update and {placement.device} has {free_gb:.1f} GiB free: lower "
             "max_completion_tokens or max_prompt_tokens"
             + ("" if checkpointing else ", or set gradient_checkpointing: true")
@@ -93,34 +111,47 @@ def auto_micro_batch(model: Any, cfg: GRPOConfig, placement: Placement, *, check
 
 
 def auto_micro_batch_tokens(
-    model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool, fused_head: bool
+    model: Any,
+    cfg: GRPOConfig,
+    placement: Placement,
+    *,
+    checkpointing: bool,
+    fused_head: bool,
+    micro_batch: int | None = None,
+    completion_tokens: int | None = None,
 ) -> int:
-    """``max_tokens_per_micro_batch: auto`` for ``cfg`` with ``micro_batch_size`` resolved: ``micro_batch_size``
-    sequences at their longest (``GRPOConfig.micro_batch_tokens``), the memory the padded plan is sized for. On a
+    """``max_tokens_per_micro_batch: auto``: ``micro_batch`` sequences (default ``cfg.micro_batch``, resolved) at
+    their longest (``completion_tokens`` as ``sequence_bytes``'s), the memory the padded plan is sized for. On a
     GPU with the fused head the logits no longer grow with the tokens (one chunk's, grpo_core.update.fused_head),
     so the budget is what ``SAFETY`` of the free memory holds of activations, less the head's bounded logits and
     their gradient, at most ``MAX_AUTO_TOKENS`` and at least one sequence at its longest."""
     if cfg.max_tokens_per_micro_batch != "auto":
         return cfg.max_tokens_per_micro_batch
+    longest = cfg.max_prompt_tokens + (cfg.max_completion_tokens if completion_tokens is None else completion_tokens)
     mem = device_memory_gb(placement.device)
     if mem is None or not fused_head:
-        return cfg.micro_batch_tokens
-    from grpo_core.update.fused_head import ONE_PASS_ELEMENTS
-
+        return (cfg.micro_batch if micro_batch is None else micro_batch) * longest
     per_token = token_bytes(model, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
     fit = int((SAFETY * mem[0] * 2**30 - ONE_PASS_ELEMENTS * 4 * 3) // per_token)
-    return max(cfg.max_prompt_tokens + cfg.max_completion_tokens, min(fit, MAX_AUTO_TOKENS))
+    return max(longest, min(fit, MAX_AUTO_TOKENS))
 
 
 def vllm_memory_share(
-    model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool, sleeping: bool = False
+    model: Any,
+    cfg: GRPOConfig,
+    placement: Placement,
+    *,
+    checkpointing: bool,
+    sleeping: bool = False,
+    completion_tokens: int | None = None,
 ) -> float:
     """The vLLM engine's ``gpu_memory_utilization`` when it shares the GPU with training: the configured value, or
     auto. ``sleeping`` (the engine sleeps during each update, grpo_core.rollout.engines.vllm_engine): what is free
     after the model was loaded, less ``VLLM_SLEEP_RESERVE_GB``, capped at ``VLLM_MAX_SHARE_SLEEPING``. Awake beside
     the update: what is free once the training's own need (one micro-batch of at least 4 sequences, plus 2 GiB for
     the optimizer and allocator slack) is set aside, capped at ``VLLM_MAX_SHARE``. vLLM counts the share against
-    the device's total memory and refuses to start if that much is not free."""
+    the device's total memory and refuses to start if that much is not free. ``completion_tokens``: as
+    ``sequence_bytes``'s."""
     if cfg.vllm_gpu_memory_utilization is not None:
         return cfg.vllm_gpu_memory_utilization
     mem = device_memory_gb(placement.device)
@@ -131,7 +162,9 @@ def vllm_memory_share(
         training_gb = VLLM_SLEEP_RESERVE_GB
         cap = VLLM_MAX_SHARE_SLEEPING
     else:
-        per_seq = planned_sequence_bytes(model, cfg, placement, checkpointing=checkpointing)
+        per_seq = planned_sequence_bytes(
+            model, cfg, placement, checkpointing=checkpointing, completion_tokens=completion_tokens
+        )
         training_gb = 4 * per_seq / 2**30 / SAFETY + 2.0
         cap = VLLM_MAX_SHARE
     share = (free_gb - training_gb) / total_gb

@@ -36,11 +36,11 @@ from torch import Tensor
 
 from grpo_core.checkpoint import CheckpointError, load_adapter_weights
 from grpo_core.errors import UserError
-from grpo_core.hardware.device import release_device_memory, resolve_device, resolve_precision
+from grpo_core.hardware.device import HOST, release_device_memory, resolve_device, resolve_precision
 from grpo_core.policy import load_policy
 from grpo_core.primitives.losses import loss_of
 from grpo_core.primitives.spec import Datum, check_adam, check_batch, loss_spec
-from grpo_core.rollout.batch import HOST, right_padded
+from grpo_core.rollout.batch import right_padded
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.fused_head import head_logprobs
 from grpo_core.update.packing import head_problem

@@ -40,11 +40,11 @@ from typing import Any, Literal
 
 import torch
 
-from grpo_core.hardware.device import release_device_memory, resolve_device, resolve_precision
+from grpo_core.hardware.device import HOST, release_device_memory, resolve_device, resolve_precision
 from grpo_core.policy import load_adapter, load_policy
 from grpo_core.primitives.model import TrainingModel, target_logprobs
 from grpo_core.primitives.spec import Stop, check_sampling, stop_lists
-from grpo_core.rollout.batch import HOST, eos_ids, right_padded
+from grpo_core.rollout.batch import eos_ids, right_padded
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.engines.decode import decode_continuations
 from grpo_core.rollout.engines.merged import DecodeMode, MergedEngine

@@ -6,7 +6,7 @@ grader scored is unscorable (NaN total, advantage 0). A grader *error* (exceptio
 NaN: it scores 0 and is counted per grader (OpenAI's rule; see grpo_core.rewards.graders).
 
 - ``sum_then_normalize`` (GRPO, TRL's default): r = Σ_k w_k R_k, then the configured estimator/scale
-  (grpo_core.update.advantages) on r.
+  (grpo_core.rewards.advantages) on r.
 - ``normalize_then_sum`` (GDPO; TRL's ``multi_objective_aggregation``): each grader is normalised within its group,
   R̂_k = (R_k − mean_g R_k) / (std_g R_k + 1e-4), summed with the weights, and the sum whitened over the batch:
   Â = (s − mean s) / (std s + 1e-4). It keeps a grader with a small range from being drowned by one with a large
@@ -26,10 +26,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.hardware.device import HOST
+from grpo_core.rewards.advantages import STD_EPS, compute_advantages, nanstd
 from grpo_core.rewards.base import Grader, GraderResult
-from grpo_core.rollout.batch import HOST
 from grpo_core.schemas.config import Estimator, RewardAggregation, Scale
-from grpo_core.update.advantages import STD_EPS, compute_advantages, nanstd
 
 
 @dataclass
@@ -73,17 +73,6 @@ def scores_of(graders: Sequence[Grader], results: Sequence[GraderResult], row_nu
     n = len(row_numbers)
     out.matrix = torch.stack(cols, dim=1) if cols else torch.zeros(n, 0, dtype=torch.float64, device=HOST)
     return out
-
-
-def score_samples(
-    graders: Sequence[Grader],
-    texts: list[str],
-    rows: list[dict[str, Any]],
-    row_numbers: list[int],
-    extras: list[dict[str, Any]] | None = None,
-) -> Scores:
-    """Run every grader on every sample (``grade``) into a score matrix (``scores_of``)."""
-    return scores_of(graders, grade(graders, texts, rows, extras), row_numbers)
 
 
 def weighted_total(matrix: Tensor, weights: Sequence[float]) -> Tensor:

@@ -27,10 +27,10 @@ from grpo_core.rewards.base import (
     SandboxFailure,
     SourceLoadError,
 )
-from grpo_core.rewards.formula import evaluate_formula, parse_formula
 from grpo_core.rewards.judge import Embeddings, ScoreModel
 from grpo_core.rewards.similarity import similarity
 from grpo_core.rewards.templates import TemplateError, make_sample, render
+from grpo_core.schemas.formula import evaluate_formula, parse_formula
 from grpo_core.schemas.graders import (
     GraderSpec,
     JsonSchemaGrader,

@@ -15,10 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-# Rollouts, rewards and advantages are host data: engines hand back CPU tensors, graders score text, and the
-# update moves each batch to the model's device once (``Rollout.to``). Host tensors name this device explicitly,
-# so an implicit device (a bug on a GPU) stands out (tests/device_guard.py).
-HOST = torch.device("cpu")
+from grpo_core.hardware.device import HOST
 
 
 @dataclass

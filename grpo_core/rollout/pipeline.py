@@ -5,7 +5,7 @@ synced: every sample is on-policy, as grpo_core.trainer has always run.
 
 Asynchronous (``Ahead``, bounded staleness): a producer thread collects the batches of the coming steps
 (grpo_core.rollout.sampling.collect_batch, graders and all) through an engine in its own process
-(grpo_core.rollout.engines.sampler_process), while the training thread updates. With the trainer at version v (v
+(grpo_core.sampler_process), while the training thread updates. With the trainer at version v (v
 optimizer steps done), the batch of step s may be sampled once v ≥ s − 1 − k, so a batch is never sampled by weights
 more than k versions older than the ones it trains; the producer uses the newest weights it has, so in a steady
 state it runs exactly as far ahead as sampling is slower than the update allows. Every sample carries its version;
@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
+from torch import Tensor
 
 from grpo_core.hardware.distributed import World
 from grpo_core.rewards.base import Grader
@@ -33,9 +34,27 @@ from grpo_core.rollout.agent.episodes import AgentRollouts
 from grpo_core.rollout.engines.base import RolloutEngine
 from grpo_core.rollout.sampling import PromptCursor, StepBatch, collect_batch, rows_of_groups
 from grpo_core.schemas.config import GRPOConfig
-from grpo_core.update.correction import fresh_groups
 
 WAIT_SECONDS = 1.0  # how often a trainer waiting for a batch checks that the producer thread is alive
+
+
+def staleness(versions: Tensor, step: int) -> Tensor:
+    """(B,) how many optimizer steps behind the policy being trained at ``step`` (1-based: it starts from version
+    step − 1) each sample's sampling policy was."""
+    return (step - 1) - versions
+
+
+def fresh_groups(versions: Tensor, step: int, max_staleness: int, group_size: int) -> Tensor:
+    """(n_groups,) bool: the groups whose every sample is at most ``max_staleness`` versions old at ``step``; the
+    others are dropped (a group is sampled in one call, so its samples share a version)."""
+    lag = staleness(versions, step).view(-1, group_size)
+    return (lag <= max_staleness).all(dim=1)
+
+
+def staleness_histogram(versions: Tensor, step: int) -> dict[str, int]:
+    """{lag: samples} of a batch, lags as strings (a JSON object's keys), in increasing order."""
+    lags, counts = torch.unique(staleness(versions, step), return_counts=True)
+    return {str(int(lag)): int(n) for lag, n in zip(lags, counts, strict=True)}
 
 
 @dataclass

@@ -33,12 +33,14 @@ from torch import Tensor
 
 from grpo_core.data.rows import batches
 from grpo_core.errors import GraderFailed, UserError
+from grpo_core.hardware.device import HOST
 from grpo_core.hardware.distributed import World, all_gather_objects
 from grpo_core.rewards.base import Grader
-from grpo_core.rewards.combine import Scores, combined_advantages, score_samples, weighted_total
+from grpo_core.rewards.combine import Scores, combined_advantages, weighted_total
 from grpo_core.rollout.agent.episodes import AgentRollouts
-from grpo_core.rollout.batch import HOST, Rollout, concat_rollouts, empty_rollout
+from grpo_core.rollout.batch import Rollout, concat_rollouts, empty_rollout
 from grpo_core.rollout.engines.base import RolloutEngine, Sampling
+from grpo_core.rollout.scored import sample_and_score
 from grpo_core.rollout.shaping import soft_overlong_penalty
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.metrics import SamplingStats
@@ -137,11 +139,11 @@ def collect_batch(
         t0 = time.perf_counter()
         draw = random.Random(f"{seed}:{step}:{rounds}").randrange(2**31)
         sampling = Sampling(n_sample, cfg.max_completion_tokens, cfg.temperature, cfg.top_p, seed=draw)
-        ro, sc, t1 = _sample_and_score(engine, prompts, rows, graders, idx, sampling, world, agent)
+        ro, sc, sampled_in = _sample_and_score(engine, prompts, rows, graders, idx, sampling, world, agent)
         rounds += 1
         sampled += len(idx)
-        sampling_s += t1 - t0
-        scoring_s += time.perf_counter() - t1
+        sampling_s += sampled_in
+        scoring_s += time.perf_counter() - t0 - sampled_in
         errors += sc.errors
         _check_error_rate(sc.error_counts, sc.errors, len(ro.texts), cfg.max_grader_error_rate, step)
         for name, n_err in sc.error_counts.items():
@@ -219,31 +221,29 @@ def _sample_and_score(
     world: World,
     agent: AgentRollouts | None = None,
 ) -> tuple[Rollout, Scores, float]:
-    """The round's rollout and scores for prompts ``idx``, this rank's share sampled and scored here and the rest
-    gathered from the other ranks (in rank order = one-process order); also when sampling ended on this rank."""
+    """The round's rollout and scores for prompts ``idx``, this rank's share sampled and scored here
+    (grpo_core.rollout.scored.sample_and_score) and the rest gathered from the other ranks (in rank order =
+    one-process order); also how long this rank's sampling took."""
     lo, hi = world.shard(len(idx))
     mine = idx[lo:hi]  # empty on some ranks when an epoch's short last batch has fewer prompts than ranks
-    n = sampling.group_size
     if mine:
-        share = replace(sampling, first_row=lo * n)
+        share = replace(sampling, first_row=lo * sampling.group_size)
         if world.distributed:
             share = replace(share, step_prompts=tuple(prompts[i] for i in idx))
-        if agent is not None:
-            ro = agent.run([prompts[i] for i in mine], [rows[i] for i in mine], share)
-        else:
-            ro = engine.generate([prompts[i] for i in mine], share)
-        t1 = time.perf_counter()
-        extras = [e.grader_view() for e in ro.episodes] if ro.episodes is not None else None
-        items = [rows[i] for i in mine for _ in range(n)]
-        sc = score_samples(graders, ro.texts, items, _numbers(mine, n), extras)
+        mine_rows = [rows[i] for i in mine]
+        numbers = [i + 1 for i in mine]  # 1-based training-file rows, which grader errors name
+        scored = sample_and_score(
+            engine, [prompts[i] for i in mine], mine_rows, graders, share, row_numbers=numbers, agent=agent
+        )
+        ro, sc, sampling_seconds = scored.rollout, scored.scores, scored.sampling_seconds
     else:
-        ro, t1 = empty_rollout(), time.perf_counter()
+        ro, sampling_seconds = empty_rollout(), 0.0
         names = [g.name for g in graders]
         sc = Scores(torch.zeros(0, len(graders), dtype=torch.float64, device=HOST), names, [], dict.fromkeys(names, 0))
     if not world.distributed:
-        return ro, sc, t1
+        return ro, sc, sampling_seconds
     parts = all_gather_objects(world, (ro, sc))
-    return concat_rollouts([p[0] for p in parts]), _concat_scores([p[1] for p in parts]), t1
+    return concat_rollouts([p[0] for p in parts]), _concat_scores([p[1] for p in parts]), sampling_seconds
 
 
 def _concat_scores(parts: list[Scores]) -> Scores:
@@ -273,8 +273,3 @@ def _check_error_rate(counts: dict[str, int], errors: list[str], n: int, limit: 
 def _mean(values: list[float | None]) -> float | None:
     vals = [v for v in values if v is not None]
     return sum(vals) / len(vals) if vals else None
-
-
-def _numbers(idx: list[int], n: int) -> list[int]:
-    """1-based training-file row number of each sample (for grader error messages)."""
-    return [i + 1 for i in idx for _ in range(n)]

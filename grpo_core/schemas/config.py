@@ -20,8 +20,8 @@ from grpo_core.schemas.presets import LORA_LEARNING_RATE, expand
 
 # The choices of the config, named once: the functions that implement them take these types too.
 Recipe = Literal["deepseekmath", "r1_zero", "dapo", "dr_grpo", "gspo", "gfpo", "rloo", "reinforce_pp"]
-Estimator = Literal["grpo", "rloo", "reinforce_pp_baseline"]  # grpo_core.update.advantages
-Scale = Literal["group", "batch", "none"]  # grpo_core.update.advantages
+Estimator = Literal["grpo", "rloo", "reinforce_pp_baseline"]  # grpo_core.rewards.advantages
+Scale = Literal["group", "batch", "none"]  # grpo_core.rewards.advantages
 RewardAggregation = Literal["sum_then_normalize", "normalize_then_sum"]  # grpo_core.rewards.combine
 # grpo_core.update.loss
 LossAggregation = Literal["seq_mean_token_mean", "token_mean", "seq_mean_token_sum_norm", "bnpo"]

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from grpo_core.rewards.formula import parse_formula
+from grpo_core.schemas.formula import parse_formula
 
 MAX_PYTHON_SOURCE_BYTES = 256 * 1024  # OpenAI's limit for python graders.
 

@@ -98,22 +98,3 @@ def importance_weights(
         kl_sum=sums[3],
         logp_diff_max=sums[4],
     )
-
-
-def staleness(versions: Tensor, step: int) -> Tensor:
-    """(B,) how many optimizer steps behind the policy being trained at ``step`` (1-based: it starts from version
-    step − 1) each sample's sampling policy was."""
-    return (step - 1) - versions
-
-
-def fresh_groups(versions: Tensor, step: int, max_staleness: int, group_size: int) -> Tensor:
-    """(n_groups,) bool: the groups whose every sample is at most ``max_staleness`` versions old at ``step``; the
-    others are dropped (a group is sampled in one call, so its samples share a version)."""
-    lag = staleness(versions, step).view(-1, group_size)
-    return (lag <= max_staleness).all(dim=1)
-
-
-def staleness_histogram(versions: Tensor, step: int) -> dict[str, int]:
-    """{lag: samples} of a batch, lags as strings (a JSON object's keys), in increasing order."""
-    lags, counts = torch.unique(staleness(versions, step), return_counts=True)
-    return {str(int(lag)): int(n) for lag, n in zip(lags, counts, strict=True)}

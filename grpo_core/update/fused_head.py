@@ -27,12 +27,10 @@ import torch
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
+from grpo_core.hardware.memory import ONE_PASS_ELEMENTS
 from grpo_core.update.token_logprob import logprobs_and_entropy
 
 CHUNK_ELEMENTS = 2**22  # logits per chunk: 16 MiB in fp32 (27 rows at a 152k vocabulary, 85 at 49k)
-# Up to this many logits (128 MiB in fp32) the rows go through the head in one pass, without the recompute: a
-# bounded amount whatever the run, and on a small update the recompute would cost more time than the memory is worth
-ONE_PASS_ELEMENTS = 2**25
 
 
 def vocab_size(head: Any) -> int:

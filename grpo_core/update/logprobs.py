@@ -14,65 +14,10 @@ from typing import Any, overload
 import torch
 from torch import Tensor
 
+from grpo_core.models.prefix_cache import mask_or_none, prompt_prefix_cache, shared_prefixes
 from grpo_core.update.fused_head import head_logprobs
 from grpo_core.update.packing import Packed, pack, packed_attention
 from grpo_core.update.token_logprob import logprobs_and_entropy
-
-
-def _mask_or_none(mask: Tensor) -> Tensor | None:
-    """None for a mask without padding: the model then builds no (B, 1, Q, K) mask on every call, and plain causal
-    attention is exactly what an all-ones mask asks for."""
-    return None if bool(mask.all()) else mask
-
-
-def shared_prefixes(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Tensor] | None:
-    """(first row of each distinct prompt, each row's index into those), or None when no two rows share a prompt.
-
-    A GRPO batch holds G copies of every prompt; rows are matched by their (left-padded) ids and mask, so the
-    grouping holds whatever order the rows come in (length-sorted micro-batches, GFPO, dynamic sampling).
-    """
-    n, p = prompt_ids.shape
-    if n < 2 or p < 2:
-        return None
-    key = torch.cat([prompt_ids * prompt_mask, prompt_mask], dim=1)
-    uniq, inverse = torch.unique(key, dim=0, return_inverse=True)
-    if uniq.shape[0] == n:
-        return None
-    rows = torch.arange(n, device=prompt_ids.device)
-    first = torch.full((uniq.shape[0],), n, dtype=torch.long, device=prompt_ids.device)
-    first.scatter_reduce_(0, inverse, rows, reduce="amin")
-    return first, inverse
-
-
-def prefill_cache(model: Any, ids: Tensor, mask: Tensor, cache: object) -> None:
-    """Run every token but the last of the left-padded ``ids`` into ``cache``: one forward, logits for one position
-    only, positions counted from the mask so padding never shifts RoPE. The last token is left for the caller's
-    next forward, which then yields the first prediction. Shared by the update's shared prefix
-    (``completion_logprobs``) and both samplers' once-per-prompt prefill (grpo_core.rollout.engines)."""
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    model(
-        input_ids=ids[:, :-1],
-        attention_mask=_mask_or_none(mask[:, :-1]),
-        position_ids=pos[:, :-1],
-        past_key_values=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
-
-
-def _prefix_cache(model: Any, prompt_ids: Tensor, prompt_mask: Tensor, groups: tuple[Tensor, Tensor]) -> object | None:
-    """KV cache of every prompt token but the last, one forward per distinct prompt, indexed out to all rows; None
-    (the caller runs the plain path) for a model whose cache cannot be built or indexed this way."""
-    from transformers import DynamicCache
-
-    first, inverse = groups
-    try:
-        cache = DynamicCache(config=model.config)
-        prefill_cache(model, prompt_ids[first], prompt_mask[first], cache)
-        cache.batch_select_indices(inverse)
-    except (TypeError, ValueError, AttributeError, NotImplementedError):
-        return None
-    return cache
 
 
 def _parts(model: Any) -> tuple[Any, Any]:
@@ -190,7 +135,7 @@ def completion_logprobs(
     position_ids = (attn.cumsum(dim=1) - 1).clamp(min=0)
     c, p = completion_ids.shape[1], prompt_ids.shape[1]
     groups = shared_prefixes(prompt_ids, prompt_mask) if share_prefix else None
-    cache = _prefix_cache(model, prompt_ids, prompt_mask, groups) if groups is not None else None
+    cache = prompt_prefix_cache(model, prompt_ids, prompt_mask, groups) if groups is not None else None
     # The C positions that predict completion tokens (the last one would predict past the completion: no head
     # matmul and no (B, C+1, V) slice to back-propagate through for it).
     if cache is None:
@@ -207,7 +152,7 @@ def completion_logprobs(
     # use_cache=False without a prefix: a scoring pass (and checkpointed layers could not keep a cache)
     if fused_head:
         decoder, head = _parts(model)
-        hidden = decoder(attention_mask=_mask_or_none(attn), **kw).last_hidden_state[:, keep]  # (B, C, H)
+        hidden = decoder(attention_mask=mask_or_none(attn), **kw).last_hidden_state[:, keep]  # (B, C, H)
         rows, cols = torch.nonzero(completion_mask, as_tuple=True)
         logp, entropy = head_logprobs(
             hidden[rows, cols], head, completion_ids[rows, cols], temperature=temperature, entropy_grad=entropy_grad
@@ -215,7 +160,7 @@ def completion_logprobs(
         shape = (completion_ids.shape[0], c)
         out = _scattered(logp, rows, cols, shape)
         return out if entropy is None else (out, _scattered(entropy, rows, cols, shape))
-    logits = model(attention_mask=_mask_or_none(attn), logits_to_keep=keep, **kw).logits  # (B, C, V)
+    logits = model(attention_mask=mask_or_none(attn), logits_to_keep=keep, **kw).logits  # (B, C, V)
     if temperature != 1.0:  # a full (B, C, V) pass: skipped when it would divide by 1
         logits = logits / temperature
     logp, ent = logprobs_and_entropy(logits, completion_ids, entropy_grad=entropy_grad)

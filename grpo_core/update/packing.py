@@ -29,8 +29,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.hardware.device import HOST
 from grpo_core.models.catalog import length_dependent_rope
-from grpo_core.rollout.batch import HOST
 
 PACKED_ATTENTION = "grpo_packed"  # the attention name the packed forward runs with (``_packed_attention``)
 # A segment up to this long attends under one (S, S) mask (SDPA keeps an S² bias per layer for the backward on a

@@ -14,14 +14,16 @@ from typing import Any, TypedDict
 
 import torch
 
+from grpo_core.hardware.device import HOST
 from grpo_core.hardware.distributed import World, all_reduce_sum_, reduce_sums
 from grpo_core.hardware.memory import checkpointing
 from grpo_core.hardware.sharding import sharded
-from grpo_core.rollout.batch import HOST, Rollout
+from grpo_core.models.prefix_cache import shared_prefixes
+from grpo_core.rollout.batch import Rollout
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.compiled import compiled_layers
 from grpo_core.update.correction import Correction, importance_weights
-from grpo_core.update.logprobs import completion_logprobs, shared_prefixes
+from grpo_core.update.logprobs import completion_logprobs
 from grpo_core.update.loss import LossInputs, StepSize, policy_loss
 from grpo_core.update.packing import Packed, head_problem, pack, packed_attention, packing_problem, span_lengths
 

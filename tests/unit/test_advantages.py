@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from grpo_core.update.advantages import STD_EPS, compute_advantages, zero_std_fraction
+from grpo_core.rewards.advantages import STD_EPS, compute_advantages, zero_std_fraction
 
 
 def test_two_groups_by_hand() -> None:

@@ -11,7 +11,7 @@ import jinja2
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from grpo_core.rollout.agent.chat import ChatError, ChatFormat, content_text, detect_format
+from grpo_core.data.chat import ChatError, ChatFormat, content_text, detect_format
 from grpo_core.rollout.agent.toolcalls import parse_turn, schemas_from_signatures
 
 # SmolLM2-135M-Instruct's template, verbatim: it ignores `tools` and prints any role.

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from grpo_core.rollout.batch import Rollout
-from grpo_core.rollout.pipeline import ReadyBatch, drop_stale
+from grpo_core.rollout.pipeline import ReadyBatch, drop_stale, fresh_groups, staleness, staleness_histogram
 from grpo_core.rollout.sampling import StepBatch
 from grpo_core.schemas.metrics import SamplingStats
-from grpo_core.update.correction import fresh_groups, importance_weights, staleness, staleness_histogram
+from grpo_core.update.correction import importance_weights
 
 CPU = torch.device("cpu")
 # one sample of three tokens, the last padding: log π_old − log μ = +0.5, −0.5 (ρ = e^0.5, e^-0.5)

@@ -130,8 +130,8 @@ def test_a_share_sampled_in_the_steps_shapes_has_the_steps_log_probs_to_the_bit(
     bit for bit (at its own width they differed by 4.8e-7 on an AVX2 CPU, which the importance correction
     carries into the update). One thread, as in the exactness test: with two, how a kernel splits rows over
     threads depends on the batch, and so do the last bits."""
+    from grpo_core.policy import load_policy
     from grpo_core.rollout.engines.merged import MergedEngine
-    from grpo_core.trainer import load_policy
 
     model, tok = load_policy(tiny_model_dir, GRPOConfig(precision="fp32", device="cpu"), seed=0)
     engine = MergedEngine(model, tok, torch.float32)

@@ -1,5 +1,5 @@
 """Evals: the template and grading logic (grpo_core.evaluation.evals) on a scripted engine through
-grpo_core.policy.sample_and_score, and the API's rules on the embedded defaults: what is refused with which
+grpo_core.rollout.scored.sample_and_score, and the API's rules on the embedded defaults: what is refused with which
 field, a run's claim, items and counts (checked by hand), cancel fencing. tests/integration/test_evals.py runs
 real models through the openai SDK."""
 
@@ -12,10 +12,10 @@ import torch
 from fastapi.testclient import TestClient
 
 from grpo_core.evaluation.evals import Criterion, TemplateError, item_of, render, run_items
-from grpo_core.policy import sample_and_score
 from grpo_core.rewards.base import GraderResult
 from grpo_core.rollout.batch import Rollout
 from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.scored import sample_and_score
 from tests.helpers import PY_GRADER, job_body, jsonl
 from tests.tiny_model import TINY_ID
 

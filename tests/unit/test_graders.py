@@ -24,10 +24,10 @@ from grpo_core.rewards.base import (
     PartErrors,
     has_error,
 )
-from grpo_core.rewards.formula import FormulaError, evaluate_formula, parse_formula
 from grpo_core.rewards.graders import build_grader, build_graders, extract_answer
 from grpo_core.rewards.judge import JudgeNotConfigured
 from grpo_core.rewards.templates import render
+from grpo_core.schemas.formula import FormulaError, evaluate_formula, parse_formula
 from grpo_core.schemas.graders import GraderSpec, StringCheckGrader
 
 SPEC = TypeAdapter(GraderSpec)

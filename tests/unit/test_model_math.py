@@ -261,16 +261,16 @@ def test_all_truncated_with_truncation_masking_gives_zero_loss_and_no_update(
             "beta": 0.04,
         }
     )
-    import grpo_core.trainer as trainer_mod
+    import grpo_core.run as run_mod
 
-    real_load = trainer_mod.load_policy
+    real_load = run_mod.load_policy
 
     def load_no_eos(model_dir: Path, c: GRPOConfig, seed: int, **kw):  # type: ignore[no-untyped-def]
         model, tok = real_load(model_dir, c, seed, **kw)
         model.generation_config.suppress_tokens = [0]  # EOS can never be sampled: every completion hits the cap
         return model, tok
 
-    monkeypatch.setattr(trainer_mod, "load_policy", load_no_eos)
+    monkeypatch.setattr(run_mod, "load_policy", load_no_eos)
     rec = Recorder()
     result = train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=rec, work_dir=tmp_path, seed=2)
     m = rec.steps[0]

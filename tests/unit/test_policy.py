@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from grpo_core.hardware.device import resolve_placement
-from grpo_core.policy import load_policy, open_policy, sample_and_score
+from grpo_core.policy import load_policy, open_policy
 from grpo_core.rewards.base import GraderResult
 from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.scored import sample_and_score
 from grpo_core.schemas.config import GRPOConfig
 from tests.training import DigitShare
 

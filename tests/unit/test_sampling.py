@@ -13,13 +13,13 @@ import pytest
 import torch
 
 from grpo_core.errors import GraderFailed, UserError
+from grpo_core.rewards.advantages import STD_EPS, compute_advantages
 from grpo_core.rewards.base import GraderResult
 from grpo_core.rewards.combine import combined_advantages, weighted_total
 from grpo_core.rollout.batch import Rollout, concat_rollouts, pack_rollout
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.sampling import PromptCursor, collect_batch, gfpo_keep, groups_with_signal
 from grpo_core.schemas.config import GRPOConfig
-from grpo_core.update.advantages import STD_EPS, compute_advantages
 
 NAN = math.nan
 

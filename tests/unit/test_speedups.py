@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from grpo_core.models.prefix_cache import shared_prefixes
 from grpo_core.policy import load_policy
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.schemas.config import GRPOConfig
-from grpo_core.update.logprobs import completion_logprobs, shared_prefixes
+from grpo_core.update.logprobs import completion_logprobs
 from tests.training import nontrivial_policy
 
 

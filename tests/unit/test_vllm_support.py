@@ -120,6 +120,7 @@ def test_the_engine_is_suspended_before_the_sizing_and_before_every_update(
     """What an engine holds for sampling (vLLM's KV cache and weights, with sleep mode) is handed to the update:
     the trainer suspends it before it sizes the micro-batches and before each step's update, and wakes it (sync)
     after."""
+    import grpo_core.run as run
     import grpo_core.trainer as trainer
     from grpo_core.rollout.engines.merged import MergedEngine
 
@@ -127,9 +128,9 @@ def test_the_engine_is_suspended_before_the_sizing_and_before_every_update(
     monkeypatch.setattr(MergedEngine, "suspend", lambda self: calls.append("suspend"))
     sync = MergedEngine.sync
     monkeypatch.setattr(MergedEngine, "sync", lambda self, m, s: (calls.append("sync"), sync(self, m, s))[1])
-    for name in ("auto_micro_batch", "policy_update"):
-        real: Any = getattr(trainer, name)
-        monkeypatch.setattr(trainer, name, lambda *a, _f=real, _n=name, **k: (calls.append(_n), _f(*a, **k))[1])
+    for module, name in ((run, "auto_micro_batch"), (trainer, "policy_update")):
+        real: Any = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _f=real, _n=name, **k: (calls.append(_n), _f(*a, **k))[1])
     cfg = GRPOConfig.model_validate({"group_size": 2, "batch_size": 2, "max_steps": 2, "max_completion_tokens": 4})
     train(cfg, tiny_model_dir, ROWS, [DigitShare()], callbacks=Recorder(), work_dir=tmp_path)
     assert calls == [

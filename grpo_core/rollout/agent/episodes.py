@@ -3,7 +3,7 @@
 Turn 1 is the engine's ordinary ``generate`` (G completions per prompt, the prompt's prefill shared). Then, for
 every trajectory still running: its last turn is parsed for tool calls (grpo_core.rollout.agent.toolcalls), the calls of
 all trajectories run in one sandbox batch (grpo_core.rollout.agent.sandboxed), or the environment's ``respond`` is asked
-for the next message; the template's tokens for those messages are appended (grpo_core.rollout.agent.chat), and the
+for the next message; the template's tokens for those messages are appended (grpo_core.data.chat), and the
 engine samples the next turn of all running trajectories in one batched call (``continue_turns``). Finished
 trajectories drop out. An episode ends when the model answers without calling a tool (or ``respond`` returns
 None), or at a limit — ``max_turns``, ``max_total_tokens``, or a turn that hit ``max_completion_tokens`` — which
@@ -26,12 +26,13 @@ from typing import Any
 
 import torch
 
+from grpo_core.data.chat import ChatError, content_text
 from grpo_core.data.rows import chat_format
 from grpo_core.errors import UserError
-from grpo_core.rollout.agent.chat import ChatError, content_text
+from grpo_core.hardware.device import HOST
 from grpo_core.rollout.agent.sandboxed import EnvironmentRunner
 from grpo_core.rollout.agent.toolcalls import parse_turn, schemas_from_signatures
-from grpo_core.rollout.batch import HOST, Rollout, left_padded, right_padded
+from grpo_core.rollout.batch import Rollout, left_padded, right_padded
 from grpo_core.rollout.engines.base import RolloutEngine, Sampling
 from grpo_core.schemas.environment import EnvironmentSpec
 

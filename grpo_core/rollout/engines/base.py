@@ -14,7 +14,7 @@ samples from the updated policy). Engines:
   trainer's forward, so it reports ``Rollout.sampling_logp`` and the loss applies truncated importance sampling.
 
 With ``max_staleness`` > 0 the engine samples beside the trainer (grpo_core.rollout.pipeline): the merged engine in
-a process of its own (grpo_core.rollout.engines.sampler_process), vLLM behind a lock with its syncs deferred to the
+a process of its own (grpo_core.sampler_process), vLLM behind a lock with its syncs deferred to the
 next call (grpo_core.rollout.engines.shared); every rollout then carries ``Rollout.versions``. Either may sit on the
 trainer's device or on one of its own (grpo_core.hardware.rollout_placement).
 

@@ -19,11 +19,11 @@ from typing import Any, Protocol, cast
 import torch
 from torch import Tensor
 
+from grpo_core.models.prefix_cache import prefill_cache
 from grpo_core.rollout.batch import Rollout, completion_mask, eos_ids, left_padded
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.engines.graphs import StaticDecoder
 from grpo_core.rollout.engines.noise import row_uniforms
-from grpo_core.update.logprobs import prefill_cache
 
 
 class Steps(Protocol):

@@ -11,9 +11,9 @@ from typing import Any
 
 import torch
 
+from grpo_core.models.prefix_cache import prefill_cache
 from grpo_core.rollout.batch import Rollout, completion_mask, eos_ids, left_padded
 from grpo_core.rollout.engines.base import Sampling
-from grpo_core.update.logprobs import prefill_cache
 
 
 class TransformersEngine:

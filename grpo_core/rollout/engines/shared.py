@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-from grpo_core.rollout.batch import HOST, Rollout
+from grpo_core.hardware.device import HOST
+from grpo_core.rollout.batch import Rollout
 from grpo_core.rollout.engines.base import RolloutEngine, Sampling
 
 

@@ -34,8 +34,9 @@ from typing import Any
 
 import torch
 
+from grpo_core.hardware.device import HOST
 from grpo_core.hardware.rollout_placement import RolloutPlacement
-from grpo_core.rollout.batch import HOST, Rollout
+from grpo_core.rollout.batch import Rollout
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.schemas.config import GRPOConfig
 
@@ -317,6 +318,6 @@ def engine_notes(engine: Any) -> list[str]:
 
 
 if __name__ == "__main__":  # run by SamplerProcess._start; the spec's class is the importable module's, not __main__'s
-    from grpo_core.rollout.engines import sampler_process
+    from grpo_core import sampler_process
 
     sampler_process._serve(Connection(int(sys.argv[1])))

@@ -152,7 +152,7 @@ class ChatFormat:
             try:
                 self._render(probe, None, True)
                 self._tool_role = "tool"
-            except Exception:
+            except Exception:  # a template raises what it likes (jinja's errors, raise_exception) on a tool role
                 self._tool_role = "user"
         return self._tool_role
 
