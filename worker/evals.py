@@ -70,7 +70,7 @@ class EvalRunner:
     def _adapter_dir(self, claim: evc.EvalClaim, work: Path) -> Path | None:
         """The fine-tuned model's adapter tar from the store, unpacked into a PEFT adapter folder (None: the base
         model is evaluated)."""
-        from worker.reporting import unpack
+        from worker.checkpoints import unpack
 
         return unpack(self.store, claim.adapter_key, work / "adapter") if claim.adapter_key is not None else None
 

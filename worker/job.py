@@ -26,7 +26,7 @@ from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.graders import GraderSpec, uses_python
 from runtime import internal as api
 from runtime.storage import ObjectStore
-from worker.reporting import unpack
+from worker.checkpoints import unpack
 from worker.sandbox_check import python_graders_allowed
 
 if TYPE_CHECKING:

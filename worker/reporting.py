@@ -2,21 +2,20 @@
 
 Events (messages, per-step metrics) are posted to the API; the answer says whether the user asked the job to
 stop. A checkpoint is uploaded to the store under the run's epoch-scoped keys (runtime.keys), adapter tar and
-full state tar, and then registered with the API: the registration is the commit point, so an upload whose
-worker died before registering it is garbage the next attempt deletes.
+full state tar (worker.checkpoints), and then registered with the API: the registration is the commit point, so an
+upload whose worker died before registering it is garbage the next attempt deletes.
 """
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 from typing import Protocol
 
-from grpo_core.checkpoint import ADAPTER_FILES
 from grpo_core.schemas.metrics import Execution, Level, StepMetrics
 from runtime import internal as api
 from runtime.keys import checkpoint_keys
 from runtime.storage import ObjectStore
+from worker.checkpoints import pack_adapter, pack_checkpoint, upload
 from worker.client import InternalClient
 from worker.settings import WorkerSettings
 from worker.tracking import Tracker, tracker_for
@@ -36,37 +35,6 @@ class ReportTarget(Protocol):
     def post_execution(self, execution: Execution) -> None: ...
 
     def should_stop(self) -> bool: ...
-
-
-def pack_adapter(ckpt_dir: Path, dest: Path) -> Path:
-    """Tar of the adapter's files (grpo_core.checkpoint.ADAPTER_FILES): the PEFT adapter users download and load."""
-    with tarfile.open(dest, "w") as tar:
-        for name in ADAPTER_FILES:
-            tar.add(ckpt_dir / name, arcname=name)
-    return dest
-
-
-def pack_checkpoint(ckpt_dir: Path, dest: Path) -> Path:
-    """Tar of the whole checkpoint folder (adapter, training state, manifest): what an exact resume needs."""
-    with tarfile.open(dest, "w") as tar:
-        for f in sorted(ckpt_dir.iterdir()):
-            if f.is_file() and not f.name.startswith("."):
-                tar.add(f, arcname=f.name)
-    return dest
-
-
-def unpack(store: ObjectStore, key: str, folder: Path) -> Path:
-    """The tar at ``key`` (``pack_adapter``'s or ``pack_checkpoint``'s) extracted into ``folder``, made if need be:
-    regular files only, nothing outside it (tarfile's ``data`` filter). The tar itself is not kept."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tar_path = folder.with_suffix(".tar")
-    store.get_file(key, tar_path)
-    try:
-        with tarfile.open(tar_path) as tar:
-            tar.extractall(folder, filter="data")
-    finally:
-        tar_path.unlink(missing_ok=True)
-    return folder
 
 
 class Reporter:
@@ -103,12 +71,8 @@ class Reporter:
         """Upload the adapter tar and the full checkpoint, then register them (the commit point)."""
         run = self.run
         adapter_key, state_key = checkpoint_keys(run.object_prefix, step, run.epoch)
-        for key, tar in (
-            (adapter_key, pack_adapter(path, path.with_suffix(".tar"))),
-            (state_key, pack_checkpoint(path, path.with_suffix(".ckpt.tar"))),
-        ):
-            run.store.put_file(key, tar)
-            tar.unlink()
+        upload(run.store, adapter_key, path, pack_adapter)
+        upload(run.store, state_key, path, pack_checkpoint)
         if best:
             msg = f"New best validation reward {metrics.scores.valid_reward_mean:.4f} at step {step}"
             run.post_events([api.MessageEvent(message=msg, step=step)])
