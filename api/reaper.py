@@ -7,7 +7,7 @@ lock and rings the doorbells after the commit:
 
 - jobs (api.jobs.leases.reap): a lost worker's job re-queued (or failed once its attempts are used), a stop whose
   worker is gone finished, one doorbell for the unclaimed queue, preemption;
-- eval runs (api.evals.leases.reap) and training-API sessions (api.training.leases.reap): those whose worker
+- eval runs (api.evals.leases.reap) and training-API sessions (api.training_api.leases.reap): those whose worker
   stopped, and those no worker took.
 """
 
@@ -24,7 +24,7 @@ from api.db.models import now
 from api.evals.leases import reap as reap_eval_runs
 from api.jobs.leases import reap as reap_jobs
 from api.jobs.scheduling import lock_fleet
-from api.training.leases import reap as reap_training_sessions
+from api.training_api.leases import reap as reap_training_sessions
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +50,12 @@ def reap(session: Session, queue: Doorbell, settings: ApiSettings) -> dict[str, 
     for run_id in eval_runs:
         try:
             queue.ring_eval(run_id)
-        except Exception:
+        except Exception:  # the broker is down: as for a job, the next pass rings again
             log.exception("reaper could not enqueue eval run %s", run_id)
     for session_id in training_sessions:
         try:
             queue.ring_session(session_id)
-        except Exception:
+        except Exception:  # the broker is down: as for a job, the next pass rings again
             log.exception("reaper could not enqueue training session %s", session_id)
     return counts
 

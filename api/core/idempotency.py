@@ -79,7 +79,7 @@ class Idempotency:
                 raise
             self.session.rollback()
             return self._store(exc.status_code, _error_body(exc))
-        except Exception:
+        except Exception:  # the endpoint's boundary: whatever broke it is stored as its 500
             # The endpoint started and broke: Stripe saves the 500, so a retry cannot do the work twice.
             log.exception("%s failed under Idempotency-Key %r", self.method_path, self.key)
             self.session.rollback()

@@ -102,7 +102,7 @@ def create_file(
     session.add(row)
     try:
         session.commit()
-    except Exception:
+    except Exception:  # whatever failed the commit (re-raised): nothing half-stored, the object goes with the row
         session.rollback()
         store.delete(key)  # the row never existed: do not leave its object behind
         raise

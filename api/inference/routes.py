@@ -72,7 +72,7 @@ async def _meter(sessionmaker: Callable[[], Session], project: str, model: str, 
     if tokens:
         try:
             await run_in_threadpool(metering.count_inference, sessionmaker, project, model, tokens)
-        except Exception:
+        except Exception:  # after the answer was sent: a metering failure is logged, never the caller's
             log.exception("could not meter %d inference tokens of %s", tokens, project)
 
 

@@ -153,7 +153,7 @@ def finish(session: Session, queue: Doorbell, settings: ApiSettings, job_id: str
     if delay == 0 or scheduling.any_claimable(session):
         try:
             queue.ring(job_id)
-        except Exception:
+        except Exception:  # the broker is down (any client error): the reaper rings again later
             log.exception("could not enqueue %s after its worker shut down; the reaper will", job_id)
     return job
 
