@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml Makefile clients/python/setup.py | sha1sum | cut -c1-10)
 
 .PHONY: install test test-gpu test-unit test-integration test-browser lint typecheck services sandbox browser dashboard demo bench \
-	clean openapi check-openapi images test-deploy docs docs-check
+	clean openapi check-openapi proto check-proto images test-deploy docs docs-check
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,7 +65,7 @@ test-integration: install services sandbox
 test-browser: install services sandbox browser
 	$(BIN)/python -m pytest -q tests/browser
 
-test: install services sandbox browser lint typecheck check-openapi docs-check
+test: install services sandbox browser lint typecheck check-openapi check-proto docs-check
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=40 --durations-min=5 tests
 
 # The GPU suite (tests/gpu) and the GPU benches (scripts/gpu_checks.sh), on a machine with CUDA: refuses to start
@@ -92,6 +92,14 @@ openapi: install
 
 check-openapi: install
 	$(BIN)/python -m scripts.openapi check
+
+# The training API's protobuf module (api/training_api/tinker_pb2.py and .pyi) from its tinker.proto (scripts/proto.py,
+# protoc from grpcio-tools); check-proto compiles into a temporary folder and fails when the committed files differ.
+proto: install
+	$(BIN)/python -m scripts.proto write
+
+check-proto: install
+	$(BIN)/python -m scripts.proto check
 
 # The documentation site (mkdocs.yml, docs/) into site/. Its API reference is rendered from openapi.json and its CLI
 # reference from rft_cli at build time (docs/hooks/), so neither is a copy that can drift. NO_MKDOCS_2_WARNING

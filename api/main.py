@@ -31,9 +31,8 @@ from api.models import internal_routes as models_internal
 from api.models import routes as models
 from api.reaper import Reaper
 from api.secrets import routes as secrets
-from api.training import internal_routes as training_internal
-from api.training import routes as training
-from api.training import runs_routes as training_runs
+from api.training_api import internal_routes as training_internal
+from api.training_api import routes as training
 from api.usage import routes as usage
 from api.webhooks import routes as webhooks
 from api.webhooks.dispatch import start_dispatcher
@@ -127,7 +126,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         usage.router,
         usage.admin,
         jobs_internal.router,
-        training_runs.router,
+        training.runs_router,
         training_internal.router,
         training.router,  # last: its catch-all answers calls of the SDK this server does not serve
     ):

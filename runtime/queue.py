@@ -11,4 +11,4 @@ RUN_JOB = "worker.tasks.run_job"  # the task's registered name (worker.tasks.run
 JOIN_JOB = "worker.tasks.join_job"  # join_job(job_id, epoch): become another node of a multi-node job's attempt
 GPU_QUEUE = "gpu"  # one Celery worker process per GPU serves it (prefetch 1)
 RUN_EVAL = "worker.tasks.run_eval"  # run_eval(run_id): an eval run, on the same queue (a run is small)
-RUN_SESSION = "worker.tasks.run_session"  # run_session(session_id): hold a training API session (api.training)
+RUN_SESSION = "worker.tasks.run_session"  # run_session(session_id): hold a training API session (api.training_api)

@@ -1,22 +1,24 @@
 """The internal API of training sessions, both sides: a worker claims a session, takes its requests in order,
 posts each one's result, and hands the session back.
 
-Served under ``/internal/training`` (api.training.internal_routes, worker token) and called by worker.training.
+Served under ``/internal/training`` (api.training_api.internal_routes, worker token) and called by worker.training_api.
 A session is leased like a job: the claim records the worker's claim id and every later call carries it, so a
 worker presumed dead (its lease expired, the session marked lost) can never write a result into it: the API
 answers 409 ``stale_claim`` and the worker stops.
 
-A request's payload is the worker's view of one SDK call, already validated by the API (api.training.service):
-the worker trusts its shapes and names, and what it still finds wrong (a token id beyond the vocabulary) is a
-``user`` error of that request alone.
+Every request is one typed payload (``Request``, a union on ``kind``): the worker's view of one SDK call, already
+validated by the API (api.training_api.service), so the worker trusts its shapes and names, and what it still finds
+wrong (a token id beyond the vocabulary) is a ``user`` error of that request alone. Every answer is one typed result
+of the same kind (``Result``), validated by the API when it is posted; the API shapes the SDK's JSON or protobuf from
+it (api.training_api.futures). Both sides dispatch on these types, never on a name built at run time.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 from runtime.internal import ModelSource
 
@@ -90,29 +92,11 @@ class SamplerSpec(BaseModel):
     snapshot_of: str | None = None
 
 
-class WorkItem(BaseModel):
-    id: str
-    kind: RequestKind
-    target: str | None = Field(None, description="The training run or sampling client it acts on.")
-    payload: dict[str, Any]
-
-
 class NextAnswer(BaseModel):
     request: WorkItem | None = None
     stop: Literal["finished"] | None = Field(
         None, description="The client closed the session (or is gone, and the API expired it): hand it back."
     )
-
-
-class RequestError(BaseModel):
-    message: str
-    category: Literal["user", "server"] = "server"
-
-
-class ResultPost(BaseModel):
-    claim_id: str
-    result: dict[str, Any] | None = None
-    error: RequestError | None = None
 
 
 class Ack(BaseModel):
@@ -126,8 +110,9 @@ class Release(BaseModel):
     message: str | None = None
 
 
-# Payloads, as the API writes them and the worker reads them.
+# Requests: one typed payload per kind, as the API writes it and the worker reads it; ``kind`` says which.
 class CreateModel(BaseModel):
+    kind: Literal[RequestKind.create_model] = RequestKind.create_model
     base: ModelSpec
     rank: int
     seed: int
@@ -136,8 +121,9 @@ class CreateModel(BaseModel):
 
 
 class LoadWeights(BaseModel):
-    """Load a training checkpoint into ``target``: a run of this session (``create``: a new one, built first)."""
+    """Load a training checkpoint into the target: a run of this session (``create``: a new one, built first)."""
 
+    kind: Literal[RequestKind.load_weights] = RequestKind.load_weights
     object_key: str
     optimizer: bool
     create: CreateModel | None = None
@@ -149,6 +135,7 @@ class DatumIn(BaseModel):
 
 
 class ForwardBackward(BaseModel):
+    kind: Literal[RequestKind.forward_backward] = RequestKind.forward_backward
     loss_fn: str
     config: dict[str, float] = Field(default_factory=dict)
     forward_only: bool = False
@@ -165,22 +152,26 @@ class Adam(BaseModel):
 
 
 class OptimStep(BaseModel):
+    kind: Literal[RequestKind.optim_step] = RequestKind.optim_step
     adam: Adam
 
 
 class SaveWeights(BaseModel):
+    kind: Literal[RequestKind.save_weights] = RequestKind.save_weights
     to: CheckpointTarget
 
 
 class SaveForSampler(BaseModel):
-    """A named save (``to``: an adapter in the store) or an unnamed one (``sampler``: a sampling client of this
+    """A named save (``to``: an adapter in the store) or an unnamed one (``sampler_id``: a sampling client of this
     session that samples the run's weights as they are now)."""
 
+    kind: Literal[RequestKind.save_weights_for_sampler] = RequestKind.save_weights_for_sampler
     to: CheckpointTarget | None = None
     sampler_id: str | None = None
 
 
 class Sample(BaseModel):
+    kind: Literal[RequestKind.sample] = RequestKind.sample
     sampler: SamplerSpec
     prompt: list[int]
     num_samples: int
@@ -190,3 +181,96 @@ class Sample(BaseModel):
     seed: int | None = None
     stop: list[str] | list[int] | None = None
     prompt_logprobs: bool = False
+
+
+Request = Annotated[
+    CreateModel | LoadWeights | ForwardBackward | OptimStep | SaveWeights | SaveForSampler | Sample,
+    Field(discriminator="kind"),
+]
+_REQUESTS: TypeAdapter[Request] = TypeAdapter(Request)
+
+
+def parse_request(data: object) -> Request:
+    """The typed request ``data`` (a payload with its ``kind``) holds; pydantic's ValidationError otherwise."""
+    return _REQUESTS.validate_python(data)
+
+
+class WorkItem(BaseModel):
+    id: str
+    target: str | None = Field(None, description="The training run or sampling client it acts on.")
+    request: Request
+
+
+# Results: one typed answer per kind, what the worker computed; the API shapes the SDK's answer from it and the
+# request (api.training_api.futures), so the worker never knows the SDK's wire. A number that is not finite
+# crosses the wire as None (JSON has no NaN).
+class CreateModelResult(BaseModel):
+    kind: Literal[RequestKind.create_model] = RequestKind.create_model
+
+
+class LoadWeightsResult(BaseModel):
+    kind: Literal[RequestKind.load_weights] = RequestKind.load_weights
+
+
+class ForwardBackwardResult(BaseModel):
+    kind: Literal[RequestKind.forward_backward] = RequestKind.forward_backward
+    logprobs: list[list[float | None]] = Field(description="Per datum, per position (None where it has none).")
+    metrics: dict[str, float | None]
+
+
+class OptimStepResult(BaseModel):
+    kind: Literal[RequestKind.optim_step] = RequestKind.optim_step
+    metrics: dict[str, float | None]
+
+
+class SaveWeightsResult(BaseModel):
+    kind: Literal[RequestKind.save_weights] = RequestKind.save_weights
+    size_bytes: int
+
+
+class SaveForSamplerResult(BaseModel):
+    kind: Literal[RequestKind.save_weights_for_sampler] = RequestKind.save_weights_for_sampler
+    size_bytes: int | None = Field(None, description="A named save's tar; None for an unnamed one.")
+
+
+class SampledSequence(BaseModel):
+    tokens: list[int]
+    logprobs: list[float | None] | None = None
+    stop_reason: Literal["stop", "length"]
+
+
+class SampleResult(BaseModel):
+    kind: Literal[RequestKind.sample] = RequestKind.sample
+    sequences: list[SampledSequence]
+    prompt_logprobs: list[float | None] | None = None
+
+
+Result = Annotated[
+    CreateModelResult
+    | LoadWeightsResult
+    | ForwardBackwardResult
+    | OptimStepResult
+    | SaveWeightsResult
+    | SaveForSamplerResult
+    | SampleResult,
+    Field(discriminator="kind"),
+]
+_RESULTS: TypeAdapter[Result] = TypeAdapter(Result)
+
+
+def parse_result(data: object) -> Result:
+    """The typed result ``data`` (as the API stored it, with its ``kind``) holds; ValidationError otherwise."""
+    return _RESULTS.validate_python(data)
+
+
+class RequestError(BaseModel):
+    message: str
+    category: Literal["user", "server"] = "server"
+
+
+class ResultPost(BaseModel):
+    """A request's outcome: its result (of the request's own kind), or the error it failed with."""
+
+    claim_id: str
+    result: Result | None = None
+    error: RequestError | None = None

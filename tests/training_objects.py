@@ -10,8 +10,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from api.training.paths import TinkerPath, object_key
-from api.training.wire import ForwardBackwardRequestPb
+from api.training_api.paths import TinkerPath, object_key
+from api.training_api.tinker_pb2 import ForwardBackwardRequest
 from runtime.storage import LocalStore
 from tests.tiny_model import TINY_ID
 
@@ -24,19 +24,36 @@ def tinker(key: str) -> dict[str, str]:
     return {"X-API-Key": f"tml-{key}"}
 
 
-def serve_one(client: TestClient, session_id: str, result: dict[str, Any]) -> None:
-    """Play the session's worker for its next request: take it and post ``result``."""
+# What a result of each kind must hold (runtime.training_api.Result), for a worker played by a test.
+RESULT_FIELDS: dict[str, dict[str, Any]] = {
+    "forward_backward": {"logprobs": [], "metrics": {}},
+    "optim_step": {"metrics": {}},
+    "save_weights": {"size_bytes": 0},
+    "sample": {"sequences": []},
+}
+
+
+def result_of(req: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """The worker's typed result of request ``req`` (a WorkItem as the worker took it, runtime.training_api): its
+    kind, what a result of that kind must hold, and ``fields`` over those."""
+    kind = req["request"]["kind"]
+    return {"kind": kind, **RESULT_FIELDS.get(kind, {}), **fields}
+
+
+def serve_one(client: TestClient, session_id: str, **fields: Any) -> None:
+    """Play the session's worker for its next request: take it and post its result (``result_of``)."""
     url = f"/internal/training/sessions/{session_id}"
     nxt = client.post(f"{url}/next", json={"claim_id": "c-1", "wait_seconds": 0}, headers=WORKER)
     assert nxt.status_code == 200 and nxt.json()["request"], nxt.text
     req = nxt.json()["request"]
-    posted = client.post(f"{url}/results/{req['id']}", json={"claim_id": "c-1", "result": result}, headers=WORKER)
+    body = {"claim_id": "c-1", "result": result_of(req, **fields)}
+    posted = client.post(f"{url}/results/{req['id']}", json=body, headers=WORKER)
     assert posted.status_code == 200, posted.text
 
 
 def fwdbwd_body(model_id: str, seq_id: int = 0) -> bytes:
     """A forward_backward body as the SDK encodes it (seq_id 0: not numbered)."""
-    msg = ForwardBackwardRequestPb(model_id=model_id, seq_id=seq_id, loss_fn="cross_entropy")
+    msg = ForwardBackwardRequest(model_id=model_id, seq_id=seq_id, loss_fn="cross_entropy")
     datum = msg.data.add()
     datum.model_input.add().encoded_text.tokens = struct.pack("<2i", 1, 3)
     for name, dtype, fmt, values in (("target_tokens", 2, "<2q", (3, 4)), ("weights", 1, "<2f", (1.0, 1.0))):
@@ -61,11 +78,11 @@ def make_training_objects(client: TestClient, key: str, store: LocalStore | None
     assert made.status_code == 200, made.text
     run_id = made.json()["model_id"]
     assert client.post(f"/internal/training/sessions/{sid}/claim", json=claim, headers=WORKER).status_code == 200
-    serve_one(client, sid, {"model_id": run_id, "type": "create_model"})
+    serve_one(client, sid)
     saved = client.post(f"{API}/save_weights", json={"model_id": run_id, "path": "s1"}, headers=h).json()
-    serve_one(client, sid, {"path": f"tinker://{run_id}/weights/s1", "size_bytes": 8})
+    serve_one(client, sid, size_bytes=8)
     client.post(f"{API}/save_weights_for_sampler", json={"model_id": run_id, "path": "s1"}, headers=h)
-    serve_one(client, sid, {"path": f"tinker://{run_id}/sampler_weights/s1", "size_bytes": 8})
+    serve_one(client, sid, size_bytes=8)
     listed = client.get(f"{API}/training_runs/{run_id}/checkpoints", headers=h).json()["checkpoints"]
     if store is not None:
         for c in listed:  # what the worker uploaded before posting the saves' results

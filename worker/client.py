@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from grpo_core.schemas.metrics import Execution
 from runtime import eval_contract as evc
 from runtime import internal as api
-from runtime import training_contract as tcc
+from runtime import training_api as tcc
 from runtime.errors import InfrastructureError
 
 Answer = TypeVar("Answer", bound=BaseModel)

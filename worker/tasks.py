@@ -11,7 +11,7 @@ from worker.evals import EvalRunner
 from worker.node import JoinRun
 from worker.runner import JobRun
 from worker.settings import get_settings
-from worker.training import SessionRunner
+from worker.training_api.session import SessionRunner
 
 log = logging.getLogger(__name__)
 
@@ -43,5 +43,5 @@ def run_eval(run_id: str) -> None:
 @app.task(name=RUN_SESSION)
 def run_session(session_id: str) -> None:
     """Claim training-API session ``session_id`` and serve its requests until it is closed or idle
-    (worker.training); a session another worker holds is left to it."""
+    (worker.training_api); a session another worker holds is left to it."""
     SessionRunner(session_id, get_settings()).run()

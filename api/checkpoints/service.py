@@ -2,8 +2,8 @@
 until then nothing names the object), looked up, listed, deleted; for a job (``Checkpoint``, one per step) and for a
 training run (``TrainingCheckpoint``, one per ``tinker://`` path).
 
-Nothing here checks a lease or an owner: the caller has fenced the worker (api.jobs.leases, api.training.leases) or
-checked that the project owns the job or run (api.jobs.access, api.training.service), and passes it down.
+Nothing here checks a lease or an owner: the caller has fenced the worker (api.jobs.leases, api.training_api.leases) or
+checked that the project owns the job or run (api.jobs.access, api.training_api.service), and passes it down.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from api.core.errors import NotFound
 from api.core.pagination import Page, anchor, keyset_page
 from api.db.models import Checkpoint, Job, TrainingCheckpoint, new_id, now
 from runtime.storage import ObjectStore
-from runtime.training_contract import CheckpointTarget
+from runtime.training_api import CheckpointTarget
 
 
 # A job's checkpoints

@@ -84,7 +84,8 @@ def resolve(session: Session, project_id: str, model: str, base_models: list[str
 
 
 def _sampler_checkpoint(session: Session, project_id: str, model: str, which: Any) -> Target:
-    """A sampler checkpoint a training-API client saved (api.training), by its ``ftckpt-`` id or ``tinker://`` path."""
+    """A sampler checkpoint a training-API client saved (api.training_api), by its ``ftckpt-`` id or ``tinker://``
+    path."""
     row = session.execute(
         select(TrainingCheckpoint, TrainingRun)
         .join(TrainingRun, TrainingRun.id == TrainingCheckpoint.run_id)

@@ -7,8 +7,9 @@ to 0.5 s otherwise, and answers ``try_again`` when the time is up. Each look is 
 the waiting itself costs the event loop nothing.
 
 The answer, by what the request became:
-- done: forward/backward and sample results as protobuf (the SDK refuses them as JSON), the others as JSON in the
-  SDK's response shapes (the worker posted them so: worker.training);
+- done: the worker's typed result (runtime.training_api.Result) shaped here into the SDK's answer: forward/backward
+  and sample results as protobuf (the SDK refuses them as JSON), the others as JSON in the SDK's response shapes
+  (``sdk_json``);
 - failed: ``{"error", "category"}``, which the SDK raises as ``RequestFailedError`` with that category (``user``
   for what the caller can fix, ``server`` for a lost worker).
 """
@@ -23,12 +24,14 @@ from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.core.wakeups import Wakeups, request_key, wait
 from api.db.models import TrainingRequest, TrainingRequestStatus
-from api.training.wire import encode_forward_backward, encode_sample
-from runtime.training_contract import RequestKind
+from api.training_api.service import stored_request
+from api.training_api.wire import encode_forward_backward, encode_sample
+from runtime import training_api as tc
 
 PROTOBUF = "application/x-protobuf"
 log = logging.getLogger(__name__)
@@ -47,22 +50,43 @@ def _look(sessions: sessionmaker[Session], project_id: str, request_id: str) -> 
 
 
 def answer(row: TrainingRequest) -> Response:
+    """A finished request's answer as the SDK reads it: its typed result (runtime.training_api) shaped into the SDK's
+    protobuf or JSON, or its error."""
     if row.status == TrainingRequestStatus.failed:
         error = row.error or {}
         return _failed(error.get("message", "the request failed"), error.get("category", "unknown"))
     if row.result is None:
         return _failed("the result of this request expired (results are kept for a day)", "user")
-    result: dict[str, Any] = row.result
-    kind = RequestKind(row.kind)
     try:
-        if kind == RequestKind.forward_backward:
-            return Response(encode_forward_backward(result["logprobs"], result["metrics"]), media_type=PROTOBUF)
-        if kind == RequestKind.sample:
-            return Response(encode_sample(result["sequences"], result.get("prompt_logprobs")), media_type=PROTOBUF)
-    except (KeyError, TypeError, ValueError, struct.error) as exc:  # an answer the SDK can read, never a 500 it
-        log.exception("request %s: its result cannot be encoded", row.id)  # would retry without a pause
+        result = tc.parse_result(row.result)
+        match result:
+            case tc.ForwardBackwardResult():
+                return Response(encode_forward_backward(result.logprobs, result.metrics), media_type=PROTOBUF)
+            case tc.SampleResult():
+                return Response(encode_sample(result.sequences, result.prompt_logprobs), media_type=PROTOBUF)
+            case _:
+                return JSONResponse(sdk_json(row, result))
+    except (ValidationError, ValueError, struct.error) as exc:  # an answer the SDK can read, never a 500 it would
+        log.exception("request %s: its result cannot be answered", row.id)  # retry without a pause
         return _failed(f"the worker's result could not be encoded: {type(exc).__name__}: {exc}", "server")
-    return JSONResponse(result)
+
+
+def sdk_json(row: TrainingRequest, result: tc.Result) -> dict[str, Any]:
+    """The SDK's JSON answer of a request answered in JSON (every kind but forward_backward and sample): what the
+    worker computed beside what the API chose when it took the call (the run, the checkpoint's path)."""
+    request = stored_request(row)
+    match result, request:
+        case tc.CreateModelResult() | tc.LoadWeightsResult(), _:
+            return {"model_id": row.target, "type": result.kind}
+        case tc.OptimStepResult(), _:
+            return {"metrics": result.metrics, "type": result.kind}
+        case tc.SaveWeightsResult(), tc.SaveWeights(to=to):
+            return {"path": to.tinker_path, "size_bytes": result.size_bytes, "type": result.kind}
+        case tc.SaveForSamplerResult(), tc.SaveForSampler(to=to, sampler_id=sid) if to is not None or sid is not None:
+            if to is not None:  # named: a sampler checkpoint in the store
+                return {"path": to.tinker_path, "size_bytes": result.size_bytes, "type": result.kind}
+            return {"sampling_session_id": sid, "type": result.kind}
+    raise ValueError(f"a {result.kind} result does not answer a {row.kind} request")
 
 
 def _failed(message: str, category: str) -> Response:

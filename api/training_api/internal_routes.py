@@ -1,7 +1,7 @@
 """``/internal/training``: what the worker holding a training session calls (worker token, not in the public
 spec): claim the session, take its next request (held open up to ``wait_seconds`` while there is none), post each
-result, renew, hand it back. Each call after the claim is fenced by the claim id (api.training.leases; the
-contract: runtime.training_contract). ``next`` wakes when this process enqueues a request of the session
+result, renew, hand it back. Each call after the claim is fenced by the claim id (api.training_api.leases; the
+contract: runtime.training_api). ``next`` wakes when this process enqueues a request of the session
 (api.core.wakeups); a posted result wakes its client's ``retrieve_future`` the same way."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from fastapi.concurrency import run_in_threadpool
 
 from api.core.deps import QueueDep, SessionDep, SettingsDep, require_worker
 from api.core.wakeups import request_key, session_key, wait
-from api.training import leases
-from runtime import training_contract as contract
+from api.training_api import leases
+from runtime import training_api as contract
 
 router = APIRouter(
     prefix=contract.PREFIX, tags=["internal"], dependencies=[Depends(require_worker)], include_in_schema=False

@@ -17,7 +17,7 @@ from sqlalchemy import null, select, update
 from sqlalchemy.orm import Session
 
 from api.checkpoints import service as checkpoints
-from api.core.errors import Conflict, NotFound
+from api.core.errors import Conflict, InvalidRequest, NotFound
 from api.db.models import (
     SamplingSession,
     TrainingRequest,
@@ -29,10 +29,10 @@ from api.db.models import (
     now,
 )
 from api.db.session import rows_changed
-from api.training.paths import TinkerPath
-from api.training.service import fail_open_requests
+from api.training_api.paths import TinkerPath
+from api.training_api.service import fail_open_requests, stored_request
 from api.usage import metering
-from runtime import training_contract as tc
+from runtime import training_api as tc
 from runtime.internal import Refusal
 
 # The SDK heartbeats every 10 s while its process lives; a session with nothing to do and no heartbeat for this long
@@ -146,11 +146,7 @@ def next_request(db: Session, session_id: str, claim_id: str, lease_seconds: int
     db.commit()
     if not taken:  # failed meanwhile (the session was closed): the next ask finds what is left
         return tc.NextAnswer()
-    return tc.NextAnswer(
-        request=tc.WorkItem(
-            id=pending.id, kind=tc.RequestKind(pending.kind), target=pending.target, payload=pending.payload
-        )
-    )
+    return tc.NextAnswer(request=tc.WorkItem(id=pending.id, target=pending.target, request=stored_request(pending)))
 
 
 def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPost, lease_seconds: int) -> tc.Ack:
@@ -158,17 +154,25 @@ def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPo
     req = db.get(TrainingRequest, request_id)
     if req is None or req.session_id != session_id:
         raise NotFound(f"no request {request_id!r} in session {session_id}")
-    done = body.error is None
+    if req.status != TrainingRequestStatus.running:  # a retried post of a result already stored, or a request
+        db.commit()  # failed meanwhile (its session closed): nothing to write, the renewed lease kept
+        return tc.Ack(stop="finished" if row.status == TrainingSessionStatus.finished else None)
+    result = body.result if body.error is None else None  # a failed request keeps no result
+    if body.error is None and (result is None or result.kind != req.kind):
+        got = "no result and no error" if result is None else f"a {result.kind} result"
+        raise InvalidRequest(f"request {request_id} is a {req.kind}: its post holds {got}", param="result")
+    done = result is not None
+    request = stored_request(req)
     t = now()
-    bulky = tc.RequestKind(req.kind) in (tc.RequestKind.forward_backward, tc.RequestKind.sample)
+    bulky = isinstance(request, tc.ForwardBackward | tc.Sample)
     changed = rows_changed(
         db,
         update(TrainingRequest)
         .where(TrainingRequest.id == request_id, TrainingRequest.status == TrainingRequestStatus.running)
         .values(
             status=TrainingRequestStatus.done if done else TrainingRequestStatus.failed,
-            result=body.result,
-            metrics=step_metrics(req, body.result) if done else None,
+            result=result.model_dump(mode="json") if result is not None else None,
+            metrics=step_metrics(request, result),
             error=body.error.model_dump() if body.error is not None else None,
             finished_at=t,
             # the datums or prompt the worker has read: nothing needs them any more
@@ -176,37 +180,30 @@ def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPo
             result_expires_at=t + RESULT_TTL_SECONDS if bulky else None,
         ),
     )
-    if changed and done:
-        _register_checkpoint(db, req, body.result or {})
+    if changed and result is not None:
+        _register_checkpoint(db, req, request, result)
     db.commit()
     return tc.Ack(stop="finished" if row.status == TrainingSessionStatus.finished else None)
 
 
-def step_metrics(req: TrainingRequest, result: dict[str, object] | None) -> dict[str, object] | None:
-    """The few numbers of a training call the run's series is drawn from (api.training.runs), kept apart from its
+def step_metrics(request: tc.Request, result: tc.Result | None) -> dict[str, float | None] | None:
+    """The few numbers of a training call the run's series is drawn from (api.training_api.runs), kept apart from its
     result (whose per-token log-probs are large): a forward_backward's loss and tokens, an optim_step's."""
-    kind = tc.RequestKind(req.kind)
-    trains = kind == tc.RequestKind.forward_backward and not req.payload.get("forward_only", False)
-    if not (trains or kind == tc.RequestKind.optim_step) or result is None:
-        return None
-    metrics = result.get("metrics")
-    return dict(metrics) if isinstance(metrics, dict) else None
+    if isinstance(result, tc.OptimStepResult):
+        return dict(result.metrics)
+    trains = isinstance(request, tc.ForwardBackward) and not request.forward_only
+    return dict(result.metrics) if trains and isinstance(result, tc.ForwardBackwardResult) else None
 
 
-def _register_checkpoint(db: Session, req: TrainingRequest, result: dict[str, object]) -> None:
+def _register_checkpoint(db: Session, req: TrainingRequest, request: tc.Request, result: tc.Result) -> None:
     """A save that succeeded: its checkpoint row (api.checkpoints.service, the object is in the store now), or, for
     an unnamed save, the sampling client on the weights its worker kept."""
-    kind = tc.RequestKind(req.kind)
-    target: tc.CheckpointTarget | None
-    if kind == tc.RequestKind.save_weights:
-        target = tc.SaveWeights.model_validate(req.payload).to
-    elif kind == tc.RequestKind.save_weights_for_sampler:
-        target = tc.SaveForSampler.model_validate(req.payload).to
-    else:
+    if not isinstance(request, tc.SaveWeights | tc.SaveForSampler):
         return
+    target = request.to
     if target is None:  # an unnamed save: a sampling client of the session, on the weights its worker kept
         run = db.get(TrainingRun, req.target)
-        sid = tc.SaveForSampler.model_validate(req.payload).sampler_id
+        sid = request.sampler_id if isinstance(request, tc.SaveForSampler) else None
         if run is not None and sid is not None and db.get(SamplingSession, sid) is None:
             db.add(
                 SamplingSession(
@@ -219,9 +216,8 @@ def _register_checkpoint(db: Session, req: TrainingRequest, result: dict[str, ob
             )
         return
     path = TinkerPath.parse(target.tinker_path)
-    size = result.get("size_bytes")
-    size_bytes = int(size) if isinstance(size, int) else None
-    checkpoints.register_run_checkpoint(db, req.project_id, path.run_id, path.kind, path.name, target, size_bytes)
+    size = result.size_bytes if isinstance(result, tc.SaveWeightsResult | tc.SaveForSamplerResult) else None
+    checkpoints.register_run_checkpoint(db, req.project_id, path.run_id, path.kind, path.name, target, size)
 
 
 def release(db: Session, session_id: str, body: tc.Release) -> tc.Ack:

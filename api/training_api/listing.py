@@ -16,8 +16,8 @@ from api.core.errors import NotFound
 from api.db.models import TrainingCheckpoint, TrainingRun
 from api.models.service import available
 from api.models.service import find as find_model
-from api.training.paths import KIND_OF_SEGMENT, TinkerPath, segment
-from api.training.service import find_checkpoint
+from api.training_api.paths import KIND_OF_SEGMENT, TinkerPath, segment
+from api.training_api.service import find_checkpoint
 from grpo_core.models.catalog import base_model_name
 from runtime.settings import CommonSettings
 from runtime.storage import ObjectStore

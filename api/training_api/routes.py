@@ -1,9 +1,14 @@
-"""``/api/v1``: the training API in the shape the open ``tinker`` SDK speaks (0.38.0; the calls and their wire format:
-docs/architecture/tinker-protocol.md), so a script written for it runs here with only ``base_url`` and the key set.
+"""The training API's routes, two front doors on one domain:
 
-Thin: parse, call api.training.service (rules, requests) or api.training.futures (the long-polled results), shape
-the answer. The SDK is this API's client, not the generated one, so these routes stay out of openapi.json; the
-guide lists the calls supported (docs/guides/own-loop.md).
+- ``router``: ``/api/v1`` in the shape the open ``tinker`` SDK speaks (0.38.0; the calls and their wire format:
+  docs/architecture/tinker-protocol.md), so a script written for it runs here with only ``base_url`` and the key
+  set. The SDK is this API's client, not the generated one, so these routes stay out of openapi.json; the guide
+  lists the calls supported (docs/guides/own-loop.md).
+- ``runs_router``: ``/v1/training_runs``, the runs as the dashboard and the generated client see them (in
+  openapi.json).
+
+Thin: parse, call api.training_api.service (rules, requests), api.training_api.futures (the long-polled results)
+or api.training_api.runs (the runs on /v1), shape the answer.
 
 Auth: the SDK sends its key as ``X-API-Key`` and insists it starts with ``tml-``; a project key of this service
 with that prefix in front (``tml-rft_…``) opens its project, exactly as ``Authorization: Bearer rft_…`` does on
@@ -14,22 +19,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from sqlalchemy.orm import Session
 
+from api.checkpoints.downloads import TAR, tar_response
 from api.core.callers import resolve
-from api.core.deps import QueueDep, SessionDep, SettingsDep
-from api.core.errors import InvalidRequest, NotFound, TooLarge
+from api.core.deps import CurrentProject, QueueDep, SessionDep, SettingsDep, StoreDep
+from api.core.errors import ERROR_RESPONSES, InvalidRequest, NotFound, TooLarge
+from api.core.pagination import ListResponse
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.models import TrainingSessionStatus
-from api.training import futures, listing, service
-from api.training import schemas as s
-from api.training.wire import WireError, decode_forward_backward
-from grpo_core.primitives.spec import BatchError, Datum, check_batch, check_sampling
-from runtime import training_contract as tc
+from api.training_api import futures, listing, runs, service
+from api.training_api import schemas as s
+from api.training_api.wire import WireError, decode_forward_backward
+from grpo_core.training_api.spec import BatchError, Datum, check_batch, check_sampling
+from runtime import training_api as tc
 
 KEY_PREFIX = "tml-"
 MAX_FORWARD_BACKWARD_BYTES = 64 << 20  # the SDK splits a batch into chunks of at most 5 MB
@@ -155,22 +162,14 @@ def _forward_backward(raw: bytes, db: Session, queue: Doorbell, settings: ApiSet
         check_batch(req.loss_fn, data, req.config, vocab_size=None, max_tokens=None)
     except BatchError as exc:
         raise InvalidRequest(exc.message, param=exc.param, code="invalid_batch") from None
-    payload = tc.ForwardBackward(
+    request = tc.ForwardBackward(
         loss_fn=req.loss_fn,
         config=req.config,
         forward_only=req.forward_only,
         data=[tc.DatumIn(tokens=t, inputs=i) for t, i in req.data],
     )
-    row = service.run_request(
-        db,
-        queue,
-        settings,
-        project,
-        req.model_id,
-        tc.RequestKind.forward_backward,
-        payload.model_dump(),
-        client_seq=req.seq_id or None,  # proto3: 0 is "not sent" (the SDK numbers from 1)
-    )
+    seq = req.seq_id or None  # proto3: 0 is "not sent" (the SDK numbers from 1)
+    row = service.run_request(db, queue, settings, project, req.model_id, request, client_seq=seq)
     return _future(row, model_id=req.model_id)
 
 
@@ -181,10 +180,8 @@ def optim_step(
     if body.adam_params is None:
         kind = (body.optimizer_params or {}).get("type", "?")
         raise InvalidRequest(f"optimizer {kind!r} is not supported: pass AdamParams", param="optimizer_params")
-    payload = tc.OptimStep(adam=tc.Adam(**body.adam_params.model_dump()))
-    row = service.run_request(
-        db, queue, settings, project, body.model_id, tc.RequestKind.optim_step, payload.model_dump(), body.seq_id
-    )
+    request = tc.OptimStep(adam=tc.Adam(**body.adam_params.model_dump()))
+    row = service.run_request(db, queue, settings, project, body.model_id, request, body.seq_id)
     return _future(row, model_id=body.model_id)
 
 
@@ -197,10 +194,7 @@ def save_weights(
     if first is not None:
         return _future(first, model_id=body.model_id)
     to = service.checkpoint_target(db, project, body.model_id, "training", body.path, body.overwrite)
-    payload = tc.SaveWeights(to=to)
-    row = service.run_request(
-        db, queue, settings, project, body.model_id, tc.RequestKind.save_weights, payload.model_dump(), body.seq_id
-    )
+    row = service.run_request(db, queue, settings, project, body.model_id, tc.SaveWeights(to=to), body.seq_id)
     return _future(row, model_id=body.model_id)
 
 
@@ -214,22 +208,13 @@ def save_for_sampler(
         return _future(first, model_id=body.model_id)
     if body.path is not None:
         to = service.checkpoint_target(db, project, body.model_id, "sampler", body.path, overwrite=False)
-        payload = tc.SaveForSampler(to=to)
+        request = tc.SaveForSampler(to=to)
     elif body.sampling_session_seq_id is not None:
         sid = service.snapshot_sampler_id(db, run, body.sampling_session_seq_id)
-        payload = tc.SaveForSampler(sampler_id=sid)
+        request = tc.SaveForSampler(sampler_id=sid)
     else:
         raise InvalidRequest("save_weights_for_sampler needs a path or a sampling_session_seq_id", param="path")
-    row = service.run_request(
-        db,
-        queue,
-        settings,
-        project,
-        body.model_id,
-        tc.RequestKind.save_weights_for_sampler,
-        payload.model_dump(),
-        body.seq_id,
-    )
+    row = service.run_request(db, queue, settings, project, body.model_id, request, body.seq_id)
     return _future(row, model_id=body.model_id)
 
 
@@ -237,7 +222,7 @@ def save_for_sampler(
 def load_weights(
     body: s.LoadWeights, db: SessionDep, queue: QueueDep, settings: SettingsDep, project: Project
 ) -> dict[str, Any]:
-    row = service.load_weights(db, queue, settings, project, body.model_dump())
+    row = service.load_weights(db, queue, settings, project, body)
     return _future(row, model_id=row.target)
 
 
@@ -279,7 +264,7 @@ def asample(body: s.Sample, db: SessionDep, queue: QueueDep, settings: SettingsD
         check_sampling(max_tokens, p.temperature, p.top_p, p.top_k, body.num_samples, prompt=tokens, stop=stop)
     except BatchError as exc:
         raise InvalidRequest(exc.message, param=exc.param, code="invalid_sampling") from None
-    payload = tc.Sample(
+    request = tc.Sample(
         sampler=service.sampler_spec(db, settings, row),
         prompt=tokens,
         num_samples=body.num_samples,
@@ -290,9 +275,7 @@ def asample(body: s.Sample, db: SessionDep, queue: QueueDep, settings: SettingsD
         stop=stop,
         prompt_logprobs=body.prompt_logprobs,
     )
-    req = service.enqueue(
-        db, queue, settings, session, tc.RequestKind.sample, row.id, payload.model_dump(), client_seq=body.seq_id
-    )
+    req = service.enqueue(db, queue, settings, session, row.id, request, client_seq=body.seq_id)
     return _future(req, sample_sequence_ids=[f"{req.id}:{i}" for i in range(body.num_samples)])
 
 
@@ -348,3 +331,64 @@ def unsupported(rest: str) -> Response:
         "calls it serves)",
         code="unsupported_call",
     )
+
+
+# ---------------------------------------------------------------- /v1/training_runs
+# The runs of the training API as the dashboard and the generated client see them, beside the jobs (in openapi.json):
+# the list, one run with its checkpoints, its per-step series, the metrics the client reports for its steps (a reward
+# the service cannot see), and a checkpoint's download.
+runs_router = APIRouter(prefix="/v1/training_runs", tags=["training_runs"], responses=ERROR_RESPONSES)
+
+
+@runs_router.get("")
+def list_training_runs(
+    session: SessionDep,
+    project: CurrentProject,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    after: str | None = None,
+) -> ListResponse[s.TrainingRunObject]:
+    """The project's training runs (training clients of the training API), newest first."""
+    page = runs.list_runs(session, project, limit, after)
+    return ListResponse[s.TrainingRunObject].page(runs.views(session, page.items), page.has_more)
+
+
+@runs_router.get("/{training_run_id}")
+def retrieve_training_run(training_run_id: str, session: SessionDep, project: CurrentProject) -> s.TrainingRunObject:
+    return runs.views(session, [service.get_run(session, project, training_run_id)])[0]
+
+
+@runs_router.get("/{training_run_id}/metrics")
+def list_training_run_metrics(training_run_id: str, session: SessionDep, project: CurrentProject) -> s.RunMetrics:
+    """One row per optimizer step: the loss of its forward_backward calls, the step's gradient norm and learning
+    rate, and the metrics the client reported for it."""
+    return s.RunMetrics(data=runs.series(session, project, training_run_id))
+
+
+@runs_router.post("/{training_run_id}/metrics")
+def report_training_run_metrics(
+    training_run_id: str, body: s.ReportMetrics, session: SessionDep, project: CurrentProject
+) -> s.RunStep:
+    """Report metrics of one step of your loop (e.g. ``{"step": 3, "metrics": {"reward": 0.75}}``): the dashboard
+    draws them beside the loss."""
+    return runs.report(session, project, training_run_id, body)
+
+
+@runs_router.get(
+    "/{training_run_id}/checkpoints/{training_checkpoint_id}/content",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {TAR: {}},
+            "description": "A sampler checkpoint: adapter_config.json and adapter_model.safetensors (PeftModel); "
+            "a training checkpoint: the same and the optimizer's state (optimizer.pt, state.json)",
+        },
+        302: {"description": "On S3: a presigned URL of the tar, valid for 5 minutes (Location header)"},
+    },
+)
+def download_training_checkpoint(
+    training_run_id: str, training_checkpoint_id: str, session: SessionDep, store: StoreDep, project: CurrentProject
+) -> Response:
+    """A checkpoint of the run, by its ``ftckpt-`` id, as a tar: streamed from a local store, or a 302 to a
+    presigned S3 URL (5 minutes), as a job's checkpoint is."""
+    ckpt = runs.get_checkpoint(session, project, training_run_id, training_checkpoint_id)
+    return tar_response(store, ckpt)

@@ -27,9 +27,9 @@ from api.db.models import (
     TrainingSession,
     now,
 )
-from api.training.run_schemas import MAX_REPORTED, ReportMetrics, RunCheckpoint, RunStep, TrainingRunObject
-from api.training.service import get_run
-from runtime.training_contract import RequestKind
+from api.training_api.schemas import MAX_REPORTED, ReportMetrics, RunCheckpoint, RunStep, TrainingRunObject
+from api.training_api.service import get_run
+from runtime.training_api import RequestKind
 
 
 def views(db: Session, runs: Sequence[TrainingRun]) -> list[TrainingRunObject]:

@@ -4,7 +4,7 @@ future as a request row the session's worker takes in order.
 What is checked here, before anything is stored: the caller's project owns what it names (another project's
 session, run, sampling client or checkpoint is a 404), the session is still active (a finished, expired or lost
 session is a 400 saying which, and what to do), the base model is one this service offers, and a
-``forward_backward`` batch has the inputs its loss needs, in the right lengths (grpo_core.primitives.spec). So a bad
+``forward_backward`` batch has the inputs its loss needs, in the right lengths (grpo_core.training_api.spec). So a bad
 call is refused with the SDK's own exception for its status, and the worker never sees it.
 
 Ordering: each request takes the session's next ``seq`` in the same guarded UPDATE that checks the session is
@@ -12,7 +12,7 @@ active, and the worker takes pending requests in ``seq`` order; the SDK submits 
 after another (docs/architecture/tinker-protocol.md §3), so they run in the order the user made them.
 
 The doorbell: the first request of a session no worker holds rings the queue (after the commit); the reaper rings
-again when no worker took it (api.training.leases.reap).
+again when no worker took it (api.training_api.leases.reap).
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ from api.db.models import (
 )
 from api.db.session import rows_changed
 from api.models.service import available, find, source_of
-from api.training.paths import TinkerPath, checked_name, object_key, run_id, sampler_id
-from runtime import training_contract as tc
+from api.training_api.paths import TinkerPath, checked_name, object_key, run_id, sampler_id
+from api.training_api.schemas import LoadWeights as LoadWeightsIn
+from runtime import training_api as tc
 
 log = logging.getLogger(__name__)
 MAX_RUNS_PER_SESSION = 4  # models one session keeps resident on its worker (each with its optimizer and sampler)
@@ -154,15 +155,15 @@ def enqueue(
     queue: Doorbell,
     settings: ApiSettings,
     session: TrainingSession,
-    kind: tc.RequestKind,
     target: str | None,
-    payload: dict[str, Any],
+    request: tc.Request,
     *,
     client_seq: int | None = None,
     ring: bool = True,
 ) -> TrainingRequest:
-    """Add a request at the session's next seq (refused if the session stopped being active meanwhile), commit,
-    and ring the doorbell when no worker holds the session and none was rung lately.
+    """Add ``request`` on ``target`` (a training run or sampling client) at the session's next seq (refused if the
+    session stopped being active meanwhile), commit, and ring the doorbell when no worker holds the session and
+    none was rung lately.
 
     ``client_seq``: the SDK's number of the call (its ``seq_id``). The SDK retries a POST whose answer it lost;
     the retry gets the first request's future back instead of a second request (a gradient added twice, two
@@ -188,9 +189,9 @@ def enqueue(
         project_id=session.project_id,
         seq=seq,
         client_seq=client_seq,
-        kind=kind,
+        kind=request.kind,
         target=target,
-        payload=payload,
+        payload=request.model_dump(mode="json", exclude={"kind"}),  # the kind has its own column
         status=TrainingRequestStatus.pending,
     )
     db.add(row)
@@ -224,6 +225,13 @@ def enqueue(
         except Exception:  # the broker is down: enqueued_at is set, so the reaper rings again after requeue_after
             log.exception("could not ring the queue for session %s", session.id)
     return row
+
+
+def stored_request(row: TrainingRequest) -> tc.Request:
+    """The typed request a row holds (``enqueue`` stored its payload beside its kind). A forward_backward's or a
+    sample's payload is emptied once its worker has read it (api.training_api.leases.post_result): those rows are
+    read by their kind alone."""
+    return tc.parse_request({**row.payload, "kind": row.kind})
 
 
 def replay(db: Session, target: str, client_seq: int | None) -> TrainingRequest | None:
@@ -290,7 +298,7 @@ def create_run(
             user_metadata=user_metadata,
         )
     )
-    return enqueue(db, queue, settings, session, tc.RequestKind.create_model, rid, create.model_dump(mode="json"))
+    return enqueue(db, queue, settings, session, rid, create)
 
 
 def get_run(db: Session, project_id: str, rid: str) -> TrainingRun:
@@ -313,12 +321,12 @@ def run_request(
     settings: ApiSettings,
     project_id: str,
     rid: str,
-    kind: tc.RequestKind,
-    payload: dict[str, Any],
+    request: tc.Request,
     client_seq: int | None = None,
 ) -> TrainingRequest:
+    """``request`` on training run ``rid`` of the caller's project, in its active session."""
     session, _ = active_run(db, project_id, rid)
-    return enqueue(db, queue, settings, session, kind, rid, payload, client_seq=client_seq)
+    return enqueue(db, queue, settings, session, rid, request, client_seq=client_seq)
 
 
 def checkpoint_target(
@@ -352,31 +360,19 @@ def find_checkpoint(
 
 
 def load_weights(
-    db: Session, queue: Doorbell, settings: ApiSettings, project_id: str, body: dict[str, Any]
+    db: Session, queue: Doorbell, settings: ApiSettings, project_id: str, body: LoadWeightsIn
 ) -> TrainingRequest:
     """``load_state`` (into an existing run) or ``create_training_client_from_state`` (a new run, its LoRA shape
     taken from the checkpoint's run)."""
-    ckpt = find_checkpoint(db, project_id, str(body.get("path")), "training")
-    optimizer = bool(body.get("optimizer", False))
-    if body.get("model_id"):
-        rid = str(body["model_id"])
-        payload = tc.LoadWeights(object_key=ckpt.object_key, optimizer=optimizer)
-        seq = body.get("seq_id")
-        return run_request(
-            db,
-            queue,
-            settings,
-            project_id,
-            rid,
-            tc.RequestKind.load_weights,
-            payload.model_dump(),
-            client_seq=int(seq) if seq is not None else None,
-        )
-    if body.get("session_id") is None or body.get("model_seq_id") is None:
+    ckpt = find_checkpoint(db, project_id, body.path, "training")
+    if body.model_id:
+        request = tc.LoadWeights(object_key=ckpt.object_key, optimizer=body.optimizer)
+        return run_request(db, queue, settings, project_id, body.model_id, request, client_seq=body.seq_id)
+    if body.session_id is None or body.model_seq_id is None:
         raise InvalidRequest("load_weights needs model_id, or session_id and model_seq_id", param="model_id")
-    session = active_session(db, project_id, str(body["session_id"]))
+    session = active_session(db, project_id, body.session_id)
     source = get_run(db, project_id, ckpt.run_id)
-    rid = run_id(session.id, int(body["model_seq_id"]))
+    rid = run_id(session.id, body.model_seq_id)
     lora = dict(source.lora)
     create = tc.CreateModel(
         base=model_spec(db, settings, source.base_model),
@@ -393,11 +389,11 @@ def load_weights(
                 project_id=project_id,
                 base_model=source.base_model,
                 lora=lora,
-                user_metadata=body.get("user_metadata"),
+                user_metadata=body.user_metadata,
             )
         )
-    payload = tc.LoadWeights(object_key=ckpt.object_key, optimizer=optimizer, create=create)
-    return enqueue(db, queue, settings, session, tc.RequestKind.load_weights, rid, payload.model_dump(mode="json"))
+    request = tc.LoadWeights(object_key=ckpt.object_key, optimizer=body.optimizer, create=create)
+    return enqueue(db, queue, settings, session, rid, request)
 
 
 # Sampling clients
@@ -433,7 +429,7 @@ def create_sampler(
 
 def snapshot_sampler_id(db: Session, run: TrainingRun, seq: int) -> str:
     """The id the unnamed save of ``run``'s weights answers with: a sampling client of the run's session, created
-    when the worker has kept the weights (api.training.leases.post_result)."""
+    when the worker has kept the weights (api.training_api.leases.post_result)."""
     sid = sampler_id(run.session_id, seq)
     if db.get(SamplingSession, sid) is not None:
         raise InvalidRequest(f"sampling session {sid} exists", param="sampling_session_seq_id")

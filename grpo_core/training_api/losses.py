@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from grpo_core.primitives.spec import BatchError, loss_spec
+from grpo_core.training_api.spec import BatchError, loss_spec
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def ppo(
 
 def loss_of(loss_fn: str, logp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float]) -> LossOutput:
     """The loss ``loss_fn`` of ``logp`` (N,) with its per-token ``inputs`` (N,) each, an optional input left out
-    taking its default (grpo_core.primitives.spec.LossSpec.fill) and the config its defaults. The inputs are
+    taking its default (grpo_core.training_api.spec.LossSpec.fill) and the config its defaults. The inputs are
     expected checked (spec.check_batch); an unknown loss raises spec.BatchError."""
     spec = loss_spec(loss_fn)
 

@@ -1,6 +1,6 @@
 """``TrainingModel``: a base model with a LoRA adapter, held resident and driven one request at a time.
 
-The requests are Tinker's: ``forward_backward`` adds the gradient of a loss (grpo_core.primitives.losses) over a
+The requests are Tinker's: ``forward_backward`` adds the gradient of a loss (grpo_core.training_api.losses) over a
 batch of datums to what earlier calls left; ``optim_step`` takes one AdamW step on the sum and clears it;
 ``save_state`` / ``load_state`` keep or restore the adapter and the optimizer; ``save_adapter`` writes the plain
 PEFT adapter that samplers and serving load.
@@ -38,10 +38,10 @@ from grpo_core.checkpoint import CheckpointError, load_adapter_weights
 from grpo_core.errors import UserError
 from grpo_core.hardware.device import HOST, release_device_memory, resolve_device, resolve_precision
 from grpo_core.policy import load_policy
-from grpo_core.primitives.losses import loss_of
-from grpo_core.primitives.spec import Datum, check_adam, check_batch, loss_spec
 from grpo_core.rollout.batch import right_padded
 from grpo_core.schemas.config import GRPOConfig
+from grpo_core.training_api.losses import loss_of
+from grpo_core.training_api.spec import Datum, check_adam, check_batch, loss_spec
 from grpo_core.update.fused_head import head_logprobs
 from grpo_core.update.packing import head_problem
 from grpo_core.update.step import attention_kernels
@@ -87,7 +87,7 @@ def target_logprobs(model: Any, ids: Tensor, targets: Tensor, mask: Tensor) -> T
 @dataclass(frozen=True)
 class ForwardResult:
     logprobs: list[list[float]]  # per datum, one per token: log-prob of target_tokens[i] at position i
-    metrics: dict[str, float]  # the loss's metrics over the whole batch (grpo_core.primitives.losses)
+    metrics: dict[str, float]  # the loss's metrics over the whole batch (grpo_core.training_api.losses)
 
 
 def _micro_batches(lengths: list[int], budget: int) -> list[list[int]]:

@@ -42,13 +42,13 @@ import torch
 
 from grpo_core.hardware.device import HOST, release_device_memory, resolve_device, resolve_precision
 from grpo_core.policy import load_adapter, load_policy
-from grpo_core.primitives.model import TrainingModel, target_logprobs
-from grpo_core.primitives.spec import Stop, check_sampling, stop_lists
 from grpo_core.rollout.batch import eos_ids, right_padded
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.engines.decode import decode_continuations
 from grpo_core.rollout.engines.merged import DecodeMode, MergedEngine
 from grpo_core.schemas.config import GRPOConfig
+from grpo_core.training_api.model import TrainingModel, target_logprobs
+from grpo_core.training_api.spec import Stop, check_sampling, stop_lists
 
 StopReason = Literal["stop", "length"]
 _UNSEEDED = itertools.count(secrets.randbits(32))  # the seeds of calls that give none (the module docstring)

@@ -5,7 +5,7 @@ it for a worker that would fail on it later; the worker's model checks again wit
 
 A ``Datum`` is one sequence, next-token aligned as in Tinker: position i of ``tokens`` (the model input) predicts
 ``inputs["target_tokens"][i]``, and every input holds one value per position. The losses and their inputs follow
-the Tinker docs ("Loss Functions", tinker-docs.thinkingmachines.ai); grpo_core.primitives.losses has the formulas:
+the Tinker docs ("Loss Functions", tinker-docs.thinkingmachines.ai); grpo_core.training_api.losses has the formulas:
 
     loss                 inputs (one value per token)                        config (default)
     cross_entropy        target_tokens:int64, weights:float32                —

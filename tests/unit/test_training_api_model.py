@@ -1,4 +1,4 @@
-"""grpo_core.primitives.losses by hand, and TrainingModel (grpo_core.primitives.model) on the tiny random model:
+"""grpo_core.training_api.losses by hand, and TrainingModel (grpo_core.training_api.model) on the tiny random model:
 log-probs, gradient accumulation, training, exact save/load, the adapter folder, no tensor on an implicit device."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import torch
 from grpo_core.checkpoint import CheckpointError
 from grpo_core.errors import UserError
 from grpo_core.policy import load_adapter
-from grpo_core.primitives.losses import cross_entropy, importance_sampling, loss_of, ppo
-from grpo_core.primitives.model import OPTIMIZER_FILE, STATE_FILE, TrainingModel, target_modules
-from grpo_core.primitives.spec import BatchError, Datum
 from grpo_core.schemas.config import GRPOConfig
+from grpo_core.training_api.losses import cross_entropy, importance_sampling, loss_of, ppo
+from grpo_core.training_api.model import OPTIMIZER_FILE, STATE_FILE, TrainingModel, target_modules
+from grpo_core.training_api.spec import BatchError, Datum
 from tests.device_guard import ImplicitDeviceGuard
 
 ADAM = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8, "weight_decay": 0.01, "grad_clip_norm": 1.0}

@@ -1,4 +1,4 @@
-"""grpo_core.primitives.sampling.Sampler on the tiny random models: what a sequence holds (stops, lengths,
+"""grpo_core.training_api.sampling.Sampler on the tiny random models: what a sequence holds (stops, lengths,
 log-probs), seeds, prompt log-probs, and that it samples the training model's current weights."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from grpo_core.primitives.model import TrainingModel
-from grpo_core.primitives.sampling import Sampler, stop_string_end
-from grpo_core.primitives.spec import BatchError, Datum
+from grpo_core.training_api.model import TrainingModel
+from grpo_core.training_api.sampling import Sampler, stop_string_end
+from grpo_core.training_api.spec import BatchError, Datum
 from tests.device_guard import ImplicitDeviceGuard
 from tests.tiny_model import build_tiny_model
 

@@ -1,4 +1,4 @@
-"""grpo_core.primitives.spec: what a forward_backward, sample or optim_step request may hold, each refusal naming
+"""grpo_core.training_api.spec: what a forward_backward, sample or optim_step request may hold, each refusal naming
 the field to fix; and the module stays importable without torch (the API validates with it)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from grpo_core.primitives.spec import (
+from grpo_core.training_api.spec import (
     LOSSES,
     UNSUPPORTED_LOSSES,
     BatchError,
@@ -38,7 +38,7 @@ def refusal(loss_fn: str, data: list[Datum], config: Mapping[str, float] | None 
 
 
 def test_importing_the_spec_loads_no_torch() -> None:
-    code = "import sys, grpo_core.primitives.spec; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    code = "import sys, grpo_core.training_api.spec; print(sorted(m for m in sys.modules if m.startswith('torch')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
 

@@ -1,4 +1,4 @@
-"""The training API's protobuf (api.training.wire) against the ``tinker`` SDK's own conversions: what the SDK
+"""The training API's protobuf (api.training_api.wire) against the ``tinker`` SDK's own conversions: what the SDK
 encodes, the server decodes exactly; what the server encodes, the SDK decodes to the same values."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from tinker import types
 from tinker.proto.request_conv import forward_backward_request_to_proto
 from tinker.proto.response_conv import deserialize_forward_backward_output, deserialize_sample_response
 
-from api.training import wire
+from api.training_api import tinker_pb2, wire
+from runtime.training_api import SampledSequence
 
 
 def test_a_forward_backward_request_of_the_sdk_decodes_exactly() -> None:
@@ -40,7 +41,7 @@ def test_a_body_that_is_not_the_sdks_is_refused_naming_where() -> None:
     with pytest.raises(wire.WireError) as bad:
         wire.decode_forward_backward(b"\xff\xff\xff")
     assert bad.value.param == "body"
-    msg = wire.ForwardBackwardRequestPb(model_id="m", loss_fn="cross_entropy")
+    msg = tinker_pb2.ForwardBackwardRequest(model_id="m", loss_fn="cross_entropy")
     msg.data.add().model_input.add().image.SetInParent()
     with pytest.raises(wire.WireError, match="image chunks are not supported") as image:
         wire.decode_forward_backward(msg.SerializeToString())
@@ -54,8 +55,8 @@ def test_results_decode_in_the_sdk_to_what_the_worker_computed() -> None:
     assert [o["logprobs"].tolist() for o in out.loss_fn_outputs] == [[-1.0, -2.5, -0.5], [-0.25]]
     assert out.metrics == {"loss:sum": 3.5, "tokens:sum": 4.0}
     sequences = [
-        {"tokens": [7, 8, 0], "logprobs": [-0.5, -1.25, -0.125], "stop_reason": "stop"},
-        {"tokens": [9], "logprobs": [-2.0], "stop_reason": "length"},
+        SampledSequence(tokens=[7, 8, 0], logprobs=[-0.5, -1.25, -0.125], stop_reason="stop"),
+        SampledSequence(tokens=[9], logprobs=[-2.0], stop_reason="length"),
     ]
     sample = deserialize_sample_response(wire.encode_sample(sequences, [None, -1.5, -0.75]))
     assert [(s.tokens, s.logprobs, s.stop_reason) for s in sample.sequences] == [

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from api.core.settings import ApiSettings
 from api.reaper import reap
 from tests.tiny_model import TINY_ID
-from tests.training_objects import WORKER, fwdbwd_body
+from tests.training_objects import WORKER, fwdbwd_body, result_of
 
 API = "/api/v1"
 H = {"X-API-Key": "tml-anything"}  # no keys configured: the default project
@@ -63,15 +63,15 @@ def test_requests_reach_the_worker_in_order_and_only_the_claim_holder_writes(cli
     kinds = []
     for _ in range(3):
         req = take(client, sid)
-        kinds.append(req["kind"])
-        stale = answer(client, sid, req, {}, claim="c-2")
+        kinds.append(req["request"]["kind"])
+        stale = answer(client, sid, req, result_of(req), claim="c-2")
         assert stale.status_code == 409 and stale.json()["error"]["code"] == "stale_claim"
-        answer(client, sid, req, {"type": req["kind"], "path": "tinker://x/weights/a"})
+        answer(client, sid, req, result_of(req))
     assert kinds == ["create_model", "optim_step", "save_weights"]
     got = client.post(f"{API}/retrieve_future", json={"request_id": optim["request_id"]}, headers=H)
-    assert got.json() == {"type": "optim_step", "path": "tinker://x/weights/a"}
+    assert got.json() == {"metrics": {}, "type": "optim_step"}  # the SDK's shape, made by the API from the result
     saved = client.post(f"{API}/retrieve_future", json={"request_id": save["request_id"]}, headers=H)
-    assert saved.status_code == 200
+    assert saved.json() == {"path": f"tinker://{run}/weights/a", "size_bytes": 0, "type": "save_weights"}
     listed = client.get(f"{API}/training_runs/{run}/checkpoints", headers=H).json()["checkpoints"]
     assert [c["tinker_path"] for c in listed] == [f"tinker://{run}/weights/a"]  # registered when the save landed
 
@@ -95,7 +95,9 @@ def test_closing_the_session_fails_what_is_pending_and_tells_the_worker(client: 
     assert closed.json()["status"] == "finished"
     failed = client.post(f"{API}/retrieve_future", json={"request_id": pending["request_id"]}, headers=H).json()
     assert failed["category"] == "user" and "closed" in failed["error"]
-    assert answer(client, sid, create, {}).json()["stop"] == "finished"  # the running one's result is refused nothing
+    assert (
+        answer(client, sid, create, result_of(create)).json()["stop"] == "finished"
+    )  # the running one's result is refused nothing
     assert internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json()["stop"] == "finished"
     refused = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "session_finished"
@@ -106,7 +108,8 @@ def test_closing_the_session_fails_what_is_pending_and_tells_the_worker(client: 
 def test_an_idle_session_expires_and_says_so(client: TestClient, settings: ApiSettings) -> None:
     sid, run = start(client)
     internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
-    answer(client, sid, take(client, sid), {"model_id": run})
+    created = take(client, sid)
+    answer(client, sid, created, result_of(created))
     released = internal(client, sid, "release", {"claim_id": "c-1", "reason": "idle", "message": "idle for 900 s"})
     assert released.status_code == 200
     refused = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
@@ -118,7 +121,8 @@ def test_an_idle_session_expires_and_says_so(client: TestClient, settings: ApiSe
 def test_a_client_that_stopped_heartbeating_frees_the_worker(client: TestClient, settings: ApiSettings) -> None:
     sid, run = start(client)
     internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
-    answer(client, sid, take(client, sid), {"model_id": run})
+    created = take(client, sid)
+    answer(client, sid, created, result_of(created))
     assert internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json()["stop"] is None
     sql(settings, "update training_sessions set heartbeat_at = :t where id = :id", t=int(time.time()) - 61, id=sid)
     assert internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json()["stop"] == "finished"
@@ -163,7 +167,7 @@ def test_the_reaper_fails_a_lost_workers_futures_and_rings_unclaimed_sessions(
         reap(db, Rung(), settings)
     failed = client.post(f"{API}/retrieve_future", json={"request_id": running["id"]}, headers=H).json()
     assert failed["category"] == "server" and "lease expired" in failed["error"]
-    late = answer(client, sid, running, {"model_id": run})
+    late = answer(client, sid, running, result_of(running))
     assert late.status_code == 409  # the dead worker, back, can write nothing
     refused = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
     assert refused.json()["error"]["code"] == "session_lost"
@@ -172,17 +176,19 @@ def test_the_reaper_fails_a_lost_workers_futures_and_rings_unclaimed_sessions(
 def test_the_runs_series_sums_each_steps_calls_and_merges_what_the_client_reports(client: TestClient) -> None:
     sid, run = start(client)
     internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
-    answer(client, sid, take(client, sid), {"model_id": run})
+    created = take(client, sid)
+    answer(client, sid, created, result_of(created))
     v1 = {"Authorization": "Bearer anything"}
     for step, losses in enumerate(([4.0, 2.0], [3.0]), start=1):
         for loss in losses:  # forward_backward results as the worker posts them (the protobuf is made at retrieval)
             fb = client.post(f"{API}/forward_backward", content=fwdbwd_body(run), headers=H)
             assert fb.status_code == 200, fb.text
             req = take(client, sid)
-            answer(client, sid, req, {"logprobs": [[-1.0, -2.0]], "metrics": {"loss:sum": loss, "tokens:sum": 2.0}})
+            fields = {"logprobs": [[-1.0, -2.0]], "metrics": {"loss:sum": loss, "tokens:sum": 2.0}}
+            answer(client, sid, req, result_of(req, **fields))
         client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H)
         req = take(client, sid)
-        answer(client, sid, req, {"metrics": {"grad_norm:mean": float(step), "learning_rate:mean": 1e-4}})
+        answer(client, sid, req, result_of(req, metrics={"grad_norm:mean": float(step), "learning_rate:mean": 1e-4}))
         report = {"step": step, "metrics": {"reward": step / 4}}
         assert client.post(f"/v1/training_runs/{run}/metrics", json=report, headers=v1).status_code == 200
     rows = client.get(f"/v1/training_runs/{run}/metrics", headers=v1).json()["data"]
@@ -197,7 +203,8 @@ def test_the_runs_series_sums_each_steps_calls_and_merges_what_the_client_report
 def test_a_retried_call_is_one_request_and_two_saves_of_one_name_one_checkpoint(client: TestClient) -> None:
     sid, run = start(client)
     internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
-    answer(client, sid, take(client, sid), {"model_id": run})
+    created = take(client, sid)
+    answer(client, sid, created, result_of(created))
     step = {"model_id": run, "adam_params": {}, "seq_id": 7}
     first = client.post(f"{API}/optim_step", json=step, headers=H).json()
     assert client.post(f"{API}/optim_step", json=step, headers=H).json() == first  # the SDK's retry of a lost answer
@@ -209,9 +216,8 @@ def test_a_retried_call_is_one_request_and_two_saves_of_one_name_one_checkpoint(
     ]
     kinds = []
     while (got := internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json())["request"]:
-        kinds.append(got["request"]["kind"])
-        result = {"path": f"tinker://{run}/weights/ck", "size_bytes": 1} if "save" in got["request"]["kind"] else {}
-        assert answer(client, sid, got["request"], result).status_code == 200
+        kinds.append(got["request"]["request"]["kind"])
+        assert answer(client, sid, got["request"], result_of(got["request"])).status_code == 200
     assert kinds == ["optim_step", "forward_backward", "save_weights", "save_weights"]  # one each, in order
     listed = client.get(f"{API}/training_runs/{run}/checkpoints", headers=H).json()["checkpoints"]
     assert [c["tinker_path"] for c in listed] == [f"tinker://{run}/weights/ck"]
@@ -235,10 +241,10 @@ def test_the_reaper_fails_what_an_ended_session_left_open_and_drops_old_results(
     other, run2 = start(client)
     internal(client, other, "claim", {"worker_id": "w", "claim_id": "c-1"})
     req = take(client, other)
-    answer(client, other, req, {"model_id": run2})
+    answer(client, other, req, result_of(req))
     fb = client.post(f"{API}/forward_backward", content=fwdbwd_body(run2), headers=H).json()
     done = take(client, other)
-    answer(client, other, done, {"logprobs": [[-1.0, -2.0]], "metrics": {"loss:sum": 3.0, "tokens:sum": 2.0}})
+    answer(client, other, done, result_of(done, logprobs=[[-1.0, -2.0]], metrics={"loss:sum": 3.0, "tokens:sum": 2.0}))
     sql(settings, "update training_requests set result_expires_at = 1 where id = :id", id=fb["request_id"])
     with Session(create_engine(settings.db_url)) as db:
         reap(db, Rung(), settings)
@@ -252,9 +258,11 @@ def test_the_reaper_fails_what_an_ended_session_left_open_and_drops_old_results(
 def test_a_sampling_client_whose_checkpoint_was_deleted_refuses_to_sample(client: TestClient) -> None:
     sid, run = start(client)
     internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
-    answer(client, sid, take(client, sid), {"model_id": run})
+    created = take(client, sid)
+    answer(client, sid, created, result_of(created))
     client.post(f"{API}/save_weights_for_sampler", json={"model_id": run, "path": "s"}, headers=H)
-    answer(client, sid, take(client, sid), {"path": f"tinker://{run}/sampler_weights/s", "size_bytes": 1})
+    saved = take(client, sid)
+    answer(client, sid, saved, result_of(saved, size_bytes=1))
     body = {"session_id": sid, "sampling_session_seq_id": 0, "model_path": f"tinker://{run}/sampler_weights/s"}
     sampler = client.post(f"{API}/create_sampling_session", json=body, headers=H).json()["sampling_session_id"]
     assert client.delete(f"{API}/training_runs/{run}/checkpoints/sampler_weights/s", headers=H).status_code == 200

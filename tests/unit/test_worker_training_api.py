@@ -1,7 +1,8 @@
-"""worker.training's requests on a real tiny model, without an API (the runner's own methods, one per request
-kind): the answers are in the SDK's shapes, a sampling client samples the resident weights while they are the ones
-it was saved from and its own copy after, only the newest unnamed saves are kept, and a mistake the API could not
-see fails that request as the user's."""
+"""worker.training_api's requests on a real tiny model, without an API (the runner's own answer to each typed
+request): each answer is the typed result of the request's own kind (the API shapes the SDK's answer from it:
+tests/unit/test_training_sessions.py), a sampling client samples the resident weights while they are the ones it was
+saved from and its own copy after, only the newest unnamed saves are kept, and a mistake the API could not see fails
+that request as the user's."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from runtime import training_contract as tc
+from runtime import training_api as tc
 from tests.tiny_model import TINY_ID
-from worker import training
 from worker.settings import WorkerSettings
-from worker.training import SessionRunner
+from worker.training_api import resident
+from worker.training_api.session import SessionRunner
 
 RUN = "sess-1:train:0"
 
@@ -24,11 +25,12 @@ def runner(tmp_path: Path, catalog_dir: Path) -> Any:
     r = SessionRunner("sess-1", WorkerSettings(state_dir=tmp_path, worker_token="t", model_catalog_dir=catalog_dir))
     r.work.mkdir(parents=True)
     yield r
-    r.free()  # what run() does on its way out
+    r.resident.free()  # what run() does on its way out
 
 
 def do(runner: SessionRunner, kind: str, payload: dict[str, Any], target: str | None = RUN) -> tc.ResultPost:
-    return runner.execute(tc.WorkItem(id=f"req-{kind}", kind=tc.RequestKind(kind), target=target, payload=payload))
+    request = tc.parse_request({"kind": kind, **payload})
+    return runner.execute(tc.WorkItem(id=f"req-{kind}", target=target, request=request))
 
 
 def sample(runner: SessionRunner, sampler_id: str, snapshot_of: str | None = RUN) -> tc.ResultPost:
@@ -45,29 +47,32 @@ def sample(runner: SessionRunner, sampler_id: str, snapshot_of: str | None = RUN
     return do(runner, "sample", body, sampler_id)
 
 
-def test_a_session_on_the_worker_answers_in_the_sdks_shapes(runner: SessionRunner, monkeypatch: Any) -> None:
-    monkeypatch.setattr(training, "MAX_SNAPSHOTS", 2)
+def test_a_session_on_the_worker_answers_each_request_with_a_result_of_its_kind(
+    runner: SessionRunner, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(resident, "MAX_SNAPSHOTS", 2)
     created = do(runner, "create_model", {"base": {"id": TINY_ID}, "rank": 4, "seed": 0})
-    assert created.result == {"model_id": RUN, "type": "create_model"}
+    assert created.result == tc.CreateModelResult()
     saved = do(runner, "save_weights_for_sampler", {"sampler_id": "sess-1:sample:0"})
-    assert saved.result == {"sampling_session_id": "sess-1:sample:0", "type": "save_weights_for_sampler"}
+    assert saved.result == tc.SaveForSamplerResult(size_bytes=None)  # unnamed: nothing in the store
     first = sample(runner, "sess-1:sample:0")
-    assert first.error is None and first.result is not None and len(first.result["sequences"]) == 2
-    assert "sess-1:sample:0" not in runner.loaded  # the resident run sampled: no copy of the model
+    assert first.error is None and isinstance(first.result, tc.SampleResult) and len(first.result.sequences) == 2
+    assert "sess-1:sample:0" not in runner.resident.loaded  # the resident run sampled: no copy of the model
     data = {"tokens": [1, 3, 13], "inputs": {"target_tokens": [3, 13, 3], "weights": [1.0, 1.0, 1.0]}}
     fb = do(runner, "forward_backward", {"loss_fn": "cross_entropy", "data": [data]})
-    assert fb.result is not None and set(fb.result["metrics"]) >= {"loss:sum"} and len(fb.result["logprobs"][0]) == 3
+    assert isinstance(fb.result, tc.ForwardBackwardResult)
+    assert set(fb.result.metrics) >= {"loss:sum"} and len(fb.result.logprobs[0]) == 3
     step = do(runner, "optim_step", {"adam": {"learning_rate": 0.05}})
-    assert step.result is not None and step.result["metrics"]["learning_rate:mean"] == 0.05
+    assert isinstance(step.result, tc.OptimStepResult) and step.result.metrics["learning_rate:mean"] == 0.05
     # the run moved on: the first client samples its saved weights, with a model of its own, the same draw as before
     again = sample(runner, "sess-1:sample:0")
-    assert "sess-1:sample:0" in runner.loaded
+    assert "sess-1:sample:0" in runner.resident.loaded
     assert again.result == first.result
     for n in (1, 2):  # two more unnamed saves: the first is the oldest beyond MAX_SNAPSHOTS = 2
         do(runner, "save_weights_for_sampler", {"sampler_id": f"sess-1:sample:{n}"})
     gone = sample(runner, "sess-1:sample:0")
     assert gone.error is not None and gone.error.category == "user" and "newest 2" in gone.error.message
-    assert "sess-1:sample:0" not in runner.loaded
+    assert "sess-1:sample:0" not in runner.resident.loaded
     # a token id beyond the vocabulary: the user's error, and the session goes on
     bad = {"tokens": [1, 10_000], "inputs": {"target_tokens": [3, 4], "weights": [1.0, 1.0]}}
     refused = do(runner, "forward_backward", {"loss_fn": "cross_entropy", "data": [bad]})

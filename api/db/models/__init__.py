@@ -28,7 +28,7 @@ from api.db.models.jobs import (
 from api.db.models.models import RegisteredModel
 from api.db.models.secrets import ProjectSecret
 from api.db.models.tenants import DEFAULT_PROJECT, ApiKey, Project
-from api.db.models.training import (
+from api.db.models.training_api import (
     SamplingSession,
     TrainingRequest,
     TrainingRequestStatus,

@@ -1,4 +1,4 @@
-"""The training API's tables (api.training): sessions, training runs, sampling clients, each call as a request
+"""The training API's tables (api.training_api): sessions, training runs, sampling clients, each call as a request
 row, and the metrics a client reports (a run's checkpoints: api.db.models.checkpoints)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class TrainingRequestStatus(enum.StrEnum):
 
 
 class TrainingSession(Base):
-    """One client session of the training API (api.training): what a worker leases to hold its models."""
+    """One client session of the training API (api.training_api): what a worker leases to hold its models."""
 
     __tablename__ = "training_sessions"
 
@@ -100,7 +100,7 @@ class TrainingRequest(Base):
     project_id: Mapped[str] = mapped_column(String(64), index=True)
     seq: Mapped[int] = mapped_column(BigInteger)
     client_seq: Mapped[int | None] = mapped_column(BigInteger)  # the SDK's seq_id of the call, when it sends one
-    kind: Mapped[str] = mapped_column(String(32))  # runtime.training_contract.RequestKind
+    kind: Mapped[str] = mapped_column(String(32))  # runtime.training_api.RequestKind
     target: Mapped[str | None] = mapped_column(String(160))  # the run or sampling session it acts on
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     # indexed: the reaper looks for the few open requests (pending, running) among every call ever made
