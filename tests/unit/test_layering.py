@@ -1,9 +1,12 @@
-"""The parts keep their walls (../shared/DESIGN.md, "Parts and who may import whom"), checked two ways:
+"""The parts keep their walls (../shared/DESIGN.md, "Parts and who may import whom"), checked three ways:
 
 - statically, every import statement of every module (function-level ones included) against the forbidden
   arrows below, so a new ``import api`` anywhere under worker/ fails here with the file and line;
 - dynamically, in fresh interpreters, what importing a part pulls in transitively (the API and its image stay
-  free of torch; the config and schema modules the API validates with stay free of torch).
+  free of torch; the config and schema modules the API validates with stay free of torch);
+- as floors: inside every package of api/, worker/, grpo_core/ and runtime/ the sibling folders and modules import
+  one way (no two of them, nor any circle of them, import each other), and the top floors of grpo_core/ and api/
+  are named (``FLOORS``): a module imports its own floor or the ones below, never one above.
 """
 
 from __future__ import annotations
@@ -11,9 +14,12 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
+from tests.unit.test_structure import circles
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +50,7 @@ API_MAY_USE = {
     "grpo_core.rewards.judge",
     "grpo_core.rewards.python_runner",
     "grpo_core.schemas.graders",
-    "grpo_core.primitives.spec",  # the training API checks a forward_backward batch before queueing it
+    "grpo_core.training_api.spec",  # the training API checks a forward_backward batch before queueing it
     "grpo_core.rewards.templates",
 }
 
@@ -218,3 +224,120 @@ def test_the_sandbox_checks_see_what_they_claim(tmp_path: Path) -> None:
         (2, "grpo_core.sandbox.process"),
         (4, "grpo_core.sandbox.session"),
     ]
+
+
+# ---------------------------------------------------------------- floors: sibling folders import one way
+
+# The floors of the two parts with many rooms, lowest first. Every folder and module directly in the part stands on
+# exactly one floor, and imports only from its own floor or those below: a new folder must be placed here.
+FLOORS: dict[str, list[set[str]]] = {
+    "grpo_core": [
+        # what every side of a step stands on: errors, the sandbox, the pure schemas, devices, model folders, rows
+        {"errors", "sandbox", "schemas", "hardware", "models", "data"},
+        # the sampling side: rollouts drawn and scored, advantages from rewards (prime-rl's orchestrator's side)
+        {"rollout", "rewards"},
+        # the training side: log-probs, the loss, the update, and its state saved and restored
+        {"update", "checkpoint"},
+        # what drives a policy: a run built and its loop, the sampler process, policy sessions and probes
+        {"metrics", "policy", "evaluation", "sampler_process", "run", "trainer", "training_api"},
+    ],
+    "api": [
+        {"core", "db"},  # the kit and the tables: no domain
+        {"checkpoints", "files", "graders", "models", "secrets", "tenants", "usage", "webhooks"},
+        {"evals", "inference", "jobs", "training_api"},
+        {"admin", "main", "reaper"},  # what wires the domains together, above them all
+    ],
+}
+
+
+def children(folder: Path) -> set[str]:
+    """The modules and sub-packages directly in package ``folder``."""
+    modules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+    return modules | {d.name for d in folder.iterdir() if (d / "__init__.py").is_file()}
+
+
+def import_targets(path: Path) -> list[tuple[int, str]]:
+    """``imports``, plus ``module.name`` for each name a ``from module import name`` takes (it may be a module)."""
+    out = imports(path)
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+    return out
+
+
+def sibling_imports(folder: Path, root: Path = ROOT) -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) -> where, for each child of package ``folder`` (a module, or a sub-package with all it
+    holds) that imports another child of it."""
+    package = ".".join(folder.relative_to(root).parts)
+    names = children(folder)
+    found: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted(folder.rglob("*.py")):
+        src = path.relative_to(folder).parts[0].removesuffix(".py")
+        if src == "__init__" or "node_modules" in path.parts:
+            continue
+        for line, module in import_targets(path):
+            dst = module.removeprefix(package + ".").split(".")[0] if module.startswith(package + ".") else None
+            if dst is not None and dst != src and dst in names:
+                found[(src, dst)].append(f"{path.relative_to(root)}:{line}")
+    return found
+
+
+def packages(part: str, root: Path = ROOT) -> list[Path]:
+    """Every package of ``part``, itself first."""
+    top = root / part
+    inner = (d for d in sorted(top.rglob("*")) if d.is_dir() and (d / "__init__.py").is_file())
+    return [top] + [d for d in inner if "node_modules" not in d.parts]
+
+
+def sibling_circles(folder: Path, root: Path = ROOT) -> list[str]:
+    """Each circle among the children of ``folder``, with one import of each arrow in it."""
+    edges = sibling_imports(folder, root)
+    graph: dict[str, set[str]] = {c: set() for c in children(folder)}
+    for src, dst in edges:
+        graph[src].add(dst)
+    found = []
+    for circle in circles(graph):
+        arrows = [f"{a} -> {b} ({edges[(a, b)][0]})" for a in circle for b in circle if (a, b) in edges]
+        found.append(f"{folder.relative_to(root)}: {', '.join(circle)} import each other: " + "; ".join(arrows))
+    return found
+
+
+def floor_violations(folder: Path, floors: list[set[str]], root: Path = ROOT) -> list[str]:
+    """Children of ``folder`` on no floor (or on two), and imports from a floor above the importer's."""
+    level = {name: i for i, floor in enumerate(floors) for name in floor}
+    found = [f"{folder.relative_to(root)}/{c}: on no floor of FLOORS" for c in sorted(children(folder) - set(level))]
+    found += [f"{name}: on two floors" for name in level if sum(name in f for f in floors) > 1]
+    for (src, dst), where in sorted(sibling_imports(folder, root).items()):
+        if src in level and dst in level and level[dst] > level[src]:
+            found.append(f"{src} (floor {level[src]}) imports {dst} (floor {level[dst]}) above it: {where[0]}")
+    return found
+
+
+@pytest.mark.parametrize("part", ["api", "worker", "grpo_core", "runtime"])
+def test_sibling_folders_import_one_way(part: str) -> None:
+    found = [c for folder in packages(part) for c in sibling_circles(folder)]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("part", sorted(FLOORS))
+def test_each_folder_imports_only_its_floor_and_those_below(part: str) -> None:
+    found = floor_violations(ROOT / part, FLOORS[part])
+    assert not found, "\n".join(found)
+
+
+def test_the_floor_checks_see_a_planted_import(tmp_path: Path) -> None:
+    """A sub-package that imports its importer (however deep, however spelled) is a circle; an import from a
+    floor above is named with its file and line."""
+    pkg = tmp_path / "pkg"
+    (pkg / "low").mkdir(parents=True)
+    for init in (pkg / "__init__.py", pkg / "low" / "__init__.py"):
+        init.write_text("")
+    (pkg / "high.py").write_text("from pkg.low.deep import x\n")
+    (pkg / "low" / "deep.py").write_text("x = 1\ndef f():\n    from pkg import high\n")
+    assert sibling_circles(pkg, tmp_path) == [
+        "pkg: high, low import each other: high -> low (pkg/high.py:1); low -> high (pkg/low/deep.py:3)"
+    ]
+    assert floor_violations(pkg, [{"low"}, {"high"}], tmp_path) == [
+        "low (floor 0) imports high (floor 1) above it: pkg/low/deep.py:3"
+    ]
+    assert floor_violations(pkg, [{"low"}], tmp_path) == ["pkg/high: on no floor of FLOORS"]
