@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,7 +22,7 @@ from api.core.pagination import Page, anchor, keyset_page
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.locks import hold_project_lock
-from api.db.models import UNFINISHED, Job, JobStatus, Project, ResumeReason, new_id, now
+from api.db.models import UNFINISHED, File, Job, JobStatus, Project, ResumeReason, new_id, now
 from api.db.session import rows_changed
 from api.files.service import get_file, head_rows
 from api.graders.environments import check_environment
@@ -34,7 +35,7 @@ from api.jobs.schemas import JobCreate
 from api.models import service as model_registry
 from api.secrets import service as project_secrets
 from api.webhooks.service import record_job_event
-from grpo_core.schemas.config import DEFAULT_LEARNING_RATE, PreflightConfig, apply_caps
+from grpo_core.schemas.config import DEFAULT_LEARNING_RATE, GRPOConfig, PreflightConfig, apply_caps
 from grpo_core.schemas.graders import reward_columns
 from grpo_core.schemas.presets import learning_rate_note
 from runtime.internal import Resources
@@ -57,6 +58,31 @@ def create_job(
 ) -> Job:
     """Validate everything a worker would trip over (the model, the files, the hyperparameters under this service's
     caps, the grader on the first training rows), store the job ``queued``, then ring the queue (after commit)."""
+    plan = _validate(session, store, settings, project_id, body, preflight_only)
+    # Again, under the project's lock (held until the commit below): another API process or thread creating a job
+    # for this project now waits here, then counts this one. Taken last so the validation above runs unlocked.
+    hold_project_lock(session, "job-quota", project_id)
+    check_quota(session, settings, project_id)
+    job = _store(session, settings, project_id, body, plan)
+    _ring(session, queue, job)
+    return job
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What validation of a job's body resolved: its training file, its config (caps applied, preflight set), the
+    messages about what the caps changed, and its method as the job row stores it."""
+
+    train: File
+    cfg: GRPOConfig
+    capped: list[str]
+    method: dict[str, Any]
+
+
+def _validate(
+    session: Session, store: ObjectStore, settings: ApiSettings, project_id: str, body: JobCreate, preflight_only: bool
+) -> _Plan:
+    """Every check of a job's body, unlocked, before anything is stored; a 4xx naming the field otherwise."""
     model = model_registry.find(session, settings, body.model)
     if model is None:
         known = ", ".join(model_registry.available(session, settings)) or "none installed"
@@ -106,10 +132,12 @@ def create_job(
             param=f"{HP}.batch_size",
         )
     check_prompt_lengths(store, settings, model, files, cfg)
-    # Again, under the project's lock (held until the commit below): another API process or thread creating a job
-    # for this project now waits here, then counts this one. Taken last so the validation above runs unlocked.
-    hold_project_lock(session, "job-quota", project_id)
-    check_quota(session, settings, project_id)
+    return _Plan(train, cfg, capped, method)
+
+
+def _store(session: Session, settings: ApiSettings, project_id: str, body: JobCreate, plan: _Plan) -> Job:
+    """The job row, ``queued``, and its first events, committed."""
+    cfg, train = plan.cfg, plan.train
     job = Job(
         id=new_id("ftjob"),
         project_id=project_id,
@@ -119,7 +147,7 @@ def create_job(
         seed=body.seed if body.seed is not None else secrets.randbelow(2**31),
         suffix=body.suffix,
         metadata_=body.metadata,
-        method=method,
+        method=plan.method,
         resources=body.resources.model_dump(mode="json"),
         integrations=[i.model_dump(mode="json") for i in body.integrations] if body.integrations else None,
         status=JobStatus.queued,
@@ -133,15 +161,19 @@ def create_job(
     session.flush()
     add_event(session, job.id, f"Created fine-tuning job: {job.id}")
     add_event(session, job.id, f"Validated training file: {train.row_count} rows; {job.total_steps} steps planned")
-    for message in capped + ignored_field_warnings(cfg):
+    for message in plan.capped + ignored_field_warnings(cfg):
         add_event(session, job.id, message, level="warn")
     given = "learning_rate" in body.method.reinforcement.hyperparameters.model_fields_set
     lr_note = learning_rate_note(cfg.recipe, cfg.learning_rate, given, DEFAULT_LEARNING_RATE)
     if lr_note is not None:
         add_event(session, job.id, lr_note)
     session.commit()
-    # Queue after commit: a worker can never receive an id whose row it cannot see yet. If the broker is
-    # down the job stays queued (and says so); the reaper rings again (api.reaper).
+    return job
+
+
+def _ring(session: Session, queue: Doorbell, job: Job) -> None:
+    """Queue after commit: a worker can never receive an id whose row it cannot see yet. If the broker is down the
+    job stays queued (and says so); the reaper rings again (api.reaper)."""
     try:
         queue.ring(job.id)
         job.enqueued_at = now()
@@ -155,7 +187,6 @@ def create_job(
             level="warn",
         )
     session.commit()
-    return job
 
 
 def check_quota(session: Session, settings: ApiSettings, project_id: str) -> None:

@@ -255,33 +255,7 @@ def reap(db: Session, stale_before: int) -> list[str]:
 
     Returns the sessions to ring, after the caller commits."""
     t = now()
-    expired = select(TrainingSession.id, TrainingSession.claim_id, TrainingSession.status, TrainingSession.worker_id)
-    expired = expired.where(
-        TrainingSession.status.in_([TrainingSessionStatus.active, TrainingSessionStatus.finished]),
-        TrainingSession.claim_id.is_not(None),
-        TrainingSession.lease_expires_at < t,
-    )
-    for sid, claim_id, status, worker in db.execute(expired).all():
-        guard = (
-            (TrainingSession.id == sid)
-            & (TrainingSession.claim_id == claim_id)
-            & (TrainingSession.lease_expires_at < t)  # not renewed since the look above
-        )
-        values: dict[str, Any] = {"claim_id": None, "lease_expires_at": None}
-        if status == TrainingSessionStatus.active:
-            message = f"lost its worker ({worker}): its lease expired, so its models and their unsaved state are gone"
-            values |= {"status": TrainingSessionStatus.lost, "finished_at": t, "error": {"message": message}}
-        changed = rows_changed(
-            db, update(TrainingSession).where(guard, TrainingSession.status == status).values(**values)
-        )
-        if changed and status == TrainingSessionStatus.active:
-            fail_open_requests(
-                db,
-                sid,
-                f"the worker holding session {sid} stopped (lease expired); the session is lost. "
-                "Restore from your last save_state in a new ServiceClient.",
-                "server",
-            )
+    _lose_expired(db, t)
     ended = (  # correlated: the few open requests (by their status index) are looked at, not every session
         select(TrainingSession.id)
         .where(
@@ -328,3 +302,35 @@ def reap(db: Session, stale_before: int) -> list[str]:
     if ring:
         db.execute(update(TrainingSession).where(TrainingSession.id.in_(ring)).values(enqueued_at=t))
     return ring
+
+
+def _lose_expired(db: Session, t: int) -> None:
+    """Sessions whose worker stopped renewing its lease: an active one is lost and its open requests fail with a
+    server error; a finished one is let go."""
+    expired = select(TrainingSession.id, TrainingSession.claim_id, TrainingSession.status, TrainingSession.worker_id)
+    expired = expired.where(
+        TrainingSession.status.in_([TrainingSessionStatus.active, TrainingSessionStatus.finished]),
+        TrainingSession.claim_id.is_not(None),
+        TrainingSession.lease_expires_at < t,
+    )
+    for sid, claim_id, status, worker in db.execute(expired).all():
+        guard = (
+            (TrainingSession.id == sid)
+            & (TrainingSession.claim_id == claim_id)
+            & (TrainingSession.lease_expires_at < t)  # not renewed since the look above
+        )
+        values: dict[str, Any] = {"claim_id": None, "lease_expires_at": None}
+        if status == TrainingSessionStatus.active:
+            message = f"lost its worker ({worker}): its lease expired, so its models and their unsaved state are gone"
+            values |= {"status": TrainingSessionStatus.lost, "finished_at": t, "error": {"message": message}}
+        changed = rows_changed(
+            db, update(TrainingSession).where(guard, TrainingSession.status == status).values(**values)
+        )
+        if changed and status == TrainingSessionStatus.active:
+            fail_open_requests(
+                db,
+                sid,
+                f"the worker holding session {sid} stopped (lease expired); the session is lost. "
+                "Restore from your last save_state in a new ServiceClient.",
+                "server",
+            )

@@ -107,6 +107,25 @@ def rows_of_groups(keep_groups: Tensor, group_size: int) -> Tensor:
     return (keep_groups.unsqueeze(1) * group_size + torch.arange(group_size, device=HOST)).flatten()
 
 
+@dataclass
+class _Rounds:
+    """What a step's sampling rounds gathered: the groups kept, each round's (rollout, row indices, scores), and the
+    counts its metrics report."""
+
+    parts: list[tuple[Rollout, list[int], Tensor]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    error_counts: dict[str, int] = field(default_factory=dict)  # per grader, over every sample scored
+    sub_scores: dict[str, list[float | None]] = field(default_factory=dict)
+    rounds: int = 0
+    sampled: int = 0  # groups sampled
+    dropped: int = 0  # groups dropped for no signal
+    sampling_seconds: float = 0.0
+    scoring_seconds: float = 0.0
+
+    def groups(self) -> int:
+        return sum(len(p[1]) for p in self.parts)
+
+
 def collect_batch(
     cfg: GRPOConfig,
     engine: RolloutEngine,
@@ -128,51 +147,53 @@ def collect_batch(
     weights = cfg.reward_weights or [1.0] * len(graders)
     if len(weights) != len(graders):
         raise UserError(f"reward_weights has {len(weights)} weights for {len(graders)} graders")
-    parts: list[tuple[Rollout, list[int], Tensor]] = []
-    errors: list[str] = []
-    rounds = sampled = dropped = 0
-    sampling_s = scoring_s = 0.0
-    error_counts: dict[str, int] = {}
-    sub_scores: dict[str, list[float | None]] = {}
+    got = _Rounds()
     while True:
         idx = cursor.next()
         t0 = time.perf_counter()
-        draw = random.Random(f"{seed}:{step}:{rounds}").randrange(2**31)
+        draw = random.Random(f"{seed}:{step}:{got.rounds}").randrange(2**31)
         sampling = Sampling(n_sample, cfg.max_completion_tokens, cfg.temperature, cfg.top_p, seed=draw)
         ro, sc, sampled_in = _sample_and_score(engine, prompts, rows, graders, idx, sampling, world, agent)
-        rounds += 1
-        sampled += len(idx)
-        sampling_s += sampled_in
-        scoring_s += time.perf_counter() - t0 - sampled_in
-        errors += sc.errors
+        got.rounds += 1
+        got.sampled += len(idx)
+        got.sampling_seconds += sampled_in
+        got.scoring_seconds += time.perf_counter() - t0 - sampled_in
+        got.errors += sc.errors
         _check_error_rate(sc.error_counts, sc.errors, len(ro.texts), cfg.max_grader_error_rate, step)
         for name, n_err in sc.error_counts.items():
-            error_counts[name] = error_counts.get(name, 0) + n_err
-        sub_scores = {k: sub_scores.get(k, []) + v for k, v in sc.sub_scores.items()}
+            got.error_counts[name] = got.error_counts.get(name, 0) + n_err
+        got.sub_scores = {k: got.sub_scores.get(k, []) + v for k, v in sc.sub_scores.items()}
         if torch.isnan(sc.matrix).all():
             raise UserError(f"no grader applied to any sample of step {step} (every score was None)")
         matrix = sc.matrix
         if n_sample != G:
             keep = gfpo_keep(weighted_total(matrix, weights), ro.completion_mask.sum(1), n_sample, G, cfg.gfpo_metric)
             ro, matrix = ro.select(keep), matrix[keep]
-        if cfg.dynamic_sampling:
-            signal = groups_with_signal(weighted_total(matrix, weights), G)
-            dropped += int((~signal).sum())
-            if signal.any() or (not parts and rounds >= cfg.dynamic_sampling_max_rounds):
-                kept = torch.nonzero(signal).flatten() if signal.any() else torch.arange(len(idx), device=HOST)
-                rows_kept = rows_of_groups(kept, G)
-                parts.append((ro.select(rows_kept), [idx[int(k)] for k in kept], matrix[rows_kept]))
-            n_groups = sum(len(p[1]) for p in parts)
-            if n_groups < cfg.batch_size and rounds < cfg.dynamic_sampling_max_rounds:
-                continue
-        else:
-            parts.append((ro, idx, matrix))
-        break
-    ro = concat_rollouts([p[0] for p in parts])
-    row_idx = [i for p in parts for i in p[1]][: cfg.batch_size]
+        if not cfg.dynamic_sampling:
+            got.parts.append((ro, idx, matrix))
+            break
+        signal = groups_with_signal(weighted_total(matrix, weights), G)
+        got.dropped += int((~signal).sum())
+        if signal.any() or (not got.parts and got.rounds >= cfg.dynamic_sampling_max_rounds):
+            kept = torch.nonzero(signal).flatten() if signal.any() else torch.arange(len(idx), device=HOST)
+            rows_kept = rows_of_groups(kept, G)
+            got.parts.append((ro.select(rows_kept), [idx[int(k)] for k in kept], matrix[rows_kept]))
+        if got.groups() >= cfg.batch_size or got.rounds >= cfg.dynamic_sampling_max_rounds:
+            break
+    return _step_batch(cfg, got, graders, weights, agent)
+
+
+def _step_batch(
+    cfg: GRPOConfig, got: _Rounds, graders: Sequence[Grader], weights: list[float], agent: AgentRollouts | None
+) -> StepBatch:
+    """The step's batch from its rounds: the first ``batch_size`` groups kept, DAPO's overlong shaping as one more
+    reward column, and the advantages over the whole batch."""
+    G = cfg.group_size
+    ro = concat_rollouts([p[0] for p in got.parts])
+    row_idx = [i for p in got.parts for i in p[1]][: cfg.batch_size]
     n = len(row_idx) * G
     ro = ro.select(torch.arange(n, device=HOST)) if ro.completion_ids.shape[0] > n else ro
-    matrix = torch.cat([p[2] for p in parts])[:n]
+    matrix = torch.cat([p[2] for p in got.parts])[:n]
     lengths = ro.completion_mask.sum(dim=1)
     overlong = torch.zeros(n, device=HOST)
     if cfg.overlong_buffer_fraction:
@@ -191,7 +212,10 @@ def collect_batch(
         estimator=cfg.advantage_estimator,
         scale=cfg.scale_rewards,
     )
-    n_scored = sampled * n_sample
+    n_scored = got.sampled * (cfg.gfpo_sample_size or G)
+    stats = SamplingStats(
+        sampling_rounds=got.rounds, groups_sampled=got.sampled, groups_dropped=got.dropped, groups_trained=len(row_idx)
+    )
     return StepBatch(
         ro=ro,
         row_idx=row_idx,
@@ -200,14 +224,12 @@ def collect_batch(
         overlong=overlong,
         rewards=weighted_total(full, full_w),
         adv=adv,
-        errors=errors,
-        stats=SamplingStats(
-            sampling_rounds=rounds, groups_sampled=sampled, groups_dropped=dropped, groups_trained=len(row_idx)
-        ),
-        sampling_seconds=sampling_s,
-        scoring_seconds=scoring_s,
-        error_rates={k: v / n_scored for k, v in error_counts.items()},
-        sub_scores={k: _mean(v) for k, v in sub_scores.items()},
+        errors=got.errors,
+        stats=stats,
+        sampling_seconds=got.sampling_seconds,
+        scoring_seconds=got.scoring_seconds,
+        error_rates={k: v / n_scored for k, v in got.error_counts.items()},
+        sub_scores={k: _mean(v) for k, v in got.sub_scores.items()},
     )
 
 
