@@ -206,7 +206,18 @@ def build_run(
     own_gpu = seat is not None and seat.own_device and placement.is_cuda
     cfg = resolve_execution(cfg, model, placement, own_gpu=own_gpu, completion_tokens=sample_tokens)
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, inputs.valid_rows, agent)
-    engine, sampler, placement = _start_engine(cfg, inputs, placement, seat, model, tokenizer, state.step, rollout)
+    engine, sampler, placement = _start_engine(
+        cfg,
+        inputs,
+        placement,
+        seat,
+        model,
+        tokenizer,
+        state.step,
+        rollout,
+        episode_tokens=episode_tokens,
+        own_gpu=own_gpu,
+    )
     cleanup.callback(engine.close)
     if agent is not None:
         agent.engine = engine
@@ -262,14 +273,16 @@ def _start_engine(
     tokenizer: Any,
     version: int,
     rollout: tuple[int, int],
+    *,
+    episode_tokens: int,
+    own_gpu: bool,
 ) -> tuple[RolloutEngine, str | None, Placement]:
     """(the run's rollout engine, its words in the job's execution, the trainer's placement after it). In turn
     (``max_staleness`` 0, no ``seat``): the configured engine in this process (grpo_core.policy.start_engine).
     Beside the trainer (``seat``, grpo_core.rollout.pipeline): the merged engine in a process of its own
     (grpo_core.sampler_process), which on a CPU takes some of the trainer's cores, or vLLM's engine process with
-    each step's adapter hot-swapped in."""
-    env = inputs.environment
-    episode_tokens = env.max_total_tokens if env is not None else cfg.max_completion_tokens
+    each step's adapter hot-swapped in (on a GPU of its own when ``own_gpu``). ``episode_tokens``: the most tokens a
+    sample holds after its prompt."""
     autocast = placement.autocast
     if seat is not None and cfg.rollout_engine == "merged":
         spec = sampler_spec(
@@ -279,7 +292,6 @@ def _start_engine(
             placement = replace(placement, threads=seat.trainer_threads)
             torch.set_num_threads(seat.trainer_threads)
         return SamplerProcess(spec, model, version), spec.where(), placement
-    own_gpu = seat is not None and seat.own_device and placement.is_cuda
     engine_cfg = cfg.model_copy(update={"device": str(seat.device)}) if own_gpu and seat is not None else cfg
     engine = start_engine(
         engine_cfg, model, tokenizer, inputs.model_dir, inputs.seed, autocast, episode_tokens, rollout

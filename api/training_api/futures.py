@@ -74,17 +74,14 @@ def answer(row: TrainingRequest) -> Response:
 def sdk_json(row: TrainingRequest, result: tc.Result) -> dict[str, Any]:
     """The SDK's JSON answer of a request answered in JSON (every kind but forward_backward and sample): what the
     worker computed beside what the API chose when it took the call (the run, the checkpoint's path)."""
-    request = stored_request(row)
-    match result, request:
+    match result, stored_request(row):
         case tc.CreateModelResult() | tc.LoadWeightsResult(), _:
             return {"model_id": row.target, "type": result.kind}
         case tc.OptimStepResult(), _:
             return {"metrics": result.metrics, "type": result.kind}
-        case tc.SaveWeightsResult(), tc.SaveWeights(to=to):
-            return {"path": to.tinker_path, "size_bytes": result.size_bytes, "type": result.kind}
-        case tc.SaveForSamplerResult(), tc.SaveForSampler(to=to, sampler_id=sid) if to is not None or sid is not None:
-            if to is not None:  # named: a sampler checkpoint in the store
-                return {"path": to.tinker_path, "size_bytes": result.size_bytes, "type": result.kind}
+        case tc.SaveWeightsResult() | tc.SaveForSamplerResult(), tc.SaveWeights(to=to) | tc.SaveForSampler(to=to) if to:
+            return {"path": to.tinker_path, "size_bytes": result.size_bytes, "type": result.kind}  # in the store
+        case tc.SaveForSamplerResult(), tc.SaveForSampler(sampler_id=str() as sid):  # kept on the session's worker
             return {"sampling_session_id": sid, "type": result.kind}
     raise ValueError(f"a {result.kind} result does not answer a {row.kind} request")
 

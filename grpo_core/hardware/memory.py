@@ -42,6 +42,12 @@ def _dims(model: Any) -> tuple[int, int, int, int]:
     return int(c.num_hidden_layers), hidden, int(getattr(c, "intermediate_size", 4 * hidden)), int(c.vocab_size)
 
 
+def _completion(cfg: GRPOConfig, completion_tokens: int | None) -> int:
+    """The tokens after a prompt a plan is made for: ``completion_tokens`` when given (a multi-turn job's episode
+    budget), else ``max_completion_tokens``."""
+    return cfg.max_completion_tokens if completion_tokens is None else completion_tokens
+
+
 def token_bytes(model: Any, *, checkpointing: bool, precision_bytes: int) -> int:
     """Estimated activation memory of one token in the update, the logits aside (``sequence_bytes``)."""
     layers, h, inter, _ = _dims(model)
@@ -62,7 +68,7 @@ def sequence_bytes(
     layer's full set while it is recomputed. The head's (C, V) logits are fp32 (log-softmax and its gradient).
     """
     vocab = _dims(model)[3]
-    completion = cfg.max_completion_tokens if completion_tokens is None else completion_tokens
+    completion = _completion(cfg, completion_tokens)
     per_token = token_bytes(model, checkpointing=checkpointing, precision_bytes=precision_bytes)
     return (cfg.max_prompt_tokens + completion) * per_token + completion * vocab * 4 * 3
 
@@ -100,7 +106,7 @@ def auto_micro_batch(
     )
     fit = sequences_fit(free_gb, per_seq)
     if fit < 1:
-        completion = cfg.max_completion_tokens if completion_tokens is None else completion_tokens
+        completion = _completion(cfg, completion_tokens)
         raise DeviceOutOfMemory(
             f"one sequence of {cfg.max_prompt_tokens + completion} tokens needs about "
             f"{per_seq / 2**30:.1f} GiB for the update and {placement.device} has {free_gb:.1f} GiB free: lower "
@@ -127,7 +133,7 @@ def auto_micro_batch_tokens(
     their gradient, at most ``MAX_AUTO_TOKENS`` and at least one sequence at its longest."""
     if cfg.max_tokens_per_micro_batch != "auto":
         return cfg.max_tokens_per_micro_batch
-    longest = cfg.max_prompt_tokens + (cfg.max_completion_tokens if completion_tokens is None else completion_tokens)
+    longest = cfg.max_prompt_tokens + _completion(cfg, completion_tokens)
     mem = device_memory_gb(placement.device)
     if mem is None or not fused_head:
         return (cfg.micro_batch if micro_batch is None else micro_batch) * longest
