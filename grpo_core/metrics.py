@@ -2,7 +2,7 @@
 
 The names and their meaning are documented on the schema; this module only computes them from the step's batch
 (grpo_core.rollout.sampling.StepBatch: rollouts, rewards, advantages, SamplingStats) and the update's sums
-(grpo_core.update.step.UpdateSums): per-token means are over the tokens that were updated, so a micro-batch split
+(grpo_core.update.tally.UpdateSums): per-token means are over the tokens that were updated, so a micro-batch split
 never changes them.
 """
 
@@ -32,7 +32,7 @@ from grpo_core.schemas.metrics import (
     Timing,
     TrajectorySpan,
 )
-from grpo_core.update.step import UpdateSums
+from grpo_core.update.tally import UpdateSums
 
 
 def step_metrics(

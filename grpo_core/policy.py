@@ -26,7 +26,13 @@ import torch
 
 from grpo_core.data.rows import prompt_text
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_device, vllm_on_cuda
-from grpo_core.hardware.memory import OWN_GPU_SHARE, enable_checkpointing, vllm_memory_share
+from grpo_core.hardware.memory import (
+    OWN_GPU_SHARE,
+    VLLM_MAX_SHARE,
+    checkpointing_needed,
+    enable_checkpointing,
+    vllm_memory_share,
+)
 from grpo_core.hardware.vllm_support import supported_vllm
 from grpo_core.models.catalog import base_model_name
 from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
@@ -101,10 +107,8 @@ def resolve_execution(
     ``own_gpu``: the engine samples on a GPU of its own (resources.rollout_devices), which it need not share.
     ``completion_tokens``: the longest sample after its prompt that memory is planned for (default
     ``max_completion_tokens``; a multi-turn episode's budget). Turns on ``model``'s activation checkpointing when
-    it resolves to on."""
-    checkpoint = placement.is_cuda if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
-    if checkpoint:
-        enable_checkpointing(model)
+    it resolves to on: with ``gradient_checkpointing: auto``, where the update's micro-batch does not fit without
+    it (grpo_core.hardware.memory.checkpointing_needed)."""
     engine = cfg.rollout_engine
     if engine == "auto":
         # fsdp samples with the merged engine (grpo_core.hardware.sharding); a vLLM release the service does not
@@ -114,15 +118,29 @@ def resolve_execution(
         use_vllm = placement.is_cuda and cfg.sharding != "fsdp" and not fp32_async
         use_vllm = use_vllm and vllm_on_cuda() and supported_vllm()
         engine = "vllm" if use_vllm else "merged"
-    share, sleep = None, None
-    if engine == "vllm" and placement.is_cuda:
-        # asleep during each update, unless it samples during the update (max_staleness > 0)
+    sleep = None
+    if engine == "vllm" and placement.is_cuda:  # asleep during each update, unless it samples during it (staleness)
         sleep = not cfg.max_staleness if cfg.vllm_sleep_mode is None else cfg.vllm_sleep_mode
+    checkpoint = cfg.gradient_checkpointing
+    if checkpoint is None:  # an engine awake beside the update on the same GPU takes its share from it
+        awake_share = VLLM_MAX_SHARE if sleep is False and not own_gpu else 0.0
+        checkpoint = checkpointing_needed(
+            model, cfg, placement, engine_share=awake_share, completion_tokens=completion_tokens
+        )
+    if checkpoint:
+        enable_checkpointing(model)
+    share = None
+    if engine == "vllm" and placement.is_cuda:
         if own_gpu:  # nothing of the training's on that GPU
             share = cfg.vllm_gpu_memory_utilization or OWN_GPU_SHARE
         else:
             share = vllm_memory_share(
-                model, cfg, placement, checkpointing=checkpoint, sleeping=sleep, completion_tokens=completion_tokens
+                model,
+                cfg,
+                placement,
+                checkpointing=checkpoint,
+                sleeping=bool(sleep),
+                completion_tokens=completion_tokens,
             )
     return cfg.model_copy(
         update={

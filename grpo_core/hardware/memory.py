@@ -20,7 +20,9 @@ from grpo_core.schemas.config import GRPOConfig
 SAFETY = 0.7  # share of the free memory the micro-batch estimate may plan for
 CPU_MICRO_BATCH = 8  # on a CPU memory is rarely the limit and bigger micro-batches do not run faster
 MAX_AUTO_MICRO_BATCH = 64
-MAX_AUTO_TOKENS = 65_536  # a packed micro-batch's auto budget: past this, more tokens per pass buy no speed
+MAX_AUTO_TOKENS = 65_536
+# gradient_checkpointing auto: off when the update without it holds this many rows (or the step's, when fewer)
+CHECKPOINT_FREE_ROWS = 8  # a packed micro-batch's auto budget: past this, more tokens per pass buy no speed
 VLLM_MAX_SHARE = 0.5  # the colocated vLLM engine never takes more than this share of the GPU by default
 # With sleep mode the engine and the update take turns, so the engine may take most of what is free once the model
 # is loaded; what stays set aside is the trainer's memory while the engine is awake (the adapter, its gradients and
@@ -29,10 +31,13 @@ VLLM_MAX_SHARE_SLEEPING = 0.8
 VLLM_SLEEP_RESERVE_GB = 3.0
 # On a GPU of its own (resources.rollout_devices) nothing else needs the device: vLLM's own default share.
 OWN_GPU_SHARE = 0.9
-# Up to this many logits (128 MiB in fp32) the fused LM head (grpo_core.update.fused_head) takes its rows in one pass,
-# without the recompute: a bounded amount whatever the run, and on a small update the recompute would cost more time
-# than the memory is worth. The token budget here sets that much aside.
-ONE_PASS_ELEMENTS = 2**25
+# The fused LM head's share of the update (grpo_core.update.fused_head): its rows go through the head in chunks of at
+# most HEAD_BUDGET_BYTES of work, each logit costing HEAD_BYTES_PER_LOGIT while its chunk is live (the logits and
+# their gradient in bf16, the log-softmax's fp32 row and its exponentials). A bigger chunk is fewer launches (each
+# chunk is ~40 ops per pass: 152 chunks at 2 × 8 × 256 tokens and a 152k vocabulary with 16 MiB chunks, a quarter
+# of the update's launches); the budget is set aside in the token plan (``auto_micro_batch_tokens``).
+HEAD_BUDGET_BYTES = 2**30
+HEAD_BYTES_PER_LOGIT = 16
 
 
 def _dims(model: Any) -> tuple[int, int, int, int]:
@@ -138,7 +143,7 @@ def auto_micro_batch_tokens(
     if mem is None or not fused_head:
         return (cfg.micro_batch if micro_batch is None else micro_batch) * longest
     per_token = token_bytes(model, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
-    fit = int((SAFETY * mem[0] * 2**30 - ONE_PASS_ELEMENTS * 4 * 3) // per_token)
+    fit = int((SAFETY * mem[0] * 2**30 - HEAD_BUDGET_BYTES) // per_token)
     return max(longest, min(fit, MAX_AUTO_TOKENS))
 
 
@@ -181,6 +186,23 @@ def vllm_memory_share(
             "'transformers', or lower max_completion_tokens"
         )
     return round(min(cap, share), 3)
+
+
+def checkpointing_needed(
+    model: Any, cfg: GRPOConfig, placement: Placement, *, engine_share: float, completion_tokens: int | None = None
+) -> bool:
+    """``gradient_checkpointing: auto``: on only where the update without it cannot hold its micro-batch. The rows
+    it must hold are ``micro_batch_size``, or with ``auto`` the step's rows up to ``CHECKPOINT_FREE_ROWS``; what
+    it may use is ``SAFETY`` of the free memory less ``engine_share`` of it (a colocated vLLM engine that stays
+    awake through the update). Recomputing every layer costs a third more update compute and a forward's worth of
+    launches (bench.update_counts), so a model whose activations fit never pays it; a CPU never checkpoints."""
+    mem = device_memory_gb(placement.device)
+    if mem is None:
+        return False
+    step_rows = cfg.batch_size * (cfg.gfpo_sample_size or cfg.group_size)
+    rows = cfg.micro_batch_size if cfg.micro_batch_size != "auto" else min(step_rows, CHECKPOINT_FREE_ROWS)
+    per_seq = planned_sequence_bytes(model, cfg, placement, checkpointing=False, completion_tokens=completion_tokens)
+    return sequences_fit(mem[0] * (1.0 - engine_share), per_seq) < rows
 
 
 def enable_checkpointing(model: Any) -> None:

@@ -341,7 +341,8 @@ class ExecutionConfig(BaseModel):
     gradient_checkpointing: bool | None = Field(
         None,
         description="Recompute each layer's activations in the backward pass instead of keeping them: far less "
-        "memory for about a third more update compute. null = auto: on for a GPU, off on a CPU.",
+        "memory for about a third more update compute. null = auto: on a GPU where the update's micro-batch "
+        "(micro_batch_size, or 8 rows with auto) does not fit in memory without it; never on a CPU.",
     )
     sharding: Sharding = Field(
         "replicate",

@@ -37,16 +37,42 @@ from grpo_core.schemas.config import OffPolicyCorrection as CorrectionMode
 MAX_LOG_WEIGHT = 80.0
 
 
+# What ``Correction.stats`` holds, in order (sums over the masked tokens, and two maxima):
+# Σ u_it; max ρ_it before the bound (the rawest mismatch the step saw); tokens whose weight the bound changed
+# (truncated: TIS, or masked: MIS); Σ (ρ − 1 − log ρ) per token; max |log π_old − log μ| of a token
+STATS = ("weight_sum", "weight_max", "bounded_tokens", "kl_sum", "logp_diff_max")
+
+
 @dataclass
 class Correction:
-    """The importance weights of a micro-batch and what they measure (sums over the masked tokens)."""
+    """The importance weights of a micro-batch and what they measure, kept on the device (``stats``) so the update
+    adds them up without waiting for it; the named properties read them on the host."""
 
     weight: Tensor  # (B, T) u_it, 0 off the mask; no gradient
-    weight_sum: float  # Σ u_it
-    weight_max: float  # max ρ_it before the bound (the rawest mismatch the step saw)
-    bounded_tokens: float  # tokens whose weight the bound changed: truncated (TIS) or masked (MIS)
-    kl_sum: float  # Σ (ρ − 1 − log ρ) per token
-    logp_diff_max: float  # max |log π_old − log μ| of a token
+    stats: Tensor  # (len(STATS),) in the weights' dtype
+
+    def _read(self, name: str) -> float:
+        return float(self.stats[STATS.index(name)])
+
+    @property
+    def weight_sum(self) -> float:
+        return self._read("weight_sum")
+
+    @property
+    def weight_max(self) -> float:
+        return self._read("weight_max")
+
+    @property
+    def bounded_tokens(self) -> float:
+        return self._read("bounded_tokens")
+
+    @property
+    def kl_sum(self) -> float:
+        return self._read("kl_sum")
+
+    @property
+    def logp_diff_max(self) -> float:
+        return self._read("logp_diff_max")
 
 
 def importance_weights(
@@ -88,13 +114,5 @@ def importance_weights(
         diff_max = (log_ratio * m).abs().amax()
     else:
         raw_max = diff_max = torch.zeros((), device=weight.device)
-    # one device-to-host copy for the five measurements (each float() would wait for the device on its own)
-    sums = torch.stack([weight.sum(), raw_max, bounded.sum(), k3.sum(), diff_max]).float().tolist()
-    return Correction(
-        weight=weight.detach(),
-        weight_sum=sums[0],
-        weight_max=sums[1],
-        bounded_tokens=sums[2],
-        kl_sum=sums[3],
-        logp_diff_max=sums[4],
-    )
+    stats = torch.stack([weight.sum(), raw_max, bounded.sum().to(weight.dtype), k3.sum(), diff_max])
+    return Correction(weight=weight.detach(), stats=stats.detach())

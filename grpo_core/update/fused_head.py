@@ -8,15 +8,15 @@ temperature T and, when asked, the entropy of π at that position are
 (grpo_core.update.token_logprob.logprobs_and_entropy, the same arithmetic). The padded path asks the model for the
 (B, C, V) logits of every completion position in the model's dtype and keeps them, with a gradient of the same
 size, until the backward: at a 152k-token vocabulary 128 × 256 positions are 10 GB in bf16. Here the rows go
-through the head ``CHUNK_ELEMENTS // V`` at a time, under activation checkpointing: the forward keeps only each
-chunk's hidden states and its log-probs; the backward recomputes the chunk's logits, writes their gradient (one
-(n, V) tensor), multiplies it into dh (and dW when the head trains: LoRA on ``lm_head``), and frees it before
-the next chunk. Peak memory is then a few times one chunk's logits, whatever N; the price is the head's forward
-once more (1/3 of the head's FLOPs). Up to ``ONE_PASS_ELEMENTS`` logits nothing is recomputed: one pass is the
-plain computation, and its memory is bounded too. The head is called as a module, so a LoRA-adapted head (peft,
-grpo_core.update.lora_fused) trains as it does in the padded path. Liger Kernel's fused linear cross-entropy does
-this for a loss known in the forward; a GRPO loss needs the log-probs first, so the gradient is computed in the
-backward, as prime-rl and verl do.
+through the head ``CHUNK_ELEMENTS // V`` at a time (a chunk's work within grpo_core.hardware.memory's
+``HEAD_BUDGET_BYTES``, which the memory plan sets aside), under activation checkpointing: the forward keeps only
+each chunk's hidden states and its log-probs; the backward recomputes the chunk's logits, writes their gradient
+(one (n, V) tensor), multiplies it into dh (and dW when the head trains: LoRA on ``lm_head``), and frees it before
+the next chunk. Peak memory is then the budget, whatever N; the price is the head's forward once more (1/3 of the
+head's FLOPs). Rows that fit in one chunk run in one plain pass, nothing recomputed. The head is called as a module,
+so a LoRA-adapted head (peft, grpo_core.update.lora_fused) trains as it does in the padded path. Liger Kernel's
+fused linear cross-entropy does this for a loss known in the forward; a GRPO loss needs the log-probs first, so the
+gradient is computed in the backward, as prime-rl and verl do.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import torch
 from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
-from grpo_core.hardware.memory import ONE_PASS_ELEMENTS
+from grpo_core.hardware.memory import HEAD_BUDGET_BYTES, HEAD_BYTES_PER_LOGIT
 from grpo_core.update.token_logprob import logprobs_and_entropy
 
-CHUNK_ELEMENTS = 2**22  # logits per chunk: 16 MiB in fp32 (27 rows at a 152k vocabulary, 85 at 49k)
+CHUNK_ELEMENTS = HEAD_BUDGET_BYTES // HEAD_BYTES_PER_LOGIT  # logits per chunk: 441 rows at a 152k vocabulary
 
 
 def vocab_size(head: Any) -> int:
@@ -59,14 +59,12 @@ def head_logprobs(
     chunk_rows: int | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """(N,) float32 log-probs of ``targets`` and, unless ``entropy_grad`` is None, (N,) entropies (with gradient
-    when True). ``chunk_rows``: rows per chunk (default ``CHUNK_ELEMENTS // V``, or all of them up to
-    ``ONE_PASS_ELEMENTS``); 0 = unfused: the (N, V) logits all kept for the backward, as a plain head keeps them
-    (bench.update_ab's "packed"), in chunks only so that the log-softmax's fp32 temporaries stay a chunk's."""
+    when True). ``chunk_rows``: rows per chunk (default ``CHUNK_ELEMENTS // V``); 0 = unfused: the (N, V) logits
+    all kept for the backward, as a plain head keeps them (bench.update_ab's "packed"), in chunks only so that the
+    log-softmax's fp32 temporaries stay a chunk's."""
     n, vocab = hidden.shape[0], vocab_size(head)
     fused = chunk_rows != 0
     rows = chunk_rows or max(1, CHUNK_ELEMENTS // vocab)
-    if fused and chunk_rows is None and n * vocab <= ONE_PASS_ELEMENTS:
-        rows = n
     if n <= rows:
         return _chunk(hidden, targets, head, temperature, entropy_grad)
     # unfused: every chunk's logits stay for the backward (the (N, V) of a plain head), their fp32 work a chunk's

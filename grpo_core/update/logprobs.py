@@ -26,16 +26,28 @@ def _parts(model: Any) -> tuple[Any, Any]:
     return base.get_decoder(), base.get_output_embeddings()
 
 
+def compute_dtype(model: Any) -> torch.dtype:
+    """The dtype the model's matmuls run in here: autocast's when it is on for the model's device, else the
+    weights'."""
+    weight: Tensor = next(model.parameters())
+    device = weight.device.type
+    if device in ("cpu", "cuda") and torch.is_autocast_enabled(device):
+        return torch.get_autocast_dtype(device)
+    return weight.dtype
+
+
 def _scattered(values: Tensor, rows: Tensor, cols: Tensor, shape: tuple[int, int]) -> Tensor:
     """(B, C) float32 with ``values`` at (rows, cols) and 0 elsewhere (a differentiable index_put)."""
     return values.new_zeros(shape, dtype=torch.float32).index_put((rows, cols), values.float())
 
 
-def _packed_logprobs(
-    model: Any, packed: Packed, *, temperature: float, entropy_grad: bool | None, fused_head: bool
+def packed_token_logprobs(
+    model: Any, packed: Packed, *, temperature: float, entropy_grad: bool | None = None, fused_head: bool = True
 ) -> tuple[Tensor, Tensor | None]:
-    """The padding-free path (grpo_core.update.packing): one packed sequence through the decoder, the loss tokens'
-    hidden states through the head (grpo_core.update.fused_head: in chunks when ``fused_head``)."""
+    """(N,) float32 log-probs of the pack's loss tokens (``packed.targets``, in pack order) and, unless
+    ``entropy_grad`` is None, their entropies: one packed sequence through the decoder (grpo_core.update.packing),
+    the loss tokens' hidden states through the head (grpo_core.update.fused_head: in chunks when ``fused_head``).
+    ``packed`` must be on the model's device (``Packed.to``)."""
     decoder, head = _parts(model)
     with packed_attention(model):
         hidden = decoder(
@@ -44,13 +56,22 @@ def _packed_logprobs(
             use_cache=False,
             packed_layout=packed.layout,
         ).last_hidden_state[0]  # (T, H)
-    logp, entropy = head_logprobs(
+    return head_logprobs(
         hidden[packed.source],
         head,
         packed.targets,
         temperature=temperature,
         entropy_grad=entropy_grad,
         chunk_rows=None if fused_head else 0,
+    )
+
+
+def _packed_logprobs(
+    model: Any, packed: Packed, *, temperature: float, entropy_grad: bool | None, fused_head: bool
+) -> tuple[Tensor, Tensor | None]:
+    """``packed_token_logprobs`` scattered into the micro-batch's (B, C) layout."""
+    logp, entropy = packed_token_logprobs(
+        model, packed, temperature=temperature, entropy_grad=entropy_grad, fused_head=fused_head
     )
     out = _scattered(logp, packed.rows, packed.cols, packed.shape)
     return out, None if entropy is None else _scattered(entropy, packed.rows, packed.cols, packed.shape)
@@ -120,10 +141,11 @@ def completion_logprobs(
     of a prompt share it as one segment (the same sums, no cache).
     """
     args = (prompt_ids, prompt_mask, completion_ids, completion_mask)
-    if packing and not bool(completion_mask.any()):  # nothing to pack: a plain padded pass (its loss is 0),
-        share_prefix = fused_head = False  # with no cache to keep through checkpointed layers
-    elif packing:
-        packed = packed or pack(*args, share_prefix=share_prefix)
+    if packing and packed is None and not bool(completion_mask.any()):  # nothing to pack: a plain padded pass
+        share_prefix = fused_head = False  # (its loss is 0), with no cache to keep through checkpointed layers
+    elif packing:  # a pack the caller made and moved (no host sync), or one made here
+        if packed is None or packed.layout is None:
+            packed = (packed or pack(*args, share_prefix=share_prefix)).to(completion_ids.device, compute_dtype(model))
         logp, entropy = _packed_logprobs(
             model, packed, temperature=temperature, entropy_grad=entropy_grad, fused_head=fused_head
         )

@@ -1,27 +1,33 @@
 """One autograd node per LoRA linear layer instead of peft's chain of small ops.
 
-Why: on a small model the update is bound by per-op overhead, not FLOPs (bench.update_ab: docs/benchmarks.md,
-"What each optimization buys"). peft's LoRA layer runs, per call, the base linear, a cast of the input to the
-adapter's dtype, dropout, A, B, a scaling multiply, an add and a cast back — each a dispatch, an autograd node
-and, under autocast, a weight and activation cast — in the forward and again in the backward. ``LoRALinearFn``
-computes the same
+Why: an update this size is bound by per-op overhead, not FLOPs (bench.update_counts, bench.update_ab:
+docs/benchmarks.md). peft's LoRA layer runs, per call, the base linear, a cast of the input to the adapter's dtype,
+dropout, A, B, a scaling multiply, an add and a cast back — each a dispatch, an autograd node and, under autocast,
+a weight and activation cast — in the forward and again in the backward. ``LoRALinearFn`` computes the same
 
-    y = x Wᵀ (+ bias) + s · (x Aᵀ) Bᵀ
+    y = x Wᵀ (+ bias) + (x Aᵀ) (s·B)ᵀ
 
-with three matmuls in the compute dtype and writes the three gradients by hand:
+in three kernels (two matmuls and one ``addmm_``) and writes the gradients by hand:
 
-    dx = dy W + s · (dy B) A,    dB = s · dyᵀ (x Aᵀ),    dA = s · (dy B)ᵀ x
+    dx = dy W + (dy s·B) A,    dA = (dy s·B)ᵀ x,    dB = s · dyᵀ (x Aᵀ)
 
 (W frozen: no gradient). The compute dtype is the autocast dtype when autocast is on (bf16 here), else the
-weights' own dtype; the adapter's fp32 master weights receive fp32 gradients, as with autocast. Layers with
-dropout > 0 in training mode, DoRA or other variants, several active adapters, or a non-Linear base keep peft's
-forward, as do merged weights; a disabled adapter (the reference pass) calls the base layer directly.
+weights' own dtype. A and s·B are cast to it once per weight version (``_compute_weights``: the optimizer's
+in-place step bumps a parameter's version), not on every call; the adapter's fp32 master weights receive fp32
+gradients, as with autocast. Layers with dropout > 0 in training mode, DoRA or other variants, several active
+adapters, or a non-Linear base keep peft's forward, as do merged weights.
+
+The reference pass (β > 0: the base model's log-probs) turns every fused layer off with one flag
+(``reference_pass``), where peft's ``disable_adapter()`` walks every module of the model (2,000 at 0.5B, about
+half of an update's Python calls) on entry and on exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import torch
@@ -36,39 +42,66 @@ class LoRALinearFn(torch.autograd.Function):
         x: Tensor,
         weight: Tensor,
         bias: Tensor | None,
-        lora_a: Tensor,
+        lora_a: Tensor,  # the fp32 parameters: their gradients are this function's to give
         lora_b: Tensor,
+        a: Tensor,  # A and s·B in the compute dtype (``_compute_weights``)
+        b_scaled: Tensor,
         scaling: float,
-        dtype: torch.dtype,
     ) -> Tensor:
-        xc, w = x.to(dtype), weight.to(dtype)
-        a, b = lora_a.to(dtype), lora_b.to(dtype)
-        u = F.linear(xc, a)  # (..., r)
-        out = F.linear(xc, w, None if bias is None else bias.to(dtype))
-        out = out + F.linear(u, b) * scaling
-        ctx.save_for_backward(xc, u, w, a, b)
-        ctx.scaling, ctx.x_dtype = scaling, x.dtype
+        dtype = a.dtype
+        shape = x.shape
+        x2 = x.to(dtype).reshape(-1, shape[-1])
+        w = weight.to(dtype)
+        u = x2 @ a.t()  # (N, r)
+        out = F.linear(x2, w, None if bias is None else bias.to(dtype))
+        out.addmm_(u, b_scaled.t())
+        ctx.save_for_backward(x2, u, w, a, b_scaled)
+        ctx.scaling, ctx.x_dtype, ctx.x_shape = scaling, x.dtype, shape
         ctx.param_dtypes = (lora_a.dtype, lora_b.dtype)
-        return out
+        return out.view(*shape[:-1], out.shape[-1])
 
     @staticmethod
     def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
-        xc, u, w, a, b = ctx.saved_tensors
-        s = ctx.scaling
-        g = grad_out.to(w.dtype)
-        gu = g @ b  # (..., r): the gradient reaching x Aᵀ, before the scaling
-        grad_x = None
+        x2, u, w, a, b_scaled = ctx.saved_tensors
+        g = grad_out.reshape(-1, grad_out.shape[-1]).to(w.dtype)
+        gu = g @ b_scaled  # (N, r): s · dy B, the gradient reaching x Aᵀ
+        grad_x = grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_x = (g @ w + (gu @ a) * s).to(ctx.x_dtype)
-        g2, u2, x2 = g.reshape(-1, g.shape[-1]), u.reshape(-1, u.shape[-1]), xc.reshape(-1, xc.shape[-1])
-        grad_b = (g2.t() @ u2).mul_(s).to(ctx.param_dtypes[1]) if ctx.needs_input_grad[4] else None
-        grad_a = (gu.reshape(-1, gu.shape[-1]).t() @ x2).mul_(s).to(ctx.param_dtypes[0])
-        grad_a = grad_a if ctx.needs_input_grad[3] else None
-        return grad_x, None, None, grad_a, grad_b, None, None
+            grad_x = (g @ w).addmm_(gu, a).to(ctx.x_dtype).view(ctx.x_shape)
+        if ctx.needs_input_grad[3]:
+            grad_a = (gu.t() @ x2).to(ctx.param_dtypes[0])
+        if ctx.needs_input_grad[4]:
+            grad_b = (g.t() @ u).to(ctx.param_dtypes[1]).mul_(ctx.scaling)
+        return grad_x, None, None, grad_a, grad_b, None, None, None
 
 
 # torch.autograd.Function.apply is untyped; this is its signature for LoRALinearFn
 _lora_linear: Callable[..., Tensor] = LoRALinearFn.apply
+
+
+@dataclass
+class LoRASwitch:
+    """Shared by the fused layers of one model: ``off`` runs them as their base layers (``reference_pass``).
+    ``complete``: every LoRA layer of the model is fused, so the flag alone disables the adapter."""
+
+    off: bool = False
+    complete: bool = False
+    layers: list[Any] = field(default_factory=list)
+
+
+_SWITCH = "_grpo_lora_switch"
+
+
+def _compute_weights(module: Any, name: str, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """(A, s·B) of adapter ``name`` in ``dtype``, cast once per version of the parameters and kept on the layer."""
+    a, b = module.lora_A[name].weight, module.lora_B[name].weight
+    key = (a._version, b._version, a.data_ptr(), b.data_ptr(), dtype)
+    cached = getattr(module, "_grpo_cast", None)
+    if cached is None or cached[0] != key:
+        with torch.no_grad():
+            cached = (key, a.detach().to(dtype), (b.detach() * float(module.scaling[name])).to(dtype))
+        module._grpo_cast = cached
+    return cached[1], cached[2]
 
 
 def _fusable(module: Any) -> bool:
@@ -88,35 +121,57 @@ def _fusable(module: Any) -> bool:
 def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if args or kwargs or self.merged:  # anything unusual: peft's own path
         return cast(Tensor, self._peft_forward(x, *args, **kwargs))
-    if self.disable_adapters:  # the reference pass: the base layer alone, without peft's per-call checks
+    if self.disable_adapters or getattr(self, _SWITCH).off:  # the reference pass: the base layer alone
         return cast(Tensor, self.base_layer(x))
     name = self.active_adapters[0] if len(self.active_adapters) == 1 else None
     dropout = self.lora_dropout[name] if name in self.lora_dropout else None  # noqa: SIM401 (ModuleDict: no .get)
-    if name not in self.lora_A or (
-        dropout is not None and not isinstance(dropout, torch.nn.Identity) and dropout.training
+    if (
+        name is None
+        or name not in self.lora_A
+        or (dropout is not None and not isinstance(dropout, torch.nn.Identity) and dropout.training)
     ):
         return cast(Tensor, self._peft_forward(x, *args, **kwargs))
     device = x.device.type
-    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else self.base_layer.weight.dtype
-    with torch.autocast(device, enabled=False):  # the casts are explicit inside the function
+    autocast = device in ("cpu", "cuda") and torch.is_autocast_enabled(device)
+    dtype = torch.get_autocast_dtype(device) if autocast else self.base_layer.weight.dtype
+    a, b_scaled = _compute_weights(self, name, dtype)
+    with torch.autocast(device, enabled=False) if autocast else contextlib.nullcontext():  # casts are explicit
         return _lora_linear(
-            x,
-            self.base_layer.weight,
-            self.base_layer.bias,
-            self.lora_A[name].weight,
-            self.lora_B[name].weight,
-            float(self.scaling[name]),
-            dtype,
-        )
+            x, self.base_layer.weight, self.base_layer.bias, self.lora_A[name].weight, self.lora_B[name].weight,
+            a, b_scaled, float(self.scaling[name]),
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def reference_pass(model: Any) -> Iterator[None]:
+    """The base model inside: every fused layer off by one flag when all of the model's LoRA layers are fused and
+    none is merged, else peft's ``disable_adapter()``."""
+    switch: LoRASwitch | None = getattr(model, _SWITCH, None)
+    if switch is None or not switch.complete or any(m.merged for m in switch.layers):
+        with model.disable_adapter():
+            yield
+        return
+    switch.off = True
+    try:
+        yield
+    finally:
+        switch.off = False
 
 
 def fuse_lora(model: torch.nn.Module) -> int:
     """Route every fusable LoRA layer of a peft model through ``LoRALinearFn``; the number of layers fused."""
+    from peft.tuners.lora import LoraLayer
+
+    switch: LoRASwitch = getattr(model, _SWITCH, None) or LoRASwitch()
     n = 0
     for module in model.modules():
         if _fusable(module) and not hasattr(module, "_peft_forward"):
             wrapped: Any = module  # a peft LoraLayer: its forward is replaced, the original kept for the rare paths
             wrapped._peft_forward = module.forward
             wrapped.forward = types.MethodType(_fused_forward, module)
+            setattr(wrapped, _SWITCH, switch)
+            switch.layers.append(wrapped)
             n += 1
+    switch.complete = all(hasattr(m, "_peft_forward") for m in model.modules() if isinstance(m, LoraLayer))
+    object.__setattr__(model, _SWITCH, switch)  # not a submodule: a plain attribute
     return n

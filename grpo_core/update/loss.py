@@ -59,10 +59,19 @@ class StepSize:
     n_micro_batches: int = 1
 
 
+# What ``LossOutputs.stats`` holds, in order: sums over the micro-batch's tokens, for the caller to add up
+METRICS = ("tokens", "clipped_tokens", "clipped_low_tokens", "clipped_high_tokens", "kl_sum", "entropy_sum")
+
+
 @dataclass(frozen=True)
 class LossOutputs:
     loss: Tensor  # scalar, this micro-batch's share of the step loss
-    metrics: dict[str, float]  # sums over this micro-batch's tokens/sequences, to be reduced by the caller
+    stats: Tensor  # (len(METRICS),) in the loss's dtype and on its device, no gradient: added up without a sync
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """``stats`` by name, read on the host (one sync: for tests and callers outside the update's loop)."""
+        return dict(zip(METRICS, self.stats.tolist(), strict=True))
 
 
 def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: KLEstimator = "k3") -> Tensor:
@@ -153,12 +162,15 @@ def policy_loss(
     with torch.no_grad():
         is_low = ((ratio < 1.0 - epsilon) & (adv < 0)).expand_as(mask)
         is_high = ((ratio > 1.0 + epsilon_high) & (adv > 0)).expand_as(mask)
-        metrics = {
-            "entropy_sum": float((inp.entropy * mask).sum()) if inp.entropy is not None else 0.0,
-            "clipped_low_tokens": float((is_low.to(mask.dtype) * mask).sum()),
-            "clipped_high_tokens": float((is_high.to(mask.dtype) * mask).sum()),
-            "tokens": float(mask.sum()),
-            "clipped_tokens": float(((is_low | is_high).to(mask.dtype) * mask).sum()),
-            "kl_sum": float((kl * mask).sum()) if kl is not None else 0.0,
-        }
-    return LossOutputs(loss=loss, metrics=metrics)
+        zero = mask.new_zeros(())
+        stats = torch.stack(
+            [
+                mask.sum(),
+                ((is_low | is_high) * mask).sum(),
+                (is_low * mask).sum(),
+                (is_high * mask).sum(),
+                (kl * mask).sum() if kl is not None else zero,
+                (inp.entropy * mask).sum() if inp.entropy is not None else zero,
+            ]
+        )
+    return LossOutputs(loss=loss, stats=stats)

@@ -11,11 +11,10 @@ prompt read the same prompt state and the backward sums their gradients into tha
 the padded path's shared prefix did with a KV cache, here without a cache, so it also holds under gradient
 checkpointing.
 
-Attention runs per segment through transformers' SDPA (``packed_attention`` swaps it in for the duration of a
-forward and its backward): a one-row segment is plain causal attention (flash attention on a GPU); a segment of
-several rows attends under its (S, S) boolean mask, or, past ``DENSE_SEGMENT_TOKENS``, as the prompt (causal) plus
-one call per row against [prompt | row], so no mask grows with the square of a long group. (One (T, T) block mask
-for the whole micro-batch measured no faster on a CPU, and grows with the square of the pack: docs/benchmarks.md.)
+Attention runs over the pack's *attention rows* (grpo_core.update.attention): the prompt of a segment, each of its
+completions against [prompt | completion], a one-row segment as itself; one kernel call per layer for the whole
+micro-batch (``packed_attention`` swaps it in for the duration of a forward and its backward). The pack is built on
+the host, where its layout is Python data, and moved to the device once (``Packed.to``, without a host sync).
 """
 
 from __future__ import annotations
@@ -29,13 +28,20 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from grpo_core.hardware.device import HOST
+from grpo_core.hardware.device import HOST, to_device
 from grpo_core.models.catalog import length_dependent_rope
+from grpo_core.update.attention import (
+    AttentionRow,
+    Layout,
+    PaddedLayout,
+    padded_attention,
+    padded_layout,
+    varlen_attention,
+    varlen_layout,
+    varlen_works,
+)
 
 PACKED_ATTENTION = "grpo_packed"  # the attention name the packed forward runs with (``_packed_attention``)
-# A segment up to this long attends under one (S, S) mask (SDPA keeps an S² bias per layer for the backward on a
-# GPU, and the scores of every head on a CPU); longer, per row, with no mask growing with the square of a group
-DENSE_SEGMENT_TOKENS = 2048
 # Architectures whose causal LM is `lm_head(decoder(...))` with RoPE from position_ids and full attention: the
 # packed forward calls the decoder and the head itself (grpo_core.update.fused_head), so a model that post-processes
 # its logits (soft-capping, a logit scale) or attends in a sliding window would be computed wrongly.
@@ -43,38 +49,39 @@ PACKABLE_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "olmo2",
 
 
 @dataclass(frozen=True)
-class Segment:
-    """Tokens ``start:end`` of the pack: a prompt of ``prompt`` tokens, then the completions at ``rows`` (absolute
-    (a, b) bounds). ``mask``: the (1, 1, S, S) boolean mask of a multi-row segment up to ``DENSE_SEGMENT_TOKENS``
-    tokens, else None; ``row_masks``: a longer one's (1, 1, n, P + n) mask of each row against [prompt | row]."""
-
-    start: int
-    end: int
-    prompt: int
-    rows: tuple[tuple[int, int], ...]
-    mask: Tensor | None = None
-    row_masks: tuple[Tensor, ...] = ()
-
-
-@dataclass(frozen=True)
-class PackedLayout:
-    """How the pack's tokens may attend: per segment."""
-
-    segments: tuple[Segment, ...]
-
-
-@dataclass(frozen=True)
 class Packed:
-    """One micro-batch as a single sequence, and where each loss token's log-prob comes from and goes to."""
+    """One micro-batch as a single sequence, and where each loss token's log-prob comes from and goes to. Built on
+    the host (``pack``: ``layout`` None); ``to`` moves it to the device and builds the attention kernel's layout."""
 
     input_ids: Tensor  # (1, T)
     position_ids: Tensor  # (1, T)
-    layout: PackedLayout
+    attention: tuple[AttentionRow, ...]  # the pack's attention rows, in order (grpo_core.update.attention)
     source: Tensor  # (N,) position in the pack whose hidden state predicts each loss token
     targets: Tensor  # (N,) the loss tokens' ids
     rows: Tensor  # (N,) each loss token's row in the micro-batch
     cols: Tensor  # (N,) and its column in the completion
     shape: tuple[int, int]  # (B, C) of the padded micro-batch the log-probs are returned in
+    layout: Layout | None = None  # the kernel's layout on the device (``to``)
+
+    @property
+    def segments(self) -> int:
+        """Segments in the pack: prompts shared by several rows and rows of their own."""
+        return sum(1 for r in self.attention if r.p_len == 0)
+
+    def to(self, device: torch.device, compute_dtype: torch.dtype | None = None) -> Packed:
+        """On ``device``, with the varlen kernel's layout where it works there (CUDA, a half ``compute_dtype``:
+        grpo_core.update.attention.varlen_works), else the padded one's; every copy queued without a sync."""
+        tokens = self.input_ids.shape[1]
+        dtype = compute_dtype or torch.float32
+        if varlen_works(str(device), dtype):
+            layout: Layout = varlen_layout(self.attention, tokens, device)
+        else:
+            layout = padded_layout(self.attention, tokens, device)
+        moved = (to_device(t, device) for t in (self.input_ids, self.position_ids, self.source, self.targets))
+        ids, pos, source, targets = moved
+        rows, cols = to_device(self.rows, device), to_device(self.cols, device)
+        return replace(self, input_ids=ids, position_ids=pos, source=source, targets=targets, rows=rows, cols=cols,
+                       layout=layout)  # fmt: skip
 
 
 def span_lengths(completion_mask: Tensor) -> Tensor:
@@ -85,19 +92,6 @@ def span_lengths(completion_mask: Tensor) -> Tensor:
     return (completion_mask.bool() * cols).amax(dim=1) if c else completion_mask.new_zeros(completion_mask.shape[0])
 
 
-def _segment_mask(spans: Tensor) -> Tensor:
-    """(1, 1, S, S) bool: position k visible from q when k ≤ q and k is prompt (span 0) or in q's own span."""
-    q, k = spans.unsqueeze(1), spans.unsqueeze(0)
-    pos = torch.arange(spans.shape[0], device=spans.device)
-    return ((pos.unsqueeze(0) <= pos.unsqueeze(1)) & ((k == 0) | (k == q)))[None, None]
-
-
-def _row_mask(prompt: int, n: int) -> Tensor:
-    """(1, 1, n, prompt + n) bool: a completion's token q sees the whole prompt and its own tokens up to q."""
-    cols = torch.arange(prompt + n, device=HOST)
-    return ((cols.unsqueeze(0) < prompt) | (cols.unsqueeze(0) - prompt <= cols[:n].unsqueeze(1)))[None, None]
-
-
 def pack(
     prompt_ids: Tensor,  # (B, P) left-padded
     prompt_mask: Tensor,  # (B, P)
@@ -106,9 +100,9 @@ def pack(
     *,
     share_prefix: bool,
 ) -> Packed:
-    """The packed micro-batch on the rows' device. Built on the host from one copy of the micro-batch (the layout is
-    host data: segment bounds are Python ints), then moved once."""
-    device = completion_ids.device
+    """The packed micro-batch, on the host (its layout is host data: bounds are Python ints); ``Packed.to`` moves
+    it. Rows of a shared prompt attend as the prompt and one attention row per completion; a segment of one row as
+    one attention row."""
     pid, pmask = prompt_ids.to(HOST), prompt_mask.to(HOST).bool()
     cid, cmask = completion_ids.to(HOST), completion_mask.to(HOST).bool()
     b, c = cid.shape
@@ -125,11 +119,10 @@ def pack(
         raise ValueError("no row has a loss token: nothing to pack")
     ids: list[Tensor] = []
     pos: list[Tensor] = []
-    span_ids: list[Tensor] = []
     source: list[Tensor] = []
     rows: list[Tensor] = []
     cols: list[Tensor] = []
-    segments: list[Segment] = []
+    attention: list[AttentionRow] = []
     at = 0
     for key, members in groups.items():
         prompt_t = torch.tensor(key if share_prefix else key[1:], dtype=torch.long, device=HOST)
@@ -137,37 +130,53 @@ def pack(
         start = at
         ids.append(prompt_t)
         pos.append(torch.arange(p, device=HOST))
-        span_ids.append(torch.zeros(p, dtype=torch.long, device=HOST))
         at += p
-        bounds = []
-        for k, row in enumerate(members, start=1):
+        if len(members) > 1:
+            attention.append(AttentionRow(start, p))
+        for row in members:
             n = spans[row]
             ids.append(cid[row, :n])
             pos.append(torch.arange(p, p + n, device=HOST))
-            span_ids.append(torch.full((n,), k, dtype=torch.long, device=HOST))
             t = torch.nonzero(cmask[row, :n]).flatten()
             source.append(torch.where(t == 0, start + p - 1, at + t - 1))
             rows.append(torch.full_like(t, row))
             cols.append(t)
-            bounds.append((at, at + n))
+            attention.append(AttentionRow(at, n, start, p) if len(members) > 1 else AttentionRow(start, p + n))
             at += n
-        segments.append(Segment(start, at, p, tuple(bounds)))
-    seg_spans = torch.cat(span_ids)
-    for j, seg in enumerate(segments):  # the masks, built once here for every layer's attention
-        if len(seg.rows) > 1 and seg.end - seg.start <= DENSE_SEGMENT_TOKENS:
-            segments[j] = replace(seg, mask=_segment_mask(seg_spans[seg.start : seg.end]).to(device))
-        elif len(seg.rows) > 1:
-            segments[j] = replace(seg, row_masks=tuple(_row_mask(seg.prompt, b - a).to(device) for a, b in seg.rows))
     r, col = torch.cat(rows), torch.cat(cols)
     return Packed(
-        input_ids=torch.cat(ids).unsqueeze(0).to(device),
-        position_ids=torch.cat(pos).unsqueeze(0).to(device),
-        layout=PackedLayout(tuple(segments)),
-        source=torch.cat(source).to(device),
-        targets=cid[r, col].to(device),
-        rows=r.to(device),
-        cols=col.to(device),
+        input_ids=torch.cat(ids).unsqueeze(0),
+        position_ids=torch.cat(pos).unsqueeze(0),
+        attention=tuple(attention),
+        source=torch.cat(source),
+        targets=cid[r, col],
+        rows=r,
+        cols=col,
         shape=(b, c),
+    )
+
+
+def pack_sequences(tokens: list[list[int]], targets: list[list[int]]) -> Packed:
+    """Whole sequences packed, each a segment of its own in the given order, every position a loss token: position
+    i predicts ``targets[k][i]`` (the training API's datums, grpo_core.training_api.model). On the host, as
+    ``pack``'s."""
+    lengths = [len(t) for t in tokens]
+    if not lengths or min(lengths) < 1 or [len(t) for t in targets] != lengths:
+        raise ValueError("every sequence needs at least one token and one target per token")
+    starts = [0]
+    for n in lengths[:-1]:
+        starts.append(starts[-1] + n)
+    positions = torch.cat([torch.arange(n, device=HOST) for n in lengths])
+    total = sum(lengths)
+    return Packed(
+        input_ids=torch.tensor([t for seq in tokens for t in seq], dtype=torch.long, device=HOST).unsqueeze(0),
+        position_ids=positions.unsqueeze(0),
+        attention=tuple(AttentionRow(s, n) for s, n in zip(starts, lengths, strict=True)),
+        source=torch.arange(total, device=HOST),
+        targets=torch.tensor([t for seq in targets for t in seq], dtype=torch.long, device=HOST),
+        rows=torch.repeat_interleave(torch.arange(len(lengths), device=HOST), torch.tensor(lengths, device=HOST)),
+        cols=positions,
+        shape=(len(lengths), max(lengths)),
     )
 
 
@@ -206,34 +215,21 @@ def packing_problem(model: Any) -> str | None:
 def _packed_attention(
     module: Any, query: Tensor, key: Tensor, value: Tensor, attention_mask: Tensor | None, **kwargs: Any
 ) -> tuple[Tensor, None]:
-    """transformers' SDPA per segment of the ``packed_layout`` keyword (query (1, H, T, D), key/value (1, KV, T, D));
-    without one, transformers' SDPA as is (a forward of the model outside the packed path). Never traced by
-    torch.compile (grpo_core.update.compiled): its loops over the layout's segments would make every new layout a
-    new graph; a compiled layer runs it eagerly between its compiled parts."""
+    """The pack's attention (query (1, H, T, D), key/value (1, KV, T, D)) in one kernel call over the layout of the
+    ``packed_layout`` keyword (grpo_core.update.attention); without one, transformers' SDPA as is (a forward of
+    the model outside the packed path). Returns (1, T, H, D), as transformers' attention functions do. Never traced
+    by torch.compile (grpo_core.update.compiled): a compiled layer runs it eagerly between its compiled parts."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    layout: PackedLayout | None = kwargs.pop("packed_layout", None)
+    layout: Layout | None = kwargs.pop("packed_layout", None)
     if layout is None:
         whole: tuple[Tensor, None] = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
         return whole
-    parts: list[Tensor] = []  # each (1, S, H, D)
-    for seg in layout.segments:
-        s, e = seg.start, seg.end
-        if len(seg.rows) == 1 or seg.mask is not None:
-            part, _ = sdpa_attention_forward(
-                module, query[:, :, s:e], key[:, :, s:e], value[:, :, s:e], seg.mask, **kwargs
-            )
-            parts.append(part)
-            continue
-        p = s + seg.prompt  # a long group: the prompt causally, then each row against [prompt | row]
-        part, _ = sdpa_attention_forward(module, query[:, :, s:p], key[:, :, s:p], value[:, :, s:p], None, **kwargs)
-        parts.append(part)
-        for (a, b), mask in zip(seg.rows, seg.row_masks, strict=True):
-            keys = torch.cat([key[:, :, s:p], key[:, :, a:b]], dim=2)
-            values = torch.cat([value[:, :, s:p], value[:, :, a:b]], dim=2)
-            part, _ = sdpa_attention_forward(module, query[:, :, a:b], keys, values, mask, **kwargs)
-            parts.append(part)
-    return torch.cat(parts, dim=1), None
+    q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # (T, heads, D)
+    scale = kwargs.get("scaling")
+    if isinstance(layout, PaddedLayout):
+        return padded_attention(q, k, v, layout, scale).unsqueeze(0), None
+    return varlen_attention(q, k, v, layout, scale).unsqueeze(0), None
 
 
 @functools.cache

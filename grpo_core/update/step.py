@@ -9,13 +9,14 @@ are reduced here, so the caller sees the one-process result.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 import torch
+from torch import Tensor
 
-from grpo_core.hardware.device import HOST
-from grpo_core.hardware.distributed import World, all_reduce_sum_, reduce_sums
+from grpo_core.hardware.device import HOST, to_device
+from grpo_core.hardware.distributed import World, all_reduce_sum_
 from grpo_core.hardware.memory import checkpointing
 from grpo_core.hardware.sharding import sharded
 from grpo_core.models.prefix_cache import shared_prefixes
@@ -24,46 +25,12 @@ from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.compiled import compiled_layers
 from grpo_core.update.correction import Correction, importance_weights
 from grpo_core.update.logprobs import completion_logprobs
-from grpo_core.update.loss import LossInputs, StepSize, policy_loss
+from grpo_core.update.lora_fused import reference_pass
+from grpo_core.update.loss import LossInputs, LossOutputs, StepSize, policy_loss
 from grpo_core.update.packing import Packed, head_problem, pack, packed_attention, packing_problem, span_lengths
+from grpo_core.update.tally import Tally, UpdateSums
 
-
-@dataclass
-class UpdateSums:
-    """What one optimizer step's update adds up over its micro-batches (and ranks), for grpo_core.metrics to divide:
-    per-token means are over ``updated_tokens``, the tokens that carried loss, so no micro-batch split changes them.
-
-    ``is_weight_sum`` and ``logp_diff_max`` measure a separate sampling engine (merged, vLLM) against the trainer:
-    None when the trainer's own forward sampled (no importance correction, nothing to measure)."""
-
-    loss: float = 0.0  # Σ of the micro-batches' losses, each normalised by the step's counts: the step's loss
-    updated_tokens: float = 0.0  # tokens that carried loss
-    clipped_tokens: float = 0.0  # of those, clipped on either side
-    clipped_low_tokens: float = 0.0
-    clipped_high_tokens: float = 0.0
-    kl_sum: float = 0.0  # Σ of the per-token KL estimate (β > 0)
-    entropy_sum: float = 0.0
-    is_weight_sum: float | None = None  # Σ of the bounded importance weights π_trainer / π_engine
-    logp_diff_max: float | None = None  # the largest |log π_trainer − log π_engine| of a token
-    is_weight_max: float | None = None  # the largest importance weight before its bound
-    is_bounded_tokens: float | None = None  # tokens whose weight the bound truncated (TIS) or masked (MIS)
-    mismatch_kl_sum: float | None = None  # Σ of the per-token k3 estimate of KL(π_engine ‖ π_trainer)
-    tokens: float = 0.0  # the step's completion tokens, all ranks' (StepSize.n_tokens): not summed again
-
-    def add_correction(self, fix: Correction) -> None:
-        """Add one micro-batch's importance-weight measurements."""
-        self.is_weight_sum = (self.is_weight_sum or 0.0) + fix.weight_sum
-        self.logp_diff_max = max(self.logp_diff_max or 0.0, fix.logp_diff_max)
-        self.is_weight_max = max(self.is_weight_max or 0.0, fix.weight_max)
-        self.is_bounded_tokens = (self.is_bounded_tokens or 0.0) + fix.bounded_tokens
-        self.mismatch_kl_sum = (self.mismatch_kl_sum or 0.0) + fix.kl_sum
-
-    def reduced(self, world: World, device: torch.device) -> UpdateSums:
-        """These sums over every rank, in fp64 (grpo_core.hardware.distributed.reduce_sums: a field's name is its
-        key, so ``logp_diff_max`` is the maximum over the ranks); a measurement no rank made stays None."""
-        mine = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
-        out = reduce_sums(world, {k: v for k, v in mine.items() if v is not None}, device)
-        return UpdateSums(**out, tokens=self.tokens)
+__all__ = ["UpdatePath", "UpdateSums", "old_logprobs", "plan_micro_batches", "policy_update", "update_path"]
 
 
 class LogprobOptions(TypedDict):
@@ -89,16 +56,20 @@ class UpdatePath:
     share_prefix: bool = True
     compiled: bool = False
 
-    def pack(self, args: tuple[torch.Tensor, ...]) -> Packed | None:
-        """The micro-batch ``args`` (``_micro_args``) packed once for all its passes (reference, policy, π_old);
-        None when padded, or when it has no loss token (``completion_logprobs`` then runs a plain padded pass)."""
+    def pack(self, args: tuple[Tensor, ...], device: torch.device, dtype: torch.dtype) -> Packed | None:
+        """The micro-batch ``args`` (``_micro_args``, on the host) packed there once for all its passes (reference,
+        policy, π_old) and moved to ``device`` (its attention for ``dtype``); None when padded, or when it has no
+        loss token (a plain padded pass then runs: its loss is 0)."""
         if not self.packing or not bool(args[3].any()):
             return None
-        return pack(*args, share_prefix=self.share_prefix)
+        return pack(*args, share_prefix=self.share_prefix).to(device, dtype)
 
     def logprob_kwargs(self, packed: Packed | None, *, grad: bool, checkpointed: bool) -> LogprobOptions:
         """``completion_logprobs``' keywords for a pass over the micro-batch ``packed`` (``pack``): a padded pass
-        with gradients through checkpointed layers does not share prefixes."""
+        with gradients through checkpointed layers does not share prefixes; a micro-batch with nothing to pack runs
+        plainly padded (no cache to keep through checkpointed layers)."""
+        if self.packing and packed is None:
+            return LogprobOptions(share_prefix=False, packing=False, fused_head=False, packed=None)
         share = self.share_prefix and (self.packing or not (grad and checkpointed))
         return LogprobOptions(share_prefix=share, packing=self.packing, fused_head=self.fused_head, packed=packed)
 
@@ -246,45 +217,147 @@ def scheduled_micro_batches(
     return scheduled, step
 
 
+@dataclass(frozen=True)
+class MicroBatch:
+    """One micro-batch's rows on the model's device: its padded tensors (``_micro_args``), its pack (None when the
+    path is padded or nothing in it carries loss), and what the loss reads of the rollout. Planned and packed on
+    the host, moved with copies the host does not wait for (grpo_core.hardware.device.to_device)."""
+
+    args: tuple[Tensor, ...]  # (prompt ids, prompt mask, completion ids, completion mask), all-padding columns cut
+    packed: Packed | None
+    idx: Tensor  # the rows, on the device
+    adv: Tensor  # (b,)
+    sampling_logp: Tensor | None  # (b, c): the engine's log-probs (vLLM, merged), for the importance correction
+
+
+def micro_batch(
+    ro: Rollout, adv: Tensor, idx: Tensor, path: UpdatePath, device: torch.device, dtype: torch.dtype
+) -> MicroBatch:
+    """Rows ``idx`` of the host rollout ``ro`` as a ``MicroBatch`` on ``device``."""
+    args = _micro_args(ro, idx)
+    sampling = None if ro.sampling_logp is None else ro.sampling_logp[idx, : args[2].shape[1]]
+    return MicroBatch(
+        args=tuple(to_device(t, device) for t in args),
+        packed=path.pack(args, device, dtype),
+        idx=to_device(idx, device),
+        adv=to_device(adv[idx], device),
+        sampling_logp=None if sampling is None else to_device(sampling, device),
+    )
+
+
+def _autocast(device: torch.device, dtype: torch.dtype | None) -> Any:
+    """Autocast to ``dtype`` on ``device``, or nothing (a device without autocast, such as ``meta``, takes none)."""
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
+
+
+def _compute_dtype(model: Any, autocast: torch.dtype | None) -> torch.dtype:
+    return autocast or next(model.parameters()).dtype
+
+
 @torch.no_grad()
 def old_logprobs(
     model: Any,
     ro: Rollout,
-    adv: torch.Tensor,
+    adv: Tensor,
     cfg: GRPOConfig,
     autocast: torch.dtype | None,
     world: World,
     path: UpdatePath | None = None,
-) -> torch.Tensor:
-    """(B, C) log-probs under the policy that sampled (before any update of this step), for the rows of this rank's
-    micro-batches (``plan_micro_batches``, on ``path``: ``update_path`` by default, as ``policy_update``); 0 past
-    each mask and on the other ranks' rows, which it never reads."""
+) -> Tensor:
+    """(B, C) log-probs under the policy that sampled (before any update of this step), on the model's device, for
+    the rows of this rank's micro-batches (``plan_micro_batches``, on ``path``: ``update_path`` by default, as
+    ``policy_update``); 0 past each mask and on the other ranks' rows, which it never reads."""
     device = _device(model)
     path = path or update_path(model, cfg, world)
-    ro, adv = ro.to(device), adv.to(device)
+    ro, adv = ro.to(HOST), adv.to(HOST)
     n, c = ro.completion_ids.shape
     old = torch.zeros(n, c, device=device)
     fsdp = sharded(cfg, world)
     for idx, counts in scheduled_micro_batches(ro, adv, cfg, world, matched=fsdp, path=path)[0]:
-        args = _micro_args(ro, idx)
-        options = path.logprob_kwargs(path.pack(args), grad=False, checkpointed=False)
+        mb = micro_batch(ro, adv, idx, path, device, _compute_dtype(model, autocast))
+        options = path.logprob_kwargs(mb.packed, grad=False, checkpointed=False)
         with (
-            torch.autocast(device.type, dtype=autocast, enabled=autocast is not None),
+            _autocast(device, autocast),
             compiled_layers(model, path.compiled),
         ):
-            logp = completion_logprobs(model, *args, temperature=cfg.temperature, **options)
+            logp = completion_logprobs(model, *mb.args, temperature=cfg.temperature, **options)
         if counts:
-            old[idx, : args[2].shape[1]] = logp
+            old[mb.idx, : mb.args[2].shape[1]] = logp
     return old
+
+
+def _loss(
+    model: Any,
+    mb: MicroBatch,
+    cfg: GRPOConfig,
+    autocast: torch.dtype | None,
+    path: UpdatePath,
+    step: StepSize,
+    old_logp: Tensor | None,
+) -> tuple[LossOutputs, Correction | None]:
+    """One micro-batch's forward passes (the reference's when β > 0, then the policy's) and its loss; with a
+    separate sampling engine, the importance correction and its measurements."""
+    device = _device(model)
+    checkpointed = bool(cfg.gradient_checkpointing)
+    ref = None
+    with (
+        _autocast(device, autocast),
+        attention_kernels(device.type),
+        compiled_layers(model, path.compiled),
+    ):
+        if cfg.beta > 0:
+            with torch.no_grad(), reference_pass(model):
+                options = path.logprob_kwargs(mb.packed, grad=False, checkpointed=False)
+                ref = completion_logprobs(model, *mb.args, temperature=cfg.temperature, **options)
+        with checkpointing(model, checkpointed):
+            logp, entropy = completion_logprobs(
+                model,
+                *mb.args,
+                temperature=cfg.temperature,
+                entropy_grad=cfg.entropy_coef > 0,
+                **path.logprob_kwargs(mb.packed, grad=True, checkpointed=checkpointed),
+            )
+    c = logp.shape[1]
+    old = logp.detach() if old_logp is None else old_logp[mb.idx, :c]
+    fix = None
+    if mb.sampling_logp is not None:  # π_old (trainer) / μ (the sampler), bounded (grpo_core.update.correction)
+        fix = importance_weights(
+            old, mb.sampling_logp, mb.args[3], cap=cfg.tis_cap, mode=cfg.off_policy_correction,
+            level=cfg.off_policy_level,
+        )  # fmt: skip
+    inputs = LossInputs(
+        logp=logp,
+        old_logp=old,
+        advantages=mb.adv,
+        mask=mb.args[3].float(),
+        ref_logp=ref,
+        entropy=entropy,
+        is_weight=fix.weight if fix is not None and cfg.tis_cap is not None else None,
+    )
+    out = policy_loss(
+        inputs,
+        epsilon=cfg.epsilon,
+        epsilon_high=cfg.clip_high,
+        beta=cfg.beta,
+        step=step,
+        aggregation=cfg.loss_aggregation,
+        level=cfg.importance_sampling_level,
+        delta=cfg.delta,
+        kl_estimator=cfg.kl_estimator,
+        kl_importance_weighted=cfg.kl_importance_weighted,
+        entropy_coef=cfg.entropy_coef,
+        top_entropy_quantile=cfg.top_entropy_quantile,
+    )
+    return out, fix
 
 
 def policy_update(
     model: Any,
     ro: Rollout,
-    adv: torch.Tensor,
+    adv: Tensor,
     cfg: GRPOConfig,
     autocast: torch.dtype | None,
-    old_logp: torch.Tensor | None = None,
+    old_logp: Tensor | None = None,
     world: World | None = None,
     path: UpdatePath | None = None,
 ) -> UpdateSums:
@@ -295,100 +368,48 @@ def policy_update(
     ``bnpo``, which normalises per micro-batch as TRL does (and is then the same as one process's, since the
     micro-batches are).
 
-    The rollout, the advantages and π_old move to the model's device here, once; everything after is created on
-    that device. ``path``: how the passes run (``update_path`` of the model and config by default).
+    The host plans and packs (the rollout, the advantages and their layout are host data); each micro-batch moves
+    to the model's device without a sync, the metrics add up there (grpo_core.update.tally) and are read once at
+    the end: one host sync per update on one rank (bench.update_counts). ``path``: how the passes run
+    (``update_path`` of the model and config by default).
     """
     world = world or World()
     device = _device(model)
     path = path or update_path(model, cfg, world)
-    ro, adv = ro.to(device), adv.to(device)
-    old_logp = None if old_logp is None else old_logp.to(device)
+    ro, adv = ro.to(HOST), adv.to(HOST)
     fsdp = sharded(cfg, world)
-    checkpointed = bool(cfg.gradient_checkpointing)
     scheduled, step = scheduled_micro_batches(ro, adv, cfg, world, matched=fsdp, path=path)
     params = [p for p in model.parameters() if p.requires_grad]
-    # The step's gradient, summed in fp64 over micro-batches and ranks and rounded to fp32 once: the order of the
-    # additions (how micro-batches fall on ranks) then never changes the result (grpo_core.hardware.distributed).
-    grad_sum = [torch.zeros_like(p, dtype=torch.float64) for p in params]
-    sums = UpdateSums(tokens=step.n_tokens)
+    # Several micro-batches or ranks: the step's gradient summed in fp64 and rounded to fp32 once, so the order of
+    # the additions (how micro-batches fall on ranks) never changes the result (grpo_core.hardware.distributed).
+    # One micro-batch on one rank: its gradient is the step's, as autograd leaves it.
+    exact_sum = len(scheduled) > 1 or world.distributed
+    grad_sum = [torch.zeros_like(p, dtype=torch.float64) for p in params] if exact_sum else None
+    tally = Tally(device, step.n_tokens)
     for idx, counts in scheduled:
-        args = _micro_args(ro, idx)
-        packed = path.pack(args)  # one pack for the reference and the policy pass
-        ref = None
-        with (
-            torch.autocast(device.type, dtype=autocast, enabled=autocast is not None),
-            attention_kernels(device.type),
-            compiled_layers(model, path.compiled),
-        ):
-            if cfg.beta > 0:
-                with torch.no_grad(), model.disable_adapter():
-                    options = path.logprob_kwargs(packed, grad=False, checkpointed=False)
-                    ref = completion_logprobs(model, *args, temperature=cfg.temperature, **options)
-            with checkpointing(model, checkpointed):
-                logp, entropy = completion_logprobs(
-                    model,
-                    *args,
-                    temperature=cfg.temperature,
-                    entropy_grad=cfg.entropy_coef > 0,
-                    **path.logprob_kwargs(packed, grad=True, checkpointed=checkpointed),
-                )
-        old = logp.detach() if old_logp is None else old_logp[idx, : logp.shape[1]]
-        is_weight = None
-        if ro.sampling_logp is not None:  # π_old (trainer) / μ (the sampler), bounded (grpo_core.update.correction)
-            fix = importance_weights(
-                old,
-                ro.sampling_logp[idx, : logp.shape[1]],
-                args[3],
-                cap=cfg.tis_cap,
-                mode=cfg.off_policy_correction,
-                level=cfg.off_policy_level,
-            )
-            is_weight = fix.weight if cfg.tis_cap is not None else None
-            if counts:
-                sums.add_correction(fix)
-        out = policy_loss(
-            LossInputs(
-                logp=logp,
-                old_logp=old,
-                advantages=adv[idx],
-                mask=args[3].float(),
-                ref_logp=ref,
-                entropy=entropy,
-                is_weight=is_weight,
-            ),
-            epsilon=cfg.epsilon,
-            epsilon_high=cfg.clip_high,
-            beta=cfg.beta,
-            step=step,
-            aggregation=cfg.loss_aggregation,
-            level=cfg.importance_sampling_level,
-            delta=cfg.delta,
-            kl_estimator=cfg.kl_estimator,
-            kl_importance_weighted=cfg.kl_importance_weighted,
-            entropy_coef=cfg.entropy_coef,
-            top_entropy_quantile=cfg.top_entropy_quantile,
-        )
-        # a checkpointed layer's recompute must pick the same kernels, attend per segment and run compiled again
+        mb = micro_batch(ro, adv, idx, path, device, _compute_dtype(model, autocast))
+        out, fix = _loss(model, mb, cfg, autocast, path, step, old_logp)
+        # a checkpointed layer's recompute must pick the same kernels, attend per pack and run compiled again
         with (
             attention_kernels(device.type),
             packed_attention(model, path.packing),
             compiled_layers(model, path.compiled),
         ):
             torch.autograd.backward(out.loss if counts else out.loss * 0.0)
-        for acc, p in zip(grad_sum, params, strict=True):
-            if p.grad is not None:
-                acc += p.grad
-                p.grad = None
-        if not counts:  # a filler pass (FSDP): run for its collectives, adds nothing
-            continue
-        sums.loss += float(out.loss.detach())
-        sums.updated_tokens += out.metrics["tokens"]
-        sums.clipped_tokens += out.metrics["clipped_tokens"]
-        sums.clipped_low_tokens += out.metrics["clipped_low_tokens"]
-        sums.clipped_high_tokens += out.metrics["clipped_high_tokens"]
-        sums.kl_sum += out.metrics["kl_sum"]
-        sums.entropy_sum += out.metrics["entropy_sum"]
-    all_reduce_sum_(world, grad_sum)
-    for acc, p in zip(grad_sum, params, strict=True):  # nothing to learn is a zero gradient, not a skipped step
-        p.grad = acc.to(p.dtype)
-    return sums.reduced(world, device)
+        if grad_sum is not None:
+            for acc, p in zip(grad_sum, params, strict=True):
+                if p.grad is not None:
+                    acc += p.grad
+                    p.grad = None
+        if counts:  # a filler pass (FSDP) runs for its collectives and adds nothing
+            tally.add(out)
+            if fix is not None:
+                tally.add_correction(fix)
+    if grad_sum is not None:
+        all_reduce_sum_(world, grad_sum)
+    for k, p in enumerate(params):  # nothing to learn is a zero gradient, not a skipped step
+        if grad_sum is not None:
+            p.grad = grad_sum[k].to(p.dtype)
+        elif p.grad is None:
+            p.grad = torch.zeros_like(p)
+    return tally.read(world, device)

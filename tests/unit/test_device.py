@@ -133,13 +133,13 @@ def test_micro_batch_auto_is_sized_from_free_gpu_memory(tiny_model_dir: Path, mo
 def test_token_budget_auto_follows_free_gpu_memory_with_the_fused_head(
     tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from grpo_core.hardware.memory import MAX_AUTO_TOKENS, auto_micro_batch_tokens, token_bytes
+    from grpo_core.hardware.memory import HEAD_BUDGET_BYTES, MAX_AUTO_TOKENS, auto_micro_batch_tokens, token_bytes
 
     cfg = GRPOConfig.model_validate({"micro_batch_size": 4, "max_prompt_tokens": 100, "max_completion_tokens": 28})
     model, _ = load_policy(tiny_model_dir, cfg, seed=0)
     gpu = dev.Placement(torch.device("cuda", 0), "bf16", "test GPU", 0, "test")
     per_token = token_bytes(model, checkpointing=False, precision_bytes=2)
-    free = {"gb": (2**25 * 12 + 1000.5 * per_token) / (0.7 * 2**30)}  # room for the head's bound and 1000 tokens
+    free = {"gb": (HEAD_BUDGET_BYTES + 1000.5 * per_token) / (0.7 * 2**30)}  # room for the head's and 1000 tokens
     monkeypatch.setattr("grpo_core.hardware.memory.device_memory_gb", lambda d: (free["gb"], 80.0))
     assert auto_micro_batch_tokens(model, cfg, gpu, checkpointing=False, fused_head=False) == 4 * 128  # padded plan
     assert auto_micro_batch_tokens(model, cfg, gpu, checkpointing=False, fused_head=True) == 1000

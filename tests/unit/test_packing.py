@@ -11,6 +11,7 @@ import torch
 
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update import packing
+from grpo_core.update.attention import AttentionRow
 from grpo_core.update.fused_head import head_logprobs
 from grpo_core.update.logprobs import completion_logprobs
 from grpo_core.update.packing import pack, packing_problem, span_lengths
@@ -62,13 +63,15 @@ def test_the_pack_has_no_padding_and_positions_restart_per_row() -> None:
     assert spans.tolist() == [23, 3, 9, 1, 17, 23, 0]
     # two prompts of 3 and 5 tokens, once each, and every row's completion up to its last loss token
     assert shared.input_ids.shape[1] == 3 + 5 + int(spans.sum())
-    assert len(shared.layout.segments) == 2
+    assert shared.segments == 2
+    # each prompt attends as one row, then each of its completions against [prompt | completion]
+    assert [(r.q_len, r.p_len) for r in shared.attention][:5] == [(3, 0), (23, 3), (1, 3), (17, 3), (5, 0)]
     assert shared.position_ids[0, :3].tolist() == [0, 1, 2]
     assert shared.position_ids[0, 3:6].tolist() == [3, 4, 5]  # row 0's completion follows its prompt
     assert len(shared.targets) == int(batch[3].sum())
     single = pack(*batch, share_prefix=False)
     assert single.input_ids.shape[1] == 3 * 4 + 5 * 3 - 3 + int(spans.sum())  # row 6 (no loss token) left out
-    assert all(len(s.rows) == 1 and s.mask is None for s in single.layout.segments)
+    assert single.segments == 6 and all(r.p_len == 0 for r in single.attention)
 
 
 @pytest.mark.parametrize("share_prefix", [True, False])
@@ -79,14 +82,32 @@ def test_packed_equals_padded(tiny_model_dir: Path, share_prefix: bool) -> None:
     _assert_same(want, _run(model, batch, share_prefix=share_prefix, packing=True))
 
 
-def test_a_long_group_attends_per_row(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past DENSE_SEGMENT_TOKENS a shared prompt's rows attend one by one: the same numbers."""
+@pytest.mark.parametrize("share_prefix", [True, False])
+def test_both_attention_kernels_compute_the_padded_path(tiny_model_dir: Path, share_prefix: bool) -> None:
+    """The packed attention with the padded kernel (every device) and, where this torch has it on CUDA, the
+    varlen one: the same numbers as [prompt | completion] rows through transformers' own attention."""
+    from grpo_core.update.attention import padded_attention, padded_layout
+
     model = nontrivial_policy(tiny_model_dir)
     batch = _batch()
     want = _run(model, batch, share_prefix=False)
-    monkeypatch.setattr(packing, "DENSE_SEGMENT_TOKENS", 8)
-    assert all(s.mask is None for s in pack(*batch, share_prefix=True).layout.segments)
-    _assert_same(want, _run(model, batch, share_prefix=True, packing=True))
+    packed = pack(*batch, share_prefix=share_prefix)
+    layout = packed.to(torch.device("cpu")).layout
+    assert isinstance(layout, packing.PaddedLayout) and layout.rows == len(packed.attention)
+    _assert_same(want, _run(model, batch, share_prefix=share_prefix, packing=True))
+    # the kernel alone, grouped heads: a row attends its prompt and itself up to each query, nothing else
+    q, k, v = torch.randn(14, 4, 8), torch.randn(14, 2, 8), torch.randn(14, 2, 8)
+    rows = (AttentionRow(0, 5), AttentionRow(5, 3), AttentionRow(8, 4, 5, 3), AttentionRow(12, 2, 5, 3))
+    got = padded_attention(q, k, v, padded_layout(rows, 14, torch.device("cpu")), None)
+    for r in rows:
+        keys = [*range(r.p_start, r.p_start + r.p_len), *range(r.q_start, r.q_start + r.q_len)]
+        kk, vv = k[keys].repeat_interleave(2, 1), v[keys].repeat_interleave(2, 1)
+        qq = q[r.q_start : r.q_start + r.q_len]
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            qq.transpose(0, 1), kk.transpose(0, 1), vv.transpose(0, 1),
+            attn_mask=torch.ones(r.q_len, len(keys), dtype=torch.bool).tril(len(keys) - r.q_len),
+        ).transpose(0, 1)  # fmt: skip
+        torch.testing.assert_close(got[r.q_start : r.q_start + r.q_len], ref, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("packed", [True, False])
@@ -98,7 +119,6 @@ def test_fused_head_equals_the_plain_head(tiny_model_dir: Path, monkeypatch: pyt
     batch = _batch()
     want = _run(model, batch, share_prefix=True)
     monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 5 * fused.vocab_size(model.get_output_embeddings()))
-    monkeypatch.setattr(fused, "ONE_PASS_ELEMENTS", 0)
     _assert_same(want, _run(model, batch, share_prefix=True, packing=packed, fused_head=True))
 
 
@@ -113,7 +133,6 @@ def test_lora_on_the_lm_head_still_trains(tiny_model_dir: Path, monkeypatch: pyt
     want = _run(model, batch, share_prefix=False)
     assert any("lm_head" in n and "lora_B" in n for n in want[2])
     monkeypatch.setattr(fused, "CHUNK_ELEMENTS", 4 * fused.vocab_size(model.get_output_embeddings()))
-    monkeypatch.setattr(fused, "ONE_PASS_ELEMENTS", 0)
     got = _run(model, batch, share_prefix=True, packing=True, fused_head=True)
     _assert_same(want, got)
     assert all(float(g.abs().sum()) > 0 for n, g in got[2].items() if "lm_head" in n)

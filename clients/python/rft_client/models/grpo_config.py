@@ -92,7 +92,8 @@ class GRPOConfig:
             gfpo_sample_size (int | None | Unset): GFPO (Shrivastava et al., 2025): sample this many completions per prompt
                 and keep the group_size best by gfpo_metric; advantages are computed over the kept ones.
             gradient_checkpointing (bool | None | Unset): Recompute each layer's activations in the backward pass instead of
-                keeping them: far less memory for about a third more update compute. null = auto: on for a GPU, off on a CPU.
+                keeping them: far less memory for about a third more update compute. null = auto: on a GPU where the update's
+                micro-batch (micro_batch_size, or 8 rows with auto) does not fit in memory without it; never on a CPU.
             group_size (int | Unset): G: completions sampled per prompt. Default: 8.
             health (HealthConfig | Unset):
             importance_sampling_level (GRPOConfigImportanceSamplingLevel | Unset): 'sequence' uses GSPO's length-normalised
