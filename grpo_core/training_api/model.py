@@ -43,7 +43,8 @@ from grpo_core.schemas.config import GRPOConfig
 from grpo_core.training_api.losses import loss_of
 from grpo_core.training_api.spec import Datum, check_adam, check_batch, loss_spec
 from grpo_core.update.fused_head import head_logprobs
-from grpo_core.update.packing import head_problem
+from grpo_core.update.logprobs import packed_token_logprobs
+from grpo_core.update.packing import head_problem, pack_sequences, packing_problem
 from grpo_core.update.step import attention_kernels
 from grpo_core.update.token_logprob import logprobs_and_entropy
 
@@ -90,12 +91,14 @@ class ForwardResult:
     metrics: dict[str, float]  # the loss's metrics over the whole batch (grpo_core.training_api.losses)
 
 
-def _micro_batches(lengths: list[int], budget: int) -> list[list[int]]:
-    """Datum indices grouped, shortest first, so that rows × longest ≤ ``budget`` (a longer datum runs alone)."""
+def _micro_batches(lengths: list[int], budget: int, *, packed: bool) -> list[list[int]]:
+    """Datum indices grouped, shortest first, so that a micro-batch's tokens (``packed``: their sum; padded: rows ×
+    longest) stay within ``budget`` (a longer datum runs alone)."""
     batches: list[list[int]] = []
     current: list[int] = []
     for i in sorted(range(len(lengths)), key=lambda k: lengths[k]):
-        if current and (len(current) + 1) * lengths[i] > budget:
+        cost = sum(lengths[k] for k in current) + lengths[i] if packed else (len(current) + 1) * lengths[i]
+        if current and cost > budget:
             batches.append(current)
             current = []
         current.append(i)
@@ -132,6 +135,9 @@ class TrainingModel:
         self.optimizer = self._new_optimizer()
         self.version = 0  # +1 per optim_step and load_state: which weights are resident
         self.device: torch.device = self.params[0].device
+        # the jobs' update path (grpo_core.update.packing): datums packed without padding, one attention call per
+        # layer, the head fused with the log-prob; a model that cannot pack runs right-padded micro-batches
+        self.packed = packing_problem(self.model) is None
         self.vocab_size = int(self.model.get_input_embeddings().weight.shape[0])
         # the longest datum: positions past the model's own are refused, not extrapolated
         self.max_tokens: int | None = getattr(self.model.get_base_model().config, "max_position_embeddings", None)
@@ -168,14 +174,10 @@ class TrainingModel:
         inputs = [self._inputs(spec.name, d, config) for d in data]
         lengths = [len(d.tokens) for d in data]
         out: list[Tensor] = [torch.empty(0, device=HOST)] * len(data)
-        for idx in _micro_batches(lengths, self.micro_batch_tokens):
-            ids = right_padded([data[i].tokens for i in idx], 0).to(self.device)
-            targets = right_padded([list(data[i].inputs["target_tokens"]) for i in idx], 0).to(self.device)
-            width = torch.arange(ids.shape[1], device=self.device)
-            mask = width.unsqueeze(0) < torch.tensor([lengths[i] for i in idx], device=self.device).unsqueeze(1)
+        for idx in _micro_batches(lengths, self.micro_batch_tokens, packed=self.packed):
             batch = {k: torch.cat([inputs[i][k] for i in idx]).to(self.device) for k in spec.inputs}
             with torch.set_grad_enabled(backward), self._autocast(), attention_kernels(self.device.type):
-                logp = target_logprobs(self.model, ids, targets, mask)  # (N,)
+                logp = self._logprobs([data[i] for i in idx])  # (N,)
                 loss = loss_of(loss_fn, logp, batch, config).loss if backward else None
             if loss is not None:
                 if not torch.isfinite(loss):
@@ -190,6 +192,22 @@ class TrainingModel:
         everything = {k: torch.cat([x[k] for x in inputs]) for k in spec.inputs}
         metrics = loss_of(loss_fn, torch.cat(out), everything, config).metrics
         return ForwardResult([x.tolist() for x in out], metrics)
+
+    def _logprobs(self, data: list[Datum]) -> Tensor:
+        """(N,) log-probs of ``data``'s targets, datum after datum (N: their tokens), in the grad and autocast mode
+        the caller set: packed (``self.packed``) or right-padded."""
+        tokens = [list(d.tokens) for d in data]
+        targets = [[int(t) for t in d.inputs["target_tokens"]] for d in data]
+        if self.packed:
+            dtype = torch.bfloat16 if self.precision == "bf16" else next(self.model.parameters()).dtype
+            packed = pack_sequences(tokens, targets).to(self.device, dtype)
+            logp, _ = packed_token_logprobs(self.model, packed, temperature=1.0)
+            return logp
+        lengths = [len(t) for t in tokens]
+        ids = right_padded(tokens, 0).to(self.device)
+        width = torch.arange(ids.shape[1], device=self.device)
+        mask = width.unsqueeze(0) < torch.tensor(lengths, device=self.device).unsqueeze(1)
+        return target_logprobs(self.model, ids, right_padded(targets, 0).to(self.device), mask)
 
     def _inputs(self, loss_fn: str, datum: Datum, config: dict[str, float]) -> dict[str, Tensor]:
         """Every input of the loss for ``datum`` as a host tensor, an optional one left out filled with its
