@@ -1,0 +1,78 @@
+"""The packed update on CUDA (issue 44): torch's varlen flash attention against the padded kernel, and the whole
+update against the CPU's, in the precision a GPU trains in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from grpo_core.update.attention import (
+    AttentionRow,
+    padded_attention,
+    padded_layout,
+    varlen_attention,
+    varlen_layout,
+    varlen_works,
+)
+from tests.tiny_model import build_tiny_model
+
+
+def test_varlen_attention_is_the_padded_kernel_on_this_gpu() -> None:
+    """Forward and backward of a pack with a shared prompt, its completions and a segment of its own, grouped
+    heads: varlen flash (the GPU's kernel for the pack) against the masked SDPA every device runs."""
+    assert varlen_works("cuda", torch.bfloat16), "this torch's varlen attention is missing or disagrees"
+    device = torch.device("cuda")
+    rows = (AttentionRow(0, 40), AttentionRow(40, 24), AttentionRow(64, 33, 40, 24), AttentionRow(97, 7, 40, 24))
+    g = torch.Generator(device=device).manual_seed(0)
+    q = torch.randn(104, 8, 64, device=device, dtype=torch.bfloat16, generator=g, requires_grad=True)
+    k, v = (torch.randn(104, 2, 64, device=device, dtype=torch.bfloat16, generator=g, requires_grad=True) for _ in "kv")
+    grads = []
+    for attend, layout in ((varlen_attention, varlen_layout), (padded_attention, padded_layout)):
+        out = attend(q, k, v, layout(rows, 104, device), None)
+        (out.float() * torch.linspace(-1, 1, out.numel(), device=device).view_as(out)).sum().backward()
+        grads.append((out.detach().float(), *(t.grad.float().clone() for t in (q, k, v))))
+        for t in (q, k, v):
+            t.grad = None
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, atol=3e-2, rtol=3e-2)
+
+
+def test_the_packed_update_on_the_gpu_is_the_cpus(tmp_path: Path) -> None:
+    """One policy_update on CUDA in bf16 (varlen attention, pinned copies, no sync until the metrics) against the
+    same update on the CPU in fp32: loss and gradients within bf16's reach."""
+    from grpo_core.policy import load_policy
+    from grpo_core.rollout.batch import Rollout
+    from grpo_core.schemas.config import GRPOConfig
+    from grpo_core.update.step import policy_update
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    cfg = GRPOConfig(
+        beta=0.04,
+        group_size=4,
+        batch_size=2,
+        max_completion_tokens=12,
+        gradient_checkpointing=False,
+        micro_batch_size=8,
+    )
+    g = torch.Generator().manual_seed(0)
+    prompts = torch.randint(3, 60, (2, 6), generator=g).repeat_interleave(4, 0)
+    ids = torch.randint(3, 60, (8, 12), generator=g)
+    mask = (torch.arange(12)[None, :] < torch.randint(4, 13, (8, 1), generator=g)).long()
+    ro = Rollout(prompts, torch.ones_like(prompts), ids, mask, torch.zeros(8, dtype=torch.bool), [""] * 8)
+    adv = torch.randn(8, generator=g)
+    results = {}
+    for device, precision in (("cpu", "fp32"), ("cuda", "bf16")):
+        run_cfg = cfg.model_copy(update={"device": device, "precision": precision})
+        model, _ = load_policy(model_dir, run_cfg, seed=0)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.copy_(torch.linspace(-0.05, 0.05, p.numel()).view_as(p))
+        sums = policy_update(model, ro, adv, run_cfg, torch.bfloat16 if device == "cuda" else None)
+        results[device] = (sums.loss, {n: p.grad.float().cpu() for n, p in model.named_parameters() if p.requires_grad})
+    assert results["cuda"][0] == pytest.approx(results["cpu"][0], abs=5e-2)
+    for name, grad in results["cpu"][1].items():
+        other = results["cuda"][1][name]
+        assert torch.nn.functional.cosine_similarity(grad.flatten(), other.flatten(), dim=0) > 0.98, name
