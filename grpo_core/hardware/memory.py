@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from grpo_core.errors import DeviceOutOfMemory
@@ -20,9 +21,9 @@ from grpo_core.schemas.config import GRPOConfig
 SAFETY = 0.7  # share of the free memory the micro-batch estimate may plan for
 CPU_MICRO_BATCH = 8  # on a CPU memory is rarely the limit and bigger micro-batches do not run faster
 MAX_AUTO_MICRO_BATCH = 64
-MAX_AUTO_TOKENS = 65_536
+MAX_AUTO_TOKENS = 65_536  # a packed micro-batch's auto budget: past this, more tokens per pass buy no speed
 # gradient_checkpointing auto: off when the update without it holds this many rows (or the step's, when fewer)
-CHECKPOINT_FREE_ROWS = 8  # a packed micro-batch's auto budget: past this, more tokens per pass buy no speed
+CHECKPOINT_FREE_ROWS = 8
 VLLM_MAX_SHARE = 0.5  # the colocated vLLM engine never takes more than this share of the GPU by default
 # With sleep mode the engine and the update take turns, so the engine may take most of what is free once the model
 # is loaded; what stays set aside is the trainer's memory while the engine is awake (the adapter, its gradients and
@@ -203,6 +204,59 @@ def checkpointing_needed(
     rows = cfg.micro_batch_size if cfg.micro_batch_size != "auto" else min(step_rows, CHECKPOINT_FREE_ROWS)
     per_seq = planned_sequence_bytes(model, cfg, placement, checkpointing=False, completion_tokens=completion_tokens)
     return sequences_fit(mem[0] * (1.0 - engine_share), per_seq) < rows
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """What one GPU holds for a job, by part (bytes): the frozen weights (bf16), the merged sampler's copy of the
+    adapted layers and its static KV cache (``engine`` merged; a colocated vLLM engine takes its share instead and
+    sleeps through the update), the update's activations for one micro-batch of ``tokens``, the fused head's
+    chunk, and the adapter with its gradient and AdamW's two moments (fp32)."""
+
+    weights: int
+    sampler_weights: int
+    kv_cache: int
+    activations: int
+    head: int
+    adapter: int
+
+    @property
+    def update_peak(self) -> int:
+        """While the update runs: everything but a sleeping engine's share (the merged sampler's copy stays)."""
+        return self.weights + self.sampler_weights + self.activations + self.head + self.adapter
+
+    @property
+    def sampling_peak(self) -> int:
+        return self.weights + self.sampler_weights + self.kv_cache + self.adapter
+
+
+def memory_plan(
+    model: Any,
+    *,
+    params: int,
+    adapted_params: int,
+    lora_params: int,
+    rows: int,
+    sequence_tokens: int,
+    tokens: int,
+    checkpointing: bool,
+) -> MemoryPlan:
+    """``model``'s (its ``config``) memory on a GPU in bf16: ``params`` in all, ``adapted_params`` of them in the
+    layers the adapter wraps (the merged sampler copies those), ``lora_params`` trained; the sampler decodes ``rows``
+    rows of up to ``sequence_tokens`` tokens; the update's micro-batch is ``tokens`` packed tokens."""
+    c = model.config
+    heads = int(c.num_attention_heads)
+    head_dim = int(getattr(c, "head_dim", None) or int(c.hidden_size) // heads)
+    kv = int(getattr(c, "num_key_value_heads", heads))
+    layers = int(c.num_hidden_layers)
+    return MemoryPlan(
+        weights=params * 2,
+        sampler_weights=adapted_params * 2,
+        kv_cache=rows * sequence_tokens * layers * 2 * kv * head_dim * 2,
+        activations=tokens * token_bytes(model, checkpointing=checkpointing, precision_bytes=2),
+        head=HEAD_BUDGET_BYTES,
+        adapter=lora_params * 4 * 4,
+    )
 
 
 def enable_checkpointing(model: Any) -> None:

@@ -271,3 +271,39 @@ def test_no_factory_call_in_grpo_core_lacks_a_device() -> None:
             ):
                 found.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: torch.{node.func.attr}")
     assert not found, found
+
+
+def test_checkpointing_auto_turns_on_only_where_the_micro_batch_does_not_fit(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from grpo_core.hardware.memory import CHECKPOINT_FREE_ROWS, checkpointing_needed, planned_sequence_bytes
+
+    cfg = GRPOConfig.model_validate({"group_size": 8, "batch_size": 2, "max_completion_tokens": 64})
+    model, _ = load_policy(tiny_model_dir, cfg.model_copy(update={"precision": "fp32"}), seed=0)
+    gpu = dev.Placement(torch.device("cuda", 0), "bf16", "test GPU", 0, "test")
+    per_seq = planned_sequence_bytes(model, cfg, gpu, checkpointing=False)
+    room = CHECKPOINT_FREE_ROWS * per_seq / (0.7 * 2**30)  # exactly 8 rows without checkpointing
+    free = {"gb": room * 1.01}
+    monkeypatch.setattr("grpo_core.hardware.memory.device_memory_gb", lambda d: (free["gb"], 80.0))
+    assert not checkpointing_needed(model, cfg, gpu, engine_share=0.0)
+    assert checkpointing_needed(model, cfg, gpu, engine_share=0.5)  # an engine awake beside it takes half
+    free["gb"] = room * 0.9
+    assert checkpointing_needed(model, cfg, gpu, engine_share=0.0)
+    cpu = dev.Placement(torch.device("cpu"), "fp32", "cpu", 2, "t")
+    monkeypatch.setattr("grpo_core.hardware.memory.device_memory_gb", lambda d: None)  # what a CPU answers
+    assert not checkpointing_needed(model, cfg, cpu, engine_share=0.0)
+
+
+def test_the_memory_plan_by_hand() -> None:
+    from types import SimpleNamespace
+
+    from grpo_core.hardware.memory import HEAD_BUDGET_BYTES, memory_plan
+
+    config = SimpleNamespace(num_hidden_layers=2, hidden_size=64, intermediate_size=128, vocab_size=100,
+                             num_attention_heads=4, num_key_value_heads=2)  # fmt: skip
+    plan = memory_plan(SimpleNamespace(config=config), params=1000, adapted_params=600, lora_params=50, rows=4,
+                       sequence_tokens=10, tokens=30, checkpointing=False)  # fmt: skip
+    assert (plan.weights, plan.sampler_weights, plan.adapter, plan.head) == (2000, 1200, 800, HEAD_BUDGET_BYTES)
+    assert plan.kv_cache == 4 * 10 * 2 * 2 * 2 * 16 * 2  # rows x tokens x layers x (k, v) x kv heads x dim x bf16
+    assert plan.activations == 30 * 2 * (12 * 64 + 4 * 128) * 2  # tokens x layers x (12h + 4i) x bf16
+    assert plan.update_peak == 2000 + 1200 + plan.activations + HEAD_BUDGET_BYTES + 800
