@@ -40,8 +40,10 @@ How, and why so:
   copies of a model. The GPU machine needs the service's packages (bench/real_models_run.REGISTRY_MODULES).
 * Run: bench/grpo_vs_trl.py's machinery per model, bf16 on one GPU (``--mini``: the miniatures, on the CPU when
   there is no GPU, as a pipeline check). ``ours`` (merged engine) and ``trl`` run side by side, alternated ABBA
-  after a warm-up step; ``ours-vllm`` and ``trl_vllm`` (``--trl-vllm``) run each in a group of their own, since a
-  vLLM share beside two trainers of an 8B model does not fit, and only where a CUDA build of vLLM is installed.
+  after a warm-up step (from 3B parameters one after the other, each with the GPU to itself:
+  bench/real_models_run.ALONE_PARAMS); ``ours-vllm`` and ``trl_vllm`` (``--trl-vllm``) run each in a group of
+  their own, since a vLLM share beside two trainers of an 8B model does not fit, and only where a CUDA build of
+  vLLM is installed.
   Per side: step time; sampling tok/s = completion tokens / sampling s; update tok/s = completion tokens / update
   s (the step minus sampling and scoring); update MFU against the measured bf16 peak (6·N·T, bench/grpo_vs_trl.py);
   peak allocated (the step's) and what NVML sees the side's processes hold. Each model's result is written to

@@ -125,9 +125,16 @@ def check_run(a: argparse.Namespace) -> None:
     a.vllm, a.trl_vllm = vllm and not a.no_vllm, vllm and a.trl_vllm
 
 
-def side_groups(a: argparse.Namespace) -> list[list[str]]:
-    """Sides that share the GPU at once: ours and TRL alternate; a vLLM side runs alone (module docstring)."""
-    return [["ours", "trl"]] + [["ours-vllm"]] * a.vllm + [["trl_vllm"]] * a.trl_vllm
+# From this many parameters ours and TRL run one after the other, each with the GPU to itself: at Qwen3-4B's shape
+# the two resident together (43 + 35 GiB) ran out of an H100's 79 GiB (docs/benchmarks.md, "Models of real size")
+ALONE_PARAMS = 3e9
+
+
+def side_groups(a: argparse.Namespace, parameters: float) -> list[list[str]]:
+    """Sides that share the GPU at once: ours and TRL alternate below ``ALONE_PARAMS`` and run one after the other
+    from there; a vLLM side runs alone (module docstring)."""
+    pair = [["ours", "trl"]] if parameters < ALONE_PARAMS else [["ours"], ["trl"]]
+    return pair + [["ours-vllm"]] * a.vllm + [["trl_vllm"]] * a.trl_vllm
 
 
 def side_figures(a: argparse.Namespace, summary: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -192,7 +199,7 @@ def bench_model(a: argparse.Namespace, name: str, registry: Registry, work: Path
         a.model_path, a.model_name = str(model_dir), name
         a.max_prompt_tokens = longest_prompt(model_dir, a.seed)
         entry["max_prompt_tokens"] = a.max_prompt_tokens
-        for group in side_groups(a):
+        for group in side_groups(a, entry["parameters"]):
             try:
                 ready, warm, runs, rss = run_sides(a, group, a.steps)
             except SystemExit as exc:  # a side died (out of memory, say): the other groups still run
