@@ -78,7 +78,7 @@ def worker_ours(conn: Any, a: argparse.Namespace, variant: str | None = None) ->
 
         import grpo_core.update.step as upd
 
-        upd.attention_kernels = lambda device: contextlib.nullcontext()
+        upd.attention_kernels = lambda device, packed=False: contextlib.nullcontext()
     import torch
 
     import grpo_core.run as built

@@ -176,7 +176,7 @@ class TrainingModel:
         out: list[Tensor] = [torch.empty(0, device=HOST)] * len(data)
         for idx in _micro_batches(lengths, self.micro_batch_tokens, packed=self.packed):
             batch = {k: torch.cat([inputs[i][k] for i in idx]).to(self.device) for k in spec.inputs}
-            with torch.set_grad_enabled(backward), self._autocast(), attention_kernels(self.device.type):
+            with torch.set_grad_enabled(backward), self._autocast(), attention_kernels(self.device.type, self.packed):
                 logp = self._logprobs([data[i] for i in idx])  # (N,)
                 loss = loss_of(loss_fn, logp, batch, config).loss if backward else None
             if loss is not None:
@@ -185,7 +185,7 @@ class TrainingModel:
                         f"the {loss_fn} loss of datums {idx} is not finite ({float(loss)}): check their logprobs "
                         "and advantages (a sampler log-prob of -inf or a huge advantage); no gradient was added"
                     )
-                with attention_kernels(self.device.type):
+                with attention_kernels(self.device.type, self.packed):
                     torch.autograd.backward(loss)
             for i, part in zip(idx, torch.split(logp.detach().to(HOST), [lengths[i] for i in idx]), strict=True):
                 out[i] = part

@@ -138,7 +138,7 @@ def padded_attention(q: Tensor, k: Tensor, v: Tensor, layout: PaddedLayout, scal
     kp = k.index_select(0, layout.k_slots).view(r, lk, kv, dim).transpose(1, 2)
     vp = v.index_select(0, layout.k_slots).view(r, lk, kv, dim).transpose(1, 2)
     gqa = heads != kv
-    if gqa and q.device.type != "cpu":  # the masked GPU kernels take no grouped heads; the CPU's math one does
+    if gqa and q.device.type != "cpu":  # the masked GPU kernels take no grouped heads; the CPU's take them
         kp, vp = kp.repeat_interleave(heads // kv, dim=1), vp.repeat_interleave(heads // kv, dim=1)
         gqa = False
     out = F.scaled_dot_product_attention(qp, kp, vp, attn_mask=layout.mask, scale=scale, enable_gqa=gqa)

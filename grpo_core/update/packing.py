@@ -225,7 +225,7 @@ def _packed_attention(
     if layout is None:
         whole: tuple[Tensor, None] = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
         return whole
-    q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # (T, heads, D)
+    q, k, v = (t.squeeze(0).transpose(0, 1) for t in (query, key, value))  # (T, heads, D): views, no copy back
     scale = kwargs.get("scaling")
     if isinstance(layout, PaddedLayout):
         return padded_attention(q, k, v, layout, scale).unsqueeze(0), None

@@ -94,11 +94,14 @@ def unpacked_reason(model: Any, cfg: GRPOConfig, world: World) -> str:
     return packing_problem(model) or "no reason"
 
 
-def attention_kernels(device: str) -> Any:
-    """On CPU, SDPA's math kernels for the update: PyTorch's CPU flash-attention backward is the slower one at a
-    GRPO micro-batch's shapes (bench.update_ab: docs/benchmarks.md, "What each optimization buys");
-    elsewhere the default choice (flash / memory-efficient on GPU)."""
-    if device != "cpu":
+def attention_kernels(device: str, packed: bool = False) -> Any:
+    """On CPU, SDPA's math kernels for the padded update's passes: PyTorch's CPU flash-attention backward is the
+    slower one at a padded micro-batch's shapes (bench.update_ab: docs/benchmarks.md, "What each optimization
+    buys"). Elsewhere, and for the packed path's one call per layer over its attention rows
+    (grpo_core.update.attention), the default choice: on a CPU its flash kernel takes the mask and the grouped heads
+    in one op where the math one takes ~20, and measured 0.87x the math one's update time at 2 × 8 × 256 tokens
+    (equal at 1 × 8 × 64)."""
+    if device != "cpu" or packed:
         return contextlib.nullcontext()
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -302,7 +305,7 @@ def _loss(
     ref = None
     with (
         _autocast(device, autocast),
-        attention_kernels(device.type),
+        attention_kernels(device.type, path.packing),
         compiled_layers(model, path.compiled),
     ):
         if cfg.beta > 0:
@@ -391,7 +394,7 @@ def policy_update(
         out, fix = _loss(model, mb, cfg, autocast, path, step, old_logp)
         # a checkpointed layer's recompute must pick the same kernels, attend per pack and run compiled again
         with (
-            attention_kernels(device.type),
+            attention_kernels(device.type, path.packing),
             packed_attention(model, path.packing),
             compiled_layers(model, path.compiled),
         ):
