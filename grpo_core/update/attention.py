@@ -21,6 +21,7 @@ concatenations and 32 ``repeat_kv`` copies per layer and pass at 2 prompts × 8 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -35,6 +36,11 @@ from torch import Tensor
 from grpo_core.hardware.device import HOST, to_device
 
 log = logging.getLogger(__name__)
+# On a CPU the padded kernel runs SDPA's math kernel for rows up to this many queries and its flash kernel past it:
+# at SmolLM2's shape the math one took 0.86x the flash one's update time with rows of <= 64 queries (1 x 8 x 64
+# tokens) and the flash one 0.87x the math one's with rows of 256 (2 x 8 x 256); the flash kernel takes the mask and
+# the grouped heads in one op where the math one takes ~20 (bench.update_counts)
+CPU_FLASH_MIN_QUERIES = 128
 
 
 @dataclass(frozen=True)
@@ -141,8 +147,20 @@ def padded_attention(q: Tensor, k: Tensor, v: Tensor, layout: PaddedLayout, scal
     if gqa and q.device.type != "cpu":  # the masked GPU kernels take no grouped heads; the CPU's take them
         kp, vp = kp.repeat_interleave(heads // kv, dim=1), vp.repeat_interleave(heads // kv, dim=1)
         gqa = False
-    out = F.scaled_dot_product_attention(qp, kp, vp, attn_mask=layout.mask, scale=scale, enable_gqa=gqa)
+    with _cpu_kernel(q.device.type, lq):
+        out = F.scaled_dot_product_attention(qp, kp, vp, attn_mask=layout.mask, scale=scale, enable_gqa=gqa)
     return out.transpose(1, 2).reshape(r * lq, heads, dim).index_select(0, layout.out_slots)
+
+
+def _cpu_kernel(device: str, queries: int) -> Any:
+    """On a CPU, SDPA's math kernel for short rows and its flash kernel for long ones (``CPU_FLASH_MIN_QUERIES``);
+    elsewhere the default choice. The backward runs the kernel its forward ran."""
+    if device != "cpu":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    short = queries <= CPU_FLASH_MIN_QUERIES
+    return sdpa_kernel([SDPBackend.MATH] if short else [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH])
 
 
 @functools.cache

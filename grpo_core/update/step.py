@@ -97,10 +97,8 @@ def unpacked_reason(model: Any, cfg: GRPOConfig, world: World) -> str:
 def attention_kernels(device: str, packed: bool = False) -> Any:
     """On CPU, SDPA's math kernels for the padded update's passes: PyTorch's CPU flash-attention backward is the
     slower one at a padded micro-batch's shapes (bench.update_ab: docs/benchmarks.md, "What each optimization
-    buys"). Elsewhere, and for the packed path's one call per layer over its attention rows
-    (grpo_core.update.attention), the default choice: on a CPU its flash kernel takes the mask and the grouped heads
-    in one op where the math one takes ~20, and measured 0.87x the math one's update time at 2 × 8 × 256 tokens
-    (equal at 1 × 8 × 64)."""
+    buys"). Elsewhere the default choice; the packed path's one call per layer picks its CPU kernel by the length
+    of its attention rows (grpo_core.update.attention.CPU_FLASH_MIN_QUERIES)."""
     if device != "cpu" or packed:
         return contextlib.nullcontext()
     from torch.nn.attention import SDPBackend, sdpa_kernel

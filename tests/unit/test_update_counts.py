@@ -18,6 +18,8 @@ from bench import update_counts as uc
 # TRL 1.16's update (reference pass, compute_loss, backward) on the same model and rows, as
 # `python -m bench.update_counts --models qwen2.5-0.5b` printed it on the CPU (deterministic: a count, not a time)
 TRL_LAUNCHES = 7233
+# ours as that run printed it (6,067), with 2 % of room: a change that launches more per update must say why here
+OUR_LAUNCHES = 6200
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,7 @@ def test_the_update_launches_no_more_than_trls(workload: tuple) -> None:
     mode = uc.CountOps()
     with mode:
         run()
-    assert mode.counts.launches <= TRL_LAUNCHES, mode.ops.most_common(15)
+    assert mode.counts.launches <= min(TRL_LAUNCHES, OUR_LAUNCHES), mode.ops.most_common(15)
     # the padded attention's one call per layer and pass: 24 layers × (reference, policy) forward
     assert mode.ops["index_select"] <= 4 * 24 * 2 + 4 * 24, mode.ops["index_select"]
 
