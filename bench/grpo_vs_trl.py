@@ -81,6 +81,8 @@ from bench.shared import MODELS
 from bench.sides import ABLATIONS, side_target
 
 RESULTS = Path("bench/results")
+# make bench: enough measured steps per side that the spread of the step-by-step ratio is printed beside its median
+QUICK_STEPS = 6
 
 
 def _recv(conn: Any, proc: Any) -> Any:
@@ -224,7 +226,11 @@ def report(a: argparse.Namespace, sides: list[str], runs: dict, summary: dict, p
         print(f"              {m['completion_tokens_per_s']:.1f} completion tok/s, {mem}")
         print(f"              update MFU: {mfu_txt}")
     trl_name = f"TRL-{_precision(summary, 'trl')}"
-    print(f"ratio ours/{trl_name} (median step): {ratio:.3f}")
+    pairs = sorted(x["wall"] / y["wall"] for x, y in zip(o, runs["trl"], strict=False))
+    print(
+        f"ratio ours/{trl_name} (median step): {ratio:.3f}; step by step (each pair run back to back): "
+        f"median {_med(pairs):.3f}, min {pairs[0]:.3f}, max {pairs[-1]:.3f} over {len(pairs)} pairs"
+    )
     theirs = summary["trl"]["phases_median_s"]
     gap = ", ".join(
         f"{k} {v:.2f}s vs {theirs[k]:.2f}s ({v / theirs[k]:.2f})" if theirs[k] > 0 else f"{k} {v:.2f}s vs 0"
@@ -260,6 +266,7 @@ def report(a: argparse.Namespace, sides: list[str], runs: dict, summary: dict, p
     other = {s: ours["median_step_s"] / summary[s]["median_step_s"] for s in sides if s.startswith("trl_")}
     return {
         "ratio": ratio,
+        "ratio_pairs": pairs,
         "update_ratio": update_ratio,
         "mfu": mfu,
         "mfu_best_peak": {"peak": best, "mfu": mfu[best]},
@@ -270,7 +277,9 @@ def report(a: argparse.Namespace, sides: list[str], runs: dict, summary: dict, p
 
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2 measured steps per side (under ~3 minutes on a CPU)")
+    ap.add_argument(
+        "--quick", action="store_true", help=f"{QUICK_STEPS} measured steps per side (about 4 minutes on a CPU)"
+    )
     ap.add_argument("--steps", type=int, default=4, help="measured steps per side after one warm-up step")
     ap.add_argument("--prompts", type=int, default=1, help="prompts per step")
     ap.add_argument("--group-size", type=int, default=8)
@@ -357,7 +366,7 @@ def main() -> None:
     a = parse_args()
     check_args(a)
     resolve_model(a)
-    steps = 2 if a.quick else a.steps
+    steps = QUICK_STEPS if a.quick else a.steps
     started = time.perf_counter()
     if a.device == "cpu":
         peaks = matmul_peaks()
@@ -444,6 +453,7 @@ def write_result(
         "steps": runs,
         "summary": summary,
         "ratio_ours_over_trl": out["ratio"],
+        "ratio_ours_over_trl_per_pair": out["ratio_pairs"],
         "update_ratio_ours_over_trl": out["update_ratio"],
         "ratio_ours_over_other_trl_sides": out["other_ratios"],
         "our_update_mfu": out["mfu"],

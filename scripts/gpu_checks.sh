@@ -5,8 +5,10 @@
 # scripts/gpu_wheels.py carried there (docs/guides/gpu.md, "A GPU machine without network"):
 #
 #   bash scripts/gpu_checks.sh [--install /tmp/gpu-parts] [--real-models qwen2.5-0.5b,...] [--only tests|benches]
-#                              [--budget SECONDS]
+#                              [--budget SECONDS] [--real-args "--trl-vllm --prompts 8 --max-tokens 1024"]
 #
+# --real-args: more arguments for `bench.real_models run` (issue 44's run: TRL with and without its vLLM colocate
+# mode, at the bench's shape and at 8 prompts x 8 x 1024 tokens).
 # --install PARTS: first check and install the parts in PARTS into PARTS/site (skipped when already installed).
 # GPU_PYTHON: the interpreter (default python3). GPU_TESTS: what pytest runs (default tests/gpu; e.g.
 # "tests/gpu/test_gpu_vllm.py -k lora" to spread the suite over several short runs). --budget: a lent machine's
@@ -16,13 +18,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${GPU_PYTHON:-python3}
-PARTS="" REAL="" ONLY="" BUDGET=""
+PARTS="" REAL="" ONLY="" BUDGET="" REAL_ARGS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --install) PARTS=$2; shift 2 ;;
     --real-models) REAL=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
+    --real-args) REAL_ARGS=$2; shift 2 ;;
     *) echo "gpu_checks: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -58,7 +61,8 @@ if [ "$ONLY" != tests ]; then
   piece "$RESULTS/sampler-cuda-$stamp.log" "$PY" -m bench.sampler --device cuda --json "$RESULTS/sampler-cuda-$stamp.json"
   piece "$RESULTS/grpo-vs-trl-cuda-$stamp.log" "$PY" -m bench.grpo_vs_trl --device cuda --quick
   if [ -n "$REAL" ]; then
-    piece "$RESULTS/real-models-$stamp.log" "$PY" -m bench.real_models run --models "$REAL"
+    # shellcheck disable=SC2086  # REAL_ARGS is a list of arguments
+    piece "$RESULTS/real-models-$stamp.log" "$PY" -m bench.real_models run --models "$REAL" $REAL_ARGS
   fi
   [ "$RESULTS" = bench/results ] || cp bench/results/*.json "$RESULTS"/ 2>/dev/null || true
 fi
