@@ -67,7 +67,7 @@ def plan(name: str, workload: str, gpu_gb: float) -> dict[str, Any]:
     import grpo_core.hardware.memory as memory
 
     memory.device_memory_gb = lambda device: (free, gpu_gb)  # the plan's GPU, not this machine's
-    checkpointing = checkpointing_needed(model, cfg, gpu, engine_share=0.0)
+    checkpointing = checkpointing_needed(model, cfg, gpu, engine_share=0.0, fused_head=True)
     budget = auto_micro_batch_tokens(model, cfg, gpu, checkpointing=checkpointing, fused_head=True)
     tokens = min(prompts * (PROMPT_TOKENS + group * completion), budget)  # the step's tokens, auto's budget at most
     parts = memory_plan(

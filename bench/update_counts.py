@@ -256,7 +256,7 @@ def ours(model: Any, ro: Any, adv: torch.Tensor, cfg: Any) -> Any:
 
     def run() -> None:
         with checkpointing(model, bool(cfg.gradient_checkpointing)):
-            policy_update(model, ro, adv, cfg, torch.bfloat16 if ro.prompt_ids.device.type != "meta" else None)
+            policy_update(model, ro, adv, cfg, torch.bfloat16)
         model.zero_grad(set_to_none=True)
 
     return run

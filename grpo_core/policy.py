@@ -41,6 +41,7 @@ from grpo_core.rollout.engines.base import RolloutEngine
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.update.lora_fused import fuse_lora
+from grpo_core.update.packing import head_problem
 
 
 def _base_model(model_dir: Path, cfg: GRPOConfig) -> tuple[Any, Any]:
@@ -124,8 +125,9 @@ def resolve_execution(
     checkpoint = cfg.gradient_checkpointing
     if checkpoint is None:  # an engine awake beside the update on the same GPU takes its share from it
         awake_share = VLLM_MAX_SHARE if sleep is False and not own_gpu else 0.0
+        fused_head = cfg.fused_lm_head and head_problem(model) is None  # the head's logits bounded to a chunk
         checkpoint = checkpointing_needed(
-            model, cfg, placement, engine_share=awake_share, completion_tokens=completion_tokens
+            model, cfg, placement, engine_share=awake_share, fused_head=fused_head, completion_tokens=completion_tokens
         )
     if checkpoint:
         enable_checkpointing(model)

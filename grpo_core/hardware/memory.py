@@ -190,20 +190,33 @@ def vllm_memory_share(
 
 
 def checkpointing_needed(
-    model: Any, cfg: GRPOConfig, placement: Placement, *, engine_share: float, completion_tokens: int | None = None
+    model: Any,
+    cfg: GRPOConfig,
+    placement: Placement,
+    *,
+    engine_share: float,
+    fused_head: bool,
+    completion_tokens: int | None = None,
 ) -> bool:
     """``gradient_checkpointing: auto``: on only where the update without it cannot hold its micro-batch. The rows
-    it must hold are ``micro_batch_size``, or with ``auto`` the step's rows up to ``CHECKPOINT_FREE_ROWS``; what
-    it may use is ``SAFETY`` of the free memory less ``engine_share`` of it (a colocated vLLM engine that stays
-    awake through the update). Recomputing every layer costs a third more update compute and a forward's worth of
-    launches (bench.update_counts), so a model whose activations fit never pays it; a CPU never checkpoints."""
+    it must hold are ``micro_batch_size``, or with ``auto`` the step's rows up to ``CHECKPOINT_FREE_ROWS``, each at
+    its longest; what it may use is ``SAFETY`` of the free memory less ``engine_share`` of it (a colocated vLLM
+    engine that stays awake through the update). With ``fused_head`` the logits are the head's bounded chunk
+    (``HEAD_BUDGET_BYTES``, as ``auto_micro_batch_tokens`` plans), else every row's own (``sequence_bytes``).
+    Recomputing every layer costs a third more update compute and another forward's launches, so a model whose
+    activations fit never pays it; a CPU never checkpoints."""
     mem = device_memory_gb(placement.device)
     if mem is None:
         return False
     step_rows = cfg.batch_size * (cfg.gfpo_sample_size or cfg.group_size)
     rows = cfg.micro_batch_size if cfg.micro_batch_size != "auto" else min(step_rows, CHECKPOINT_FREE_ROWS)
+    room = SAFETY * mem[0] * (1.0 - engine_share) * 2**30
+    if fused_head:
+        longest = cfg.max_prompt_tokens + _completion(cfg, completion_tokens)
+        per_token = token_bytes(model, checkpointing=False, precision_bytes=2 if placement.autocast else 4)
+        return rows * longest * per_token + HEAD_BUDGET_BYTES > room
     per_seq = planned_sequence_bytes(model, cfg, placement, checkpointing=False, completion_tokens=completion_tokens)
-    return sequences_fit(mem[0] * (1.0 - engine_share), per_seq) < rows
+    return rows * per_seq > room
 
 
 @dataclass(frozen=True)

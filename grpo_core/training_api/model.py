@@ -43,7 +43,7 @@ from grpo_core.schemas.config import GRPOConfig
 from grpo_core.training_api.losses import loss_of
 from grpo_core.training_api.spec import Datum, check_adam, check_batch, loss_spec
 from grpo_core.update.fused_head import head_logprobs
-from grpo_core.update.logprobs import packed_token_logprobs
+from grpo_core.update.logprobs import compute_dtype, packed_token_logprobs
 from grpo_core.update.packing import head_problem, pack_sequences, packing_problem
 from grpo_core.update.step import attention_kernels
 from grpo_core.update.token_logprob import logprobs_and_entropy
@@ -96,12 +96,14 @@ def _micro_batches(lengths: list[int], budget: int, *, packed: bool) -> list[lis
     longest) stay within ``budget`` (a longer datum runs alone)."""
     batches: list[list[int]] = []
     current: list[int] = []
+    tokens = 0  # the current micro-batch's tokens
     for i in sorted(range(len(lengths)), key=lambda k: lengths[k]):
-        cost = sum(lengths[k] for k in current) + lengths[i] if packed else (len(current) + 1) * lengths[i]
+        cost = tokens + lengths[i] if packed else (len(current) + 1) * lengths[i]
         if current and cost > budget:
             batches.append(current)
-            current = []
+            current, tokens = [], 0
         current.append(i)
+        tokens += lengths[i]
     if current:
         batches.append(current)
     return batches
@@ -199,8 +201,7 @@ class TrainingModel:
         tokens = [list(d.tokens) for d in data]
         targets = [[int(t) for t in d.inputs["target_tokens"]] for d in data]
         if self.packed:
-            dtype = torch.bfloat16 if self.precision == "bf16" else next(self.model.parameters()).dtype
-            packed = pack_sequences(tokens, targets).to(self.device, dtype)
+            packed = pack_sequences(tokens, targets).to(self.device, compute_dtype(self.model))  # under _autocast
             logp, _ = packed_token_logprobs(self.model, packed, temperature=1.0)
             return logp
         lengths = [len(t) for t in tokens]

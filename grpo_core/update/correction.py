@@ -54,25 +54,11 @@ class Correction:
     def _read(self, name: str) -> float:
         return float(self.stats[STATS.index(name)])
 
-    @property
-    def weight_sum(self) -> float:
-        return self._read("weight_sum")
-
-    @property
-    def weight_max(self) -> float:
-        return self._read("weight_max")
-
-    @property
-    def bounded_tokens(self) -> float:
-        return self._read("bounded_tokens")
-
-    @property
-    def kl_sum(self) -> float:
-        return self._read("kl_sum")
-
-    @property
-    def logp_diff_max(self) -> float:
-        return self._read("logp_diff_max")
+    weight_sum = property(lambda self: self._read("weight_sum"))
+    weight_max = property(lambda self: self._read("weight_max"))
+    bounded_tokens = property(lambda self: self._read("bounded_tokens"))
+    kl_sum = property(lambda self: self._read("kl_sum"))
+    logp_diff_max = property(lambda self: self._read("logp_diff_max"))
 
 
 def importance_weights(

@@ -26,9 +26,11 @@ def _parts(model: Any) -> tuple[Any, Any]:
     return base.get_decoder(), base.get_output_embeddings()
 
 
-def compute_dtype(model: Any) -> torch.dtype:
-    """The dtype the model's matmuls run in here: autocast's when it is on for the model's device, else the
-    weights'."""
+def compute_dtype(model: Any, autocast: torch.dtype | None = None) -> torch.dtype:
+    """The dtype the model's matmuls run in: ``autocast`` when the caller will run them under it, else autocast's
+    when it is on here for the model's device, else the weights'. A pack's attention layout is chosen for it."""
+    if autocast is not None:
+        return autocast
     weight: Tensor = next(model.parameters())
     device = weight.device.type
     if device in ("cpu", "cuda") and torch.is_autocast_enabled(device):

@@ -119,9 +119,11 @@ def _fusable(module: Any) -> bool:
 
 
 def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    if getattr(self, _SWITCH).off:  # the reference pass (never merged: reference_pass checks): the base layer alone
+        return cast(Tensor, self.base_layer(x, *args, **kwargs))
     if args or kwargs or self.merged:  # anything unusual: peft's own path
         return cast(Tensor, self._peft_forward(x, *args, **kwargs))
-    if self.disable_adapters or getattr(self, _SWITCH).off:  # the reference pass: the base layer alone
+    if self.disable_adapters:  # peft's disable_adapter(): the base layer alone, without its per-call checks
         return cast(Tensor, self.base_layer(x))
     name = self.active_adapters[0] if len(self.active_adapters) == 1 else None
     dropout = self.lora_dropout[name] if name in self.lora_dropout else None  # noqa: SIM401 (ModuleDict: no .get)

@@ -24,13 +24,11 @@ from grpo_core.rollout.batch import Rollout
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.compiled import compiled_layers
 from grpo_core.update.correction import Correction, importance_weights
-from grpo_core.update.logprobs import completion_logprobs
+from grpo_core.update.logprobs import completion_logprobs, compute_dtype
 from grpo_core.update.lora_fused import reference_pass
 from grpo_core.update.loss import LossInputs, LossOutputs, StepSize, policy_loss
 from grpo_core.update.packing import Packed, head_problem, pack, packed_attention, packing_problem, span_lengths
 from grpo_core.update.tally import Tally, UpdateSums
-
-__all__ = ["UpdatePath", "UpdateSums", "old_logprobs", "plan_micro_batches", "policy_update", "update_path"]
 
 
 class LogprobOptions(TypedDict):
@@ -251,10 +249,6 @@ def _autocast(device: torch.device, dtype: torch.dtype | None) -> Any:
     return contextlib.nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
 
 
-def _compute_dtype(model: Any, autocast: torch.dtype | None) -> torch.dtype:
-    return autocast or next(model.parameters()).dtype
-
-
 @torch.no_grad()
 def old_logprobs(
     model: Any,
@@ -275,7 +269,7 @@ def old_logprobs(
     old = torch.zeros(n, c, device=device)
     fsdp = sharded(cfg, world)
     for idx, counts in scheduled_micro_batches(ro, adv, cfg, world, matched=fsdp, path=path)[0]:
-        mb = micro_batch(ro, adv, idx, path, device, _compute_dtype(model, autocast))
+        mb = micro_batch(ro, adv, idx, path, device, compute_dtype(model, autocast))
         options = path.logprob_kwargs(mb.packed, grad=False, checkpointed=False)
         with (
             _autocast(device, autocast),
@@ -388,7 +382,7 @@ def policy_update(
     grad_sum = [torch.zeros_like(p, dtype=torch.float64) for p in params] if exact_sum else None
     tally = Tally(device, step.n_tokens)
     for idx, counts in scheduled:
-        mb = micro_batch(ro, adv, idx, path, device, _compute_dtype(model, autocast))
+        mb = micro_batch(ro, adv, idx, path, device, compute_dtype(model, autocast))
         out, fix = _loss(model, mb, cfg, autocast, path, step, old_logp)
         # a checkpointed layer's recompute must pick the same kernels, attend per pack and run compiled again
         with (

@@ -276,7 +276,13 @@ def test_no_factory_call_in_grpo_core_lacks_a_device() -> None:
 def test_checkpointing_auto_turns_on_only_where_the_micro_batch_does_not_fit(
     tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from grpo_core.hardware.memory import CHECKPOINT_FREE_ROWS, checkpointing_needed, planned_sequence_bytes
+    from grpo_core.hardware.memory import (
+        CHECKPOINT_FREE_ROWS,
+        HEAD_BUDGET_BYTES,
+        checkpointing_needed,
+        planned_sequence_bytes,
+        token_bytes,
+    )
 
     cfg = GRPOConfig.model_validate({"group_size": 8, "batch_size": 2, "max_completion_tokens": 64})
     model, _ = load_policy(tiny_model_dir, cfg.model_copy(update={"precision": "fp32"}), seed=0)
@@ -285,13 +291,23 @@ def test_checkpointing_auto_turns_on_only_where_the_micro_batch_does_not_fit(
     room = CHECKPOINT_FREE_ROWS * per_seq / (0.7 * 2**30)  # exactly 8 rows without checkpointing
     free = {"gb": room * 1.01}
     monkeypatch.setattr("grpo_core.hardware.memory.device_memory_gb", lambda d: (free["gb"], 80.0))
-    assert not checkpointing_needed(model, cfg, gpu, engine_share=0.0)
-    assert checkpointing_needed(model, cfg, gpu, engine_share=0.5)  # an engine awake beside it takes half
+    assert not checkpointing_needed(model, cfg, gpu, engine_share=0.0, fused_head=False)
+    assert checkpointing_needed(
+        model, cfg, gpu, engine_share=0.5, fused_head=False
+    )  # an engine awake beside it takes half
     free["gb"] = room * 0.9
-    assert checkpointing_needed(model, cfg, gpu, engine_share=0.0)
+    assert checkpointing_needed(model, cfg, gpu, engine_share=0.0, fused_head=False)
+    # with the fused head the logits are its bounded chunk, once, not every row's own
+    longest = cfg.max_prompt_tokens + cfg.max_completion_tokens
+    fused_room = (CHECKPOINT_FREE_ROWS * longest * token_bytes(model, checkpointing=False, precision_bytes=2)
+                  + HEAD_BUDGET_BYTES) / (0.7 * 2**30)  # fmt: skip
+    free["gb"] = fused_room * 1.01
+    assert not checkpointing_needed(model, cfg, gpu, engine_share=0.0, fused_head=True)
+    free["gb"] = fused_room * 0.99
+    assert checkpointing_needed(model, cfg, gpu, engine_share=0.0, fused_head=True)
     cpu = dev.Placement(torch.device("cpu"), "fp32", "cpu", 2, "t")
     monkeypatch.setattr("grpo_core.hardware.memory.device_memory_gb", lambda d: None)  # what a CPU answers
-    assert not checkpointing_needed(model, cfg, cpu, engine_share=0.0)
+    assert not checkpointing_needed(model, cfg, cpu, engine_share=0.0, fused_head=False)
 
 
 def test_the_memory_plan_by_hand() -> None:

@@ -83,9 +83,10 @@ def test_packed_equals_padded(tiny_model_dir: Path, share_prefix: bool) -> None:
 
 
 @pytest.mark.parametrize("share_prefix", [True, False])
-def test_both_attention_kernels_compute_the_padded_path(tiny_model_dir: Path, share_prefix: bool) -> None:
-    """The packed attention with the padded kernel (every device) and, where this torch has it on CUDA, the
-    varlen one: the same numbers as [prompt | completion] rows through transformers' own attention."""
+def test_the_packed_attention_computes_the_padded_path(tiny_model_dir: Path, share_prefix: bool) -> None:
+    """The packed attention's padded kernel (what every device but a GPU runs; the GPU's varlen kernel is checked
+    against it in tests/gpu/test_gpu_update.py): the same numbers as [prompt | completion] rows through
+    transformers' own attention, and row by row against SDPA by hand."""
     from grpo_core.update.attention import padded_attention, padded_layout
 
     model = nontrivial_policy(tiny_model_dir)
