@@ -40,6 +40,7 @@ from grpo_core.rollout.batch import eos_ids
 from grpo_core.rollout.engines.base import RolloutEngine
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
+from grpo_core.update.captured import capture_problem
 from grpo_core.update.lora_fused import fuse_lora
 from grpo_core.update.packing import head_problem
 
@@ -103,9 +104,9 @@ def load_adapter(model_dir: Path, adapter_dir: Path, cfg: GRPOConfig) -> tuple[A
 def resolve_execution(
     cfg: GRPOConfig, model: Any, placement: Placement, own_gpu: bool = False, completion_tokens: int | None = None
 ) -> GRPOConfig:
-    """``cfg`` with ``gradient_checkpointing``, ``rollout_engine`` and the vLLM engine's GPU share resolved for
-    ``placement`` (``micro_batch_size`` waits for the engine: it is sized from the memory the engine leaves).
-    ``own_gpu``: the engine samples on a GPU of its own (resources.rollout_devices), which it need not share.
+    """``cfg`` with ``gradient_checkpointing``, ``capture_update``, ``rollout_engine`` and the vLLM engine's GPU share
+    resolved for ``placement`` (``micro_batch_size`` waits for the engine: it is sized from the memory the engine
+    leaves). ``own_gpu``: the engine samples on a GPU of its own (resources.rollout_devices), which it need not share.
     ``completion_tokens``: the longest sample after its prompt that memory is planned for (default
     ``max_completion_tokens``; a multi-turn episode's budget). Turns on ``model``'s activation checkpointing when
     it resolves to on: with ``gradient_checkpointing: auto``, where the update's micro-batch does not fit without
@@ -131,6 +132,10 @@ def resolve_execution(
         )
     if checkpoint:
         enable_checkpointing(model)
+    capture = cfg.capture_update
+    if capture is None:  # graphs keep their memory between updates: not where a vLLM engine wakes into it
+        waking = engine == "vllm" and bool(sleep) and not own_gpu
+        capture = not (waking or cfg.compile_update) and capture_problem(model, placement.device) is None
     share = None
     if engine == "vllm" and placement.is_cuda:
         if own_gpu:  # nothing of the training's on that GPU
@@ -147,6 +152,7 @@ def resolve_execution(
     return cfg.model_copy(
         update={
             "gradient_checkpointing": checkpoint,
+            "capture_update": capture,
             "rollout_engine": engine,
             "vllm_gpu_memory_utilization": share,
             "vllm_sleep_mode": sleep,

@@ -376,6 +376,7 @@ def _execution(cfg: GRPOConfig, placement: Placement, world: World, path: Update
         max_tokens_per_micro_batch=cfg.micro_batch_tokens if path.packing else None,
         fused_lm_head=path.fused_head,
         gradient_checkpointing=bool(cfg.gradient_checkpointing),
+        capture_update=path.graphs,
         rollout_engine=_RESOLVED_ENGINES[cfg.rollout_engine],
         vllm_gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
         vllm_sleep_mode=cfg.vllm_sleep_mode,  # resolve_execution: set for a vLLM engine on a GPU alone

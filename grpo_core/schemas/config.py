@@ -338,6 +338,15 @@ class ExecutionConfig(BaseModel):
         "process, then cached on disk). It pays on long jobs and large models; the compilation costs more than "
         "it saves on a short job of a small model, hence off. No effect with sharding: fsdp.",
     )
+    capture_update: bool | None = Field(
+        None,
+        description="Replay the update's packed passes as CUDA graphs: each micro-batch padded to one of a few "
+        "token buckets (within 1/8), each bucket's reference, policy forward and backward captured once, then "
+        "launched as one graph each. null = auto: on a GPU with packing, except with gradient checkpointing, "
+        "compile_update, an adapter peft runs itself, or a vLLM engine that sleeps on the same GPU (the graphs keep "
+        "their memory between updates). true pads to buckets wherever packing runs (on a CPU without graphs); "
+        "false runs every pass eagerly. A capture that fails falls back to eager passes with a warning.",
+    )
     gradient_checkpointing: bool | None = Field(
         None,
         description="Recompute each layer's activations in the backward pass instead of keeping them: far less "

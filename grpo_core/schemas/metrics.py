@@ -262,6 +262,9 @@ class Execution(BaseModel):
     max_tokens_per_micro_batch: int | None = Field(None, description="The packed micro-batch's token budget.")
     fused_lm_head: bool = Field(False, description="The LM head runs in chunks fused with the log-prob.")
     gradient_checkpointing: bool
+    capture_update: bool = Field(
+        False, description="The update's packed passes replay as CUDA graphs at a few token buckets."
+    )
     rollout_engine: ResolvedEngine
     vllm_gpu_memory_utilization: float | None = Field(None, description="The vLLM engine's share of the GPU.")
     vllm_sleep_mode: bool | None = Field(
@@ -306,6 +309,7 @@ class Execution(BaseModel):
         else:
             batches = f"micro_batch_size {self.micro_batch_size}"
         head = ", LM head fused with the log-prob" if self.fused_lm_head else ""
+        head += ", passes replayed as CUDA graphs" if self.capture_update else ""
         mode = "synchronous"
         if self.max_staleness:
             mode = f"asynchronous, samples at most {self.max_staleness} step(s) old, sampler in {self.sampler}"

@@ -42,6 +42,7 @@ from grpo_core.rollout.batch import right_padded
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.training_api.losses import loss_of
 from grpo_core.training_api.spec import Datum, check_adam, check_batch, loss_spec
+from grpo_core.update.captured import capture_problem, captured_passes, static_pack
 from grpo_core.update.fused_head import head_logprobs
 from grpo_core.update.logprobs import compute_dtype, packed_token_logprobs
 from grpo_core.update.packing import head_problem, pack_sequences, packing_problem
@@ -140,6 +141,8 @@ class TrainingModel:
         # the jobs' update path (grpo_core.update.packing): datums packed without padding, one attention call per
         # layer, the head fused with the log-prob; a model that cannot pack runs right-padded micro-batches
         self.packed = packing_problem(self.model) is None
+        # and its captured passes on a GPU: packs padded to buckets, each pass replayed as a CUDA graph
+        self.captured = self.packed and capture_problem(self.model, self.device) is None
         self.vocab_size = int(self.model.get_input_embeddings().weight.shape[0])
         # the longest datum: positions past the model's own are refused, not extrapolated
         self.max_tokens: int | None = getattr(self.model.get_base_model().config, "max_position_embeddings", None)
@@ -149,7 +152,9 @@ class TrainingModel:
         return torch.optim.AdamW(self.params, lr=0.0)
 
     def _autocast(self) -> Any:
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16")
+        """bf16 autocast in that precision; without its weight cache under graphs, which would replay a stale cast."""
+        bf16 = self.precision == "bf16"
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16, cache_enabled=not self.captured)
 
     def forward_backward(
         self, data: list[Datum], loss_fn: str, config: dict[str, float], *, backward: bool = True
@@ -201,8 +206,10 @@ class TrainingModel:
         tokens = [list(d.tokens) for d in data]
         targets = [[int(t) for t in d.inputs["target_tokens"]] for d in data]
         if self.packed:
-            packed = pack_sequences(tokens, targets).to(self.device, compute_dtype(self.model))  # under _autocast
-            logp, _ = packed_token_logprobs(self.model, packed, temperature=1.0)
+            packed = pack_sequences(tokens, targets)
+            packed = (static_pack(packed) if self.captured else packed).to(self.device, compute_dtype(self.model))
+            with captured_passes(self.model, self.captured):  # (compute_dtype: under _autocast)
+                logp, _ = packed_token_logprobs(self.model, packed, temperature=1.0)
             return logp
         lengths = [len(t) for t in tokens]
         ids = right_padded(tokens, 0).to(self.device)

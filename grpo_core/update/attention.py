@@ -92,9 +92,23 @@ def _check(rows: tuple[AttentionRow, ...], tokens: int) -> None:
         raise ValueError(f"attention rows cover {at} of the pack's {tokens} tokens")
 
 
-def varlen_layout(rows: tuple[AttentionRow, ...], tokens: int, device: torch.device) -> VarlenLayout:
-    """``rows`` (covering ``tokens`` in order) for the varlen kernel, built on the host and moved once."""
+def _at_least(found: int, given: int | None, what: str) -> int:
+    """``given`` (a captured bucket's fixed length) when set and no shorter than ``found``, else ``found``."""
+    if given is None:
+        return found
+    if given < found:
+        raise ValueError(f"a fixed {what} of {given} is shorter than the pack's {found}")
+    return given
+
+
+def varlen_layout(
+    rows: tuple[AttentionRow, ...], tokens: int, device: torch.device, lengths: tuple[int, int] | None = None
+) -> VarlenLayout:
+    """``rows`` (covering ``tokens`` in order) for the varlen kernel, built on the host and moved once.
+    ``lengths``: (queries, keys) to pass as the longest row's instead of the pack's own (a captured bucket's:
+    the kernel then launches the same grid for every pack of the bucket; grpo_core.update.captured)."""
     _check(rows, tokens)
+    fixed_q, fixed_k = lengths or (None, None)
     span = functools.partial(torch.arange, device=HOST)
     keys = [torch.cat([span(r.p_start, r.p_start + r.p_len), span(r.q_start, r.q_start + r.q_len)]) for r in rows]
     q_lens = torch.tensor([r.q_len for r in rows], device=HOST)
@@ -104,20 +118,25 @@ def varlen_layout(rows: tuple[AttentionRow, ...], tokens: int, device: torch.dev
         k_index=to_device(torch.cat(keys), device),
         cu_q=to_device(torch.cat([zero, q_lens.cumsum(0).to(torch.int32)]), device),
         cu_k=to_device(torch.cat([zero, k_lens.cumsum(0).to(torch.int32)]), device),
-        max_q=int(q_lens.max()),
-        max_k=int(k_lens.max()),
+        max_q=_at_least(int(q_lens.max()), fixed_q, "query length"),
+        max_k=_at_least(int(k_lens.max()), fixed_k, "key length"),
     )
 
 
-def padded_layout(rows: tuple[AttentionRow, ...], tokens: int, device: torch.device) -> PaddedLayout:
-    """``rows`` (covering ``tokens`` in order) for the padded kernel, built on the host and moved once."""
+def padded_layout(
+    rows: tuple[AttentionRow, ...], tokens: int, device: torch.device, lengths: tuple[int, int] | None = None
+) -> PaddedLayout:
+    """``rows`` (covering ``tokens`` in order) for the padded kernel, built on the host and moved once.
+    ``lengths``: (queries, keys) each row is padded to, at least the longest row's (``varlen_layout``)."""
     _check(rows, tokens)
+    fixed_q, fixed_k = lengths or (None, None)
     q_start = torch.tensor([r.q_start for r in rows], device=HOST)[:, None]
     q_len = torch.tensor([r.q_len for r in rows], device=HOST)[:, None]
     p_start = torch.tensor([r.p_start for r in rows], device=HOST)[:, None]
     p_len = torch.tensor([r.p_len for r in rows], device=HOST)[:, None]
     k_len = p_len + q_len
-    lq, lk = int(q_len.max()), int(k_len.max())
+    lq = _at_least(int(q_len.max()), fixed_q, "query length")
+    lk = _at_least(int(k_len.max()), fixed_k, "key length")
     i = torch.arange(lq, device=HOST)[None, :]
     j = torch.arange(lk, device=HOST)[None, :]
     q_slots = torch.where(i < q_len, q_start + i, 0)

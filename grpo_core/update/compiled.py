@@ -8,8 +8,8 @@ one.
 
 How: every layer's ``forward`` is swapped for one compiled callable (dynamic shapes: a packed micro-batch's
 length changes every pass) inside ``compiled_layers`` and restored after, so sampling through the policy,
-validation and checkpoints run the eager model. The packed attention is never traced (it loops over the pack's
-segments; grpo_core.update.packing): each layer is compiled around it. The update wraps its backward in the same
+validation and checkpoints run the eager model. The packed attention is never traced (its layout carries host
+ints; grpo_core.update.attention): each layer is compiled around it. The update wraps its backward in the same
 context: a checkpointed layer recomputes its forward there, and the recompute must save the tensors the compiled
 forward did. Recompiles follow what changes the graph, not the data: grad mode (the reference and π_old passes
 against the policy's), whether the adapter is enabled, checkpointing's recompute

@@ -74,7 +74,10 @@ def head_logprobs(
     entropies: list[Tensor] = []
     for lo in range(0, n, rows):
         args = (hidden[lo : lo + rows], targets[lo : lo + rows], head, temperature, entropy_grad)
-        logp, entropy = checkpoint(_chunk, *args, use_reentrant=False) if recompute else _chunk(*args)
+        # the head draws no random numbers: no generator state to stash (a CUDA graph capture could not read it)
+        logp, entropy = (
+            checkpoint(_chunk, *args, use_reentrant=False, preserve_rng_state=False) if recompute else _chunk(*args)
+        )
         logps.append(logp)
         if entropy is not None:
             entropies.append(entropy)

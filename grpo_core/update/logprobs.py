@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from grpo_core.models.prefix_cache import mask_or_none, prompt_prefix_cache, shared_prefixes
+from grpo_core.update.captured import update_graphs
 from grpo_core.update.fused_head import head_logprobs
 from grpo_core.update.packing import Packed, pack, packed_attention
 from grpo_core.update.token_logprob import logprobs_and_entropy
@@ -49,7 +50,28 @@ def packed_token_logprobs(
     """(N,) float32 log-probs of the pack's loss tokens (``packed.targets``, in pack order) and, unless
     ``entropy_grad`` is None, their entropies: one packed sequence through the decoder (grpo_core.update.packing),
     the loss tokens' hidden states through the head (grpo_core.update.fused_head: in chunks when ``fused_head``).
-    ``packed`` must be on the model's device (``Packed.to``)."""
+    ``packed`` must be on the model's device (``Packed.to``). A pack padded to a bucket
+    (grpo_core.update.captured.static_pack) replays the pass's CUDA graph while ``captured_passes`` is on; its
+    padding's log-probs are dropped here."""
+
+    def run(p: Packed) -> tuple[Tensor, Tensor | None]:
+        return _token_logprobs(model, p, temperature=temperature, entropy_grad=entropy_grad, fused_head=fused_head)
+
+    graphs = update_graphs(model)
+    if graphs is None or packed.bucket is None:
+        logp, entropy = run(packed)
+    else:
+        logp, entropy = graphs.run(model, run, packed, (temperature, entropy_grad, fused_head))
+    if packed.bucket is None:
+        return logp, entropy
+    n = packed.loss_tokens
+    return logp[:n], None if entropy is None else entropy[:n]
+
+
+def _token_logprobs(
+    model: Any, packed: Packed, *, temperature: float, entropy_grad: bool | None, fused_head: bool
+) -> tuple[Tensor, Tensor | None]:
+    """``packed_token_logprobs``, eagerly: what a graph records."""
     decoder, head = _parts(model)
     with packed_attention(model):
         hidden = decoder(

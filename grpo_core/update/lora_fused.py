@@ -92,9 +92,17 @@ class LoRASwitch:
 _SWITCH = "_grpo_lora_switch"
 
 
+def _capturing(t: Tensor) -> bool:
+    """Whether a CUDA graph is being captured on ``t``'s device's current stream."""
+    return t.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
 def _compute_weights(module: Any, name: str, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """(A, s·B) of adapter ``name`` in ``dtype``, cast once per version of the parameters and kept on the layer."""
     a, b = module.lora_A[name].weight, module.lora_B[name].weight
+    if _capturing(a):  # a graph casts on every replay: a cache would replay the capture's weights
+        with torch.no_grad():
+            return a.detach().to(dtype), (b.detach() * float(module.scaling[name])).to(dtype)
     key = (a._version, b._version, a.data_ptr(), b.data_ptr(), dtype)
     cached = getattr(module, "_grpo_cast", None)
     if cached is None or cached[0] != key:
@@ -158,6 +166,28 @@ def reference_pass(model: Any) -> Iterator[None]:
         yield
     finally:
         switch.off = False
+
+
+def reference_on(model: Any) -> bool:
+    """Whether the fused layers run as their base layers now (``reference_pass``'s flag)."""
+    switch: LoRASwitch | None = getattr(model, _SWITCH, None)
+    return switch is not None and switch.off
+
+
+def capture_problem(model: Any) -> str | None:
+    """Why a CUDA graph of ``model``'s forward could replay the wrong adapter state, or None: a graph records one
+    state of the fused layers' flag (``reference_on``: part of its key), nothing of peft's own switches."""
+    from peft.tuners.lora import LoraLayer
+
+    switch: LoRASwitch | None = getattr(model, _SWITCH, None)
+    layers = [m for m in model.modules() if isinstance(m, LoraLayer)]
+    if not layers:
+        return None
+    if switch is None or not switch.complete:
+        return "not every LoRA layer is fused (peft's own forward switches adapters by Python state)"
+    if any(m.merged for m in layers):
+        return "the adapter is merged into the weights"
+    return None
 
 
 def fuse_lora(model: torch.nn.Module) -> int:

@@ -49,6 +49,18 @@ PACKABLE_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "olmo2",
 
 
 @dataclass(frozen=True)
+class Bucket:
+    """The fixed sizes a pack is padded to for a captured pass (grpo_core.update.captured): tokens, attention
+    rows, the longest row's queries and keys, and loss tokens."""
+
+    tokens: int
+    rows: int
+    queries: int
+    keys: int
+    loss_tokens: int
+
+
+@dataclass(frozen=True)
 class Packed:
     """One micro-batch as a single sequence, and where each loss token's log-prob comes from and goes to. Built on
     the host (``pack``: ``layout`` None); ``to`` moves it to the device and builds the attention kernel's layout."""
@@ -62,6 +74,12 @@ class Packed:
     cols: Tensor  # (N,) and its column in the completion
     shape: tuple[int, int]  # (B, C) of the padded micro-batch the log-probs are returned in
     layout: Layout | None = None  # the kernel's layout on the device (``to``)
+    bucket: Bucket | None = None  # the sizes it is padded to (grpo_core.update.captured.static_pack), if any
+
+    @property
+    def loss_tokens(self) -> int:
+        """Its real loss tokens: ``source`` and ``targets`` may run on with a bucket's padding."""
+        return int(self.rows.shape[0])
 
     @property
     def segments(self) -> int:
@@ -70,13 +88,15 @@ class Packed:
 
     def to(self, device: torch.device, compute_dtype: torch.dtype | None = None) -> Packed:
         """On ``device``, with the varlen kernel's layout where it works there (CUDA, a half ``compute_dtype``:
-        grpo_core.update.attention.varlen_works), else the padded one's; every copy queued without a sync."""
+        grpo_core.update.attention.varlen_works), else the padded one's, sized for the bucket's longest row when
+        the pack has one; every copy queued without a sync."""
         tokens = self.input_ids.shape[1]
+        lengths = None if self.bucket is None else (self.bucket.queries, self.bucket.keys)
         dtype = compute_dtype or torch.float32
         if varlen_works(str(device), dtype):
-            layout: Layout = varlen_layout(self.attention, tokens, device)
+            layout: Layout = varlen_layout(self.attention, tokens, device, lengths)
         else:
-            layout = padded_layout(self.attention, tokens, device)
+            layout = padded_layout(self.attention, tokens, device, lengths)
         moved = (to_device(t, device) for t in (self.input_ids, self.position_ids, self.source, self.targets))
         ids, pos, source, targets = moved
         rows, cols = to_device(self.rows, device), to_device(self.cols, device)

@@ -22,6 +22,7 @@ from grpo_core.hardware.sharding import sharded
 from grpo_core.models.prefix_cache import shared_prefixes
 from grpo_core.rollout.batch import Rollout
 from grpo_core.schemas.config import GRPOConfig
+from grpo_core.update.captured import capture_problem, captured_passes, static_pack
 from grpo_core.update.compiled import compiled_layers
 from grpo_core.update.correction import Correction, importance_weights
 from grpo_core.update.logprobs import completion_logprobs, compute_dtype
@@ -47,12 +48,15 @@ class UpdatePath:
     ``packing``: padding-free micro-batches by tokens (grpo_core.update.packing); ``fused_head``: the LM head in
     chunks fused with the log-prob (grpo_core.update.fused_head); ``share_prefix``: a prompt's rows share its
     computation (packed: one segment; padded: a KV cache, which checkpointed layers cannot keep); ``compiled``: the
-    decoder layers under torch.compile (grpo_core.update.compiled)."""
+    decoder layers under torch.compile (grpo_core.update.compiled); ``captured``: packs padded to buckets
+    (grpo_core.update.captured), their passes replayed as CUDA graphs where ``graphs``."""
 
     packing: bool = False
     fused_head: bool = False
     share_prefix: bool = True
     compiled: bool = False
+    captured: bool = False
+    graphs: bool = False
 
     def pack(self, args: tuple[Tensor, ...], device: torch.device, dtype: torch.dtype) -> Packed | None:
         """The micro-batch ``args`` (``_micro_args``, on the host) packed there once for all its passes (reference,
@@ -60,7 +64,8 @@ class UpdatePath:
         loss token (a plain padded pass then runs: its loss is 0)."""
         if not self.packing or not bool(args[3].any()):
             return None
-        return pack(*args, share_prefix=self.share_prefix).to(device, dtype)
+        packed = pack(*args, share_prefix=self.share_prefix)
+        return (static_pack(packed) if self.captured else packed).to(device, dtype)
 
     def logprob_kwargs(self, packed: Packed | None, *, grad: bool, checkpointed: bool) -> LogprobOptions:
         """``completion_logprobs``' keywords for a pass over the micro-batch ``packed`` (``pack``): a padded pass
@@ -78,10 +83,18 @@ def update_path(model: Any, cfg: GRPOConfig, world: World) -> UpdatePath:
     run the same passes (grpo_core.hardware.sharding)."""
     if sharded(cfg, world):
         return UpdatePath(share_prefix=False)
+    packing = cfg.packing and packing_problem(model) is None
+    problem = capture_problem(model, _device(model))
+    captured = cfg.capture_update
+    if captured is None:  # auto: where the graphs can replay, and may keep their memory (grpo_core.update.captured)
+        waking = cfg.rollout_engine == "vllm" and bool(cfg.vllm_sleep_mode)
+        captured = problem is None and not cfg.compile_update and not waking
     return UpdatePath(
-        packing=cfg.packing and packing_problem(model) is None,
+        packing=packing,
         fused_head=cfg.fused_lm_head and head_problem(model) is None,
         compiled=cfg.compile_update,
+        captured=packing and captured,
+        graphs=packing and captured and problem is None,
     )
 
 
@@ -244,9 +257,12 @@ def micro_batch(
     )
 
 
-def _autocast(device: torch.device, dtype: torch.dtype | None) -> Any:
-    """Autocast to ``dtype`` on ``device``, or nothing (a device without autocast, such as ``meta``, takes none)."""
-    return contextlib.nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
+def _autocast(device: torch.device, dtype: torch.dtype | None, path: UpdatePath) -> Any:
+    """Autocast to ``dtype`` on ``device``, or nothing (a device without autocast, such as ``meta``, takes none).
+    Replaying graphs, without autocast's cache of cast weights: a graph would replay the cast it captured."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype, cache_enabled=not path.graphs)
 
 
 @torch.no_grad()
@@ -272,8 +288,9 @@ def old_logprobs(
         mb = micro_batch(ro, adv, idx, path, device, compute_dtype(model, autocast))
         options = path.logprob_kwargs(mb.packed, grad=False, checkpointed=False)
         with (
-            _autocast(device, autocast),
+            _autocast(device, autocast, path),
             compiled_layers(model, path.compiled),
+            captured_passes(model, path.graphs),
         ):
             logp = completion_logprobs(model, *mb.args, temperature=cfg.temperature, **options)
         if counts:
@@ -296,9 +313,10 @@ def _loss(
     checkpointed = bool(cfg.gradient_checkpointing)
     ref = None
     with (
-        _autocast(device, autocast),
+        _autocast(device, autocast, path),
         attention_kernels(device.type, path.packing),
         compiled_layers(model, path.compiled),
+        captured_passes(model, path.graphs),
     ):
         if cfg.beta > 0:
             with torch.no_grad(), reference_pass(model):

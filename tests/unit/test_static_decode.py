@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.engines.decode import decode, decode_continuations
@@ -21,6 +20,7 @@ from grpo_core.rollout.engines.graphs import (
     unsupported_reason,
 )
 from grpo_core.update.logprobs import completion_logprobs
+from tests.capture_checks import CaptureRefusals
 from tests.training import nontrivial_policy
 
 PROMPTS = ["1+2=", "13+4=", "7"]  # three lengths: left padding, and 3 × G rows that fill no bucket exactly
@@ -172,25 +172,6 @@ def test_continuations_on_static_buffers_are_the_eager_ones(tiny_model_dir: Path
         assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5)
 
 
-class _HostSyncs(TorchDispatchMode):
-    """Records every op that needs a value on the host (a ``.item()``, ``bool(tensor)``, data-dependent shapes) or
-    builds a tensor from Python data: on a GPU each one synchronises with the device, which a CUDA graph capture
-    refuses. A CPU run of the step sees the same ops, so this finds them without a GPU."""
-
-    SYNCING = ("_local_scalar_dense", "nonzero", "is_nonzero", "aten.equal", "masked_select", "unique", "lift_fresh")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[str] = []
-        self.ops = 0
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        self.ops += 1
-        if any(s in str(func) for s in self.SYNCING):
-            self.found.append(str(func))
-        return func(*args, **(kwargs or {}))
-
-
 def _tiny(kind: str) -> Any:
     """A tiny random model of each architecture family the GPU runs: Llama (SmolLM2, Llama 3), Qwen2 (q/k/v bias),
     Qwen3 (q/k norms, head_dim set apart from the hidden size)."""
@@ -227,7 +208,7 @@ def test_a_decode_step_has_nothing_a_cuda_graph_cannot_capture(kind: str, monkey
     mask = (torch.arange(6) >= torch.tensor([[2], [0], [1]])).long()
     with torch.inference_mode():
         run = static.start(_prefill(model, ids, mask, 1, capacity=6), ids, mask, max_new_tokens=4)
-        recorder = _HostSyncs()
+        recorder = CaptureRefusals()
         expanded = sdpa.repeat_kv
         monkeypatch.setattr(sdpa, "repeat_kv", lambda *a: pytest.fail("the decode step copied the cache per head"))
         with recorder:

@@ -29,6 +29,8 @@ class Execution:
         precision_reason (str): Why: 'requested', 'bf16 tensor cores', 'bf16 matmul 6.2x fp32', …
         rollout_engine (ExecutionRolloutEngine):
         backend (ExecutionBackendType0 | None | Unset): torch.distributed backend; null for one rank.
+        capture_update (bool | Unset): The update's packed passes replay as CUDA graphs at a few token buckets. Default:
+            False.
         device_total_gb (float | None | Unset): The GPU's total memory in GiB; null on a CPU.
         fused_lm_head (bool | Unset): The LM head runs in chunks fused with the log-prob. Default: False.
         max_staleness (int | Unset): 0: synchronous (sample, score, update in turn). k > 0: the sampler runs beside the
@@ -56,6 +58,7 @@ class Execution:
     precision_reason: str
     rollout_engine: ExecutionRolloutEngine
     backend: ExecutionBackendType0 | None | Unset = UNSET
+    capture_update: bool | Unset = False
     device_total_gb: float | None | Unset = UNSET
     fused_lm_head: bool | Unset = False
     max_staleness: int | Unset = 0
@@ -92,6 +95,8 @@ class Execution:
             backend = self.backend
         else:
             backend = self.backend
+
+        capture_update = self.capture_update
 
         device_total_gb: float | None | Unset
         if isinstance(self.device_total_gb, Unset):
@@ -162,6 +167,8 @@ class Execution:
         )
         if backend is not UNSET:
             field_dict["backend"] = backend
+        if capture_update is not UNSET:
+            field_dict["capture_update"] = capture_update
         if device_total_gb is not UNSET:
             field_dict["device_total_gb"] = device_total_gb
         if fused_lm_head is not UNSET:
@@ -222,6 +229,8 @@ class Execution:
             return cast(ExecutionBackendType0 | None | Unset, data)
 
         backend = _parse_backend(d.pop("backend", UNSET))
+
+        capture_update = d.pop("capture_update", UNSET)
 
         def _parse_device_total_gb(data: object) -> float | None | Unset:
             if data is None:
@@ -313,6 +322,7 @@ class Execution:
             precision_reason=precision_reason,
             rollout_engine=rollout_engine,
             backend=backend,
+            capture_update=capture_update,
             device_total_gb=device_total_gb,
             fused_lm_head=fused_lm_head,
             max_staleness=max_staleness,

@@ -59,6 +59,12 @@ class GRPOConfig:
                 REINFORCE++-baseline. Default: 'grpo'.
             batch_size (int | Unset): Prompts per optimizer step (the step uses batch_size×G). Default: 4.
             beta (float | Unset): β: k3 KL coefficient against the base model (adapter disabled). 0 skips it. Default: 0.04.
+            capture_update (bool | None | Unset): Replay the update's packed passes as CUDA graphs: each micro-batch padded
+                to one of a few token buckets (within 1/8), each bucket's reference, policy forward and backward captured once,
+                then launched as one graph each. null = auto: on a GPU with packing, except with gradient checkpointing,
+                compile_update, an adapter peft runs itself, or a vLLM engine that sleeps on the same GPU (the graphs keep their
+                memory between updates). true pads to buckets wherever packing runs (on a CPU without graphs); false runs every
+                pass eagerly. A capture that fails falls back to eager passes with a warning.
             chat_template_kwargs (GRPOConfigChatTemplateKwargs | Unset): Extra variables for the model's chat template when
                 prompts are rendered, e.g. {"enable_thinking": false} for Qwen3 (transformers' apply_chat_template keyword
                 arguments).
@@ -211,6 +217,7 @@ class GRPOConfig:
     advantage_estimator: GRPOConfigAdvantageEstimator | Unset = "grpo"
     batch_size: int | Unset = 4
     beta: float | Unset = 0.04
+    capture_update: bool | None | Unset = UNSET
     chat_template_kwargs: GRPOConfigChatTemplateKwargs | Unset = UNSET
     checkpoint_interval: int | Unset = 0
     compile_update: bool | Unset = False
@@ -286,6 +293,12 @@ class GRPOConfig:
         batch_size = self.batch_size
 
         beta = self.beta
+
+        capture_update: bool | None | Unset
+        if isinstance(self.capture_update, Unset):
+            capture_update = UNSET
+        else:
+            capture_update = self.capture_update
 
         chat_template_kwargs: dict[str, Any] | Unset = UNSET
         if not isinstance(self.chat_template_kwargs, Unset):
@@ -525,6 +538,8 @@ class GRPOConfig:
             field_dict["batch_size"] = batch_size
         if beta is not UNSET:
             field_dict["beta"] = beta
+        if capture_update is not UNSET:
+            field_dict["capture_update"] = capture_update
         if chat_template_kwargs is not UNSET:
             field_dict["chat_template_kwargs"] = chat_template_kwargs
         if checkpoint_interval is not UNSET:
@@ -674,6 +689,15 @@ class GRPOConfig:
         batch_size = d.pop("batch_size", UNSET)
 
         beta = d.pop("beta", UNSET)
+
+        def _parse_capture_update(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        capture_update = _parse_capture_update(d.pop("capture_update", UNSET))
 
         _chat_template_kwargs = d.pop("chat_template_kwargs", UNSET)
         chat_template_kwargs: GRPOConfigChatTemplateKwargs | Unset
@@ -1026,6 +1050,7 @@ class GRPOConfig:
             advantage_estimator=advantage_estimator,
             batch_size=batch_size,
             beta=beta,
+            capture_update=capture_update,
             chat_template_kwargs=chat_template_kwargs,
             checkpoint_interval=checkpoint_interval,
             compile_update=compile_update,
