@@ -17,7 +17,10 @@ a reference pass, then the policy's forward and backward) runs on each of them u
 - ``packed+fused``: both, as the trainer runs by default;
 - ``packed+fused, unshared``: every row its own segment (is sharing a prompt worth it once there is no padding?);
 - ``packed+fused, compiled``: the decoder layers under torch.compile (``compile_update``); its first call, the
-  compilation, is printed apart.
+  compilation, is printed apart;
+- ``packed+fused, captured``: packs padded to their bucket, each pass replayed as a CUDA graph on a GPU without
+  checkpointing (``capture_update``, grpo_core.update.captured; on a CPU the padded passes run eagerly: the
+  padding's cost); its first call, the captures, is printed apart.
 
 The same token ids run through every model: ``qwen2.5-0.5b`` is a random-weight model of Qwen2.5-0.5B's published
 shape (152k vocabulary; bench/real_models.py, built once into .state/update-ab) whose tokenizer extends
@@ -48,7 +51,8 @@ STATE = Path(".state/update-ab")
 MODELS = ("smollm2", "qwen2.5-0.5b")
 
 
-def paths() -> dict[str, Any]:
+def paths(graphs: bool = False) -> dict[str, Any]:
+    """The paths compared; ``graphs``: the captured one replays CUDA graphs (a GPU, no checkpointing)."""
     from grpo_core.update.step import UpdatePath
 
     return {
@@ -58,6 +62,7 @@ def paths() -> dict[str, Any]:
         "packed+fused": UpdatePath(packing=True, fused_head=True),
         "packed+fused, unshared": UpdatePath(packing=True, fused_head=True, share_prefix=False),
         "packed+fused, compiled": UpdatePath(packing=True, fused_head=True, compiled=True),
+        "packed+fused, captured": UpdatePath(packing=True, fused_head=True, captured=True, graphs=graphs),
     }
 
 
@@ -155,7 +160,7 @@ def run_model(name: str, a: argparse.Namespace, cfg: Any, placement: Any, rollou
 
         enable_checkpointing(model)
     params = float(sum(p.numel() for p in model.parameters()))
-    variants = paths()
+    variants = paths(placement.device.type == "cuda" and not cfg.gradient_checkpointing)
     times: dict[str, list[float]] = {k: [] for k in variants}
     peaks: dict[str, list[float]] = {k: [] for k in variants}  # on CUDA; a CPU's come from memory_child
     grad_diff: dict[str, float] = dict.fromkeys(variants, 0.0)

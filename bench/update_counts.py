@@ -3,6 +3,7 @@ ours beside TRL's update on the same rollouts. Deterministic counts, on a CPU, i
 
     .venv/bin/python -m bench.update_counts [--models qwen2.5-0.5b,...] [--prompts 2] [--group-size 8]
                                             [--max-tokens 256] [--prompt-tokens 40] [--checkpointing] [--no-trl]
+                                            [--head-dim 8]
 
 Why counts: on a GPU an update this size is bound by the host when every dispatched op costs its 16–20 µs of
 Python, autograd and launch (issue 44: ours and TRL's both, divided into their published GPU times), and a host
@@ -27,6 +28,11 @@ What is counted (``Counts``):
   answered with zeros and the update goes on. TRL's cannot run so (its update reads values mid-step), so its
   column counts the ops that read a value on the host in the CPU run;
 - *python calls*: Python function calls (``sys.setprofile``), the interpreter's share of the host time.
+
+Ours is counted twice: eager, and *captured* (``capture_update``: each pack padded to its bucket, the reference
+pass, the policy's forward and its backward each replayed as one CUDA graph, grpo_core.update.captured). A CPU has
+no graphs, so ``Replays`` stands in for them: each pass is the one launch its graph is and hands back what a replay
+does: what the host still launches, around the graphs, is then counted as exactly as the eager path's.
 """
 
 from __future__ import annotations
@@ -91,8 +97,11 @@ class CountOps(TorchDispatchMode):
         self.counts = Counts()
         self.ops: Tally[str] = Tally()
         self.sites: Tally[str] = Tally()
+        self.replaying = False  # inside a pass a graph replays (``Replays``): its ops are not the host's
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if self.replaying:
+            return func(*args, **(kwargs or {}))
         self.counts.dispatches += 1
         name = func._schema.name.split("::")[-1]
         if _launches(func):
@@ -219,12 +228,13 @@ def config_for(a: argparse.Namespace, **over: Any) -> Any:
     )  # fmt: skip
 
 
-def _python_calls(fn: Any) -> int:
+def _python_calls(fn: Any, replays: Replays | None = None) -> int:
+    """Python calls of ``fn``, but those of the passes a graph replays (``replays``)."""
     calls = 0
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         nonlocal calls
-        if event == "call":
+        if event == "call" and not (replays is not None and replays.mode is not None and replays.mode.replaying):
             calls += 1
 
     sys.setprofile(profile)
@@ -235,17 +245,20 @@ def _python_calls(fn: Any) -> int:
     return calls
 
 
-def count(fn: Any) -> Counts:
-    """``fn`` run three times: once to warm up, once counted by ``CountOps``, once under the profiler."""
+def count(fn: Any, replays: Replays | None = None) -> Counts:
+    """``fn`` run three times: once to warm up, once counted by ``CountOps``, once under the profiler.
+    ``replays``: the graphs ``fn``'s passes replay from, told of the counting."""
     fn()
     mode = CountOps()
+    if replays is not None:
+        replays.mode = mode
     with mode:
         fn()
     out = mode.counts
     out.syncs = sum(mode.sites.values())
     out.sync_sites = dict(mode.sites.most_common())
     out.top_ops = dict(mode.ops.most_common(12))
-    out.python_calls = _python_calls(fn)
+    out.python_calls = _python_calls(fn, replays)
     return out
 
 
@@ -260,6 +273,83 @@ def ours(model: Any, ro: Any, adv: torch.Tensor, cfg: Any) -> Any:
         model.zero_grad(set_to_none=True)
 
     return run
+
+
+class Replays:
+    """Stands in for grpo_core.update.captured.UpdateGraphs on a CPU, where there are no graphs: each pass a graph
+    would replay counts as the one launch of its graph (two with gradients: the forward's and the backward's, as
+    ``make_graphed_callables`` records them) and hands back what a replay does, its outputs (zeros of the bucket's
+    shape) and, in the backward, a gradient for every trained parameter, without running the pass (what runs in
+    it is the eager path's and does not reach the host; tests/unit/test_captured_update.py checks it). So ``count``
+    sees exactly what the host still launches around the graphs."""
+
+    def __init__(self) -> None:
+        self.mode: CountOps | None = None
+        self._params: list[torch.Tensor] = []
+
+    def _launch(self) -> None:
+        if self.mode is not None:
+            self.mode.counts.launches += 1
+            self.mode.counts.dispatches += 1
+
+    def _static(self, packed: Any, entropy: bool) -> tuple[torch.Tensor, ...]:
+        """A replay's outputs: the graph's static buffers, made here without being counted."""
+        assert self.mode is None or not self.mode.replaying
+        if self.mode is not None:
+            self.mode.replaying = True
+        try:
+            n = packed.targets.shape[0]
+            return tuple(torch.zeros(n, device=packed.targets.device) for _ in range(1 + entropy))
+        finally:
+            if self.mode is not None:
+                self.mode.replaying = False
+
+    def run(self, model: Any, run: Any, packed: Any, options: tuple[Any, ...]) -> Any:
+        entropy = options[1] is not None
+        self._launch()
+        if not torch.is_grad_enabled():
+            out = self._static(packed, entropy)
+            return out[0], out[1] if entropy else None
+        self._params = self._params or [p for p in model.parameters() if p.requires_grad]
+        params, outer = self._params, self
+
+        class Graphed(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, *inputs: Any) -> Any:
+                return outer._static(packed, entropy)
+
+            @staticmethod
+            def backward(ctx: Any, *grads: Any) -> Any:
+                outer._launch()
+                mode = outer.mode
+                if mode is not None:
+                    mode.replaying = True
+                try:
+                    return tuple(torch.zeros_like(p) for p in params)
+                finally:
+                    if mode is not None:
+                        mode.replaying = False
+
+        out = Graphed.apply(*params)
+        return out[0], out[1] if entropy else None
+
+
+def ours_captured(model: Any, ro: Any, adv: torch.Tensor, cfg: Any, replays: Replays) -> Any:
+    """``ours`` on the captured path (``capture_update``: packs padded to buckets), each pass replayed
+    (``Replays``)."""
+    from grpo_core.update import logprobs
+
+    run = ours(model, ro, adv, cfg.model_copy(update={"capture_update": True}))
+
+    def captured() -> None:
+        before = logprobs.update_graphs
+        logprobs.update_graphs = lambda m: replays  # type: ignore[assignment]
+        try:
+            run()
+        finally:
+            logprobs.update_graphs = before
+
+    return captured
 
 
 def syncs_on_meta(config: Any, ro: Any, adv: torch.Tensor, cfg: Any) -> tuple[int, dict[str, int]]:
@@ -337,13 +427,15 @@ def trl_update(config: Any, ro: Any, adv: torch.Tensor, a: argparse.Namespace) -
 
 def measure(name: str, a: argparse.Namespace) -> dict[str, Any]:
     """One shape's counts: ours (CPU counts, syncs on meta) and, unless ``--no-trl``, TRL's."""
-    config = narrow(name)
+    config = narrow(name, a.head_dim)
     ro, adv = rollout(config.vocab_size, a)
     cfg = config_for(a)
     t0 = time.perf_counter()
     row: dict[str, Any] = {"model": name, "ours": asdict(count(ours(our_policy(config), ro, adv, cfg)))}
     row["ours"]["syncs_cpu_reads"] = row["ours"].pop("syncs")
     row["ours"]["syncs"], row["ours"]["sync_sites"] = syncs_on_meta(config, ro, adv, cfg)
+    replays = Replays()
+    row["captured"] = asdict(count(ours_captured(our_policy(config), ro, adv, cfg, replays), replays))
     if not a.no_trl:
         row["trl"] = asdict(count(trl_update(config, ro, adv, a)))
     row["seconds"] = round(time.perf_counter() - t0, 1)
@@ -353,10 +445,11 @@ def measure(name: str, a: argparse.Namespace) -> dict[str, Any]:
 def report(rows: list[dict[str, Any]]) -> str:
     lines = ["| model | side | launches | dispatches | host syncs | Python calls |", "|---|---|---|---|---|---|"]
     for r in rows:
-        for side in ("ours", "trl"):
+        for side in ("ours", "captured", "trl"):
             if side in r:
                 c = r[side]
-                lines.append(f"| {r['model']} | {side} | {c['launches']} | {c['dispatches']} | {c['syncs']} | "
+                syncs = c["syncs"] if side != "captured" else r["ours"]["syncs"]  # the same host code, graphs or not
+                lines.append(f"| {r['model']} | {side} | {c['launches']} | {c['dispatches']} | {syncs} | "
                              f"{c['python_calls']} |")  # fmt: skip
     for r in rows:
         lines.append(f"\n{r['model']}, ours: syncs by site {r['ours']['sync_sites']}; top ops {r['ours']['top_ops']}")
@@ -374,6 +467,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prompt-tokens", type=int, default=40)
     p.add_argument("--checkpointing", action="store_true", help="gradient checkpointing on, both sides")
     p.add_argument("--no-trl", action="store_true", help="ours only")
+    p.add_argument("--head-dim", type=int, default=8, help="narrowed heads' width (no count changes)")
     return p.parse_args(argv)
 
 

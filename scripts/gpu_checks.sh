@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The GPU checks: tests/gpu, then the GPU benches (bench.sampler, bench.grpo_vs_trl), with their logs and results
+# The GPU checks: tests/gpu, then the GPU benches (bench.sampler, bench.grpo_vs_trl, bench.update_ab: the update's
+# paths side by side, captured against eager), with their logs and results
 # JSON in bench/results/ (or $OUT when it is set). `make test-gpu` runs this with the venv's python; on a GPU
 # machine without network it runs as it is, with the machine's own python3 and torch and the packages
 # scripts/gpu_wheels.py carried there (docs/guides/gpu.md, "A GPU machine without network"):
@@ -60,6 +61,7 @@ fi
 if [ "$ONLY" != tests ]; then
   piece "$RESULTS/sampler-cuda-$stamp.log" "$PY" -m bench.sampler --device cuda --json "$RESULTS/sampler-cuda-$stamp.json"
   piece "$RESULTS/grpo-vs-trl-cuda-$stamp.log" "$PY" -m bench.grpo_vs_trl --device cuda --quick
+  piece "$RESULTS/update-ab-cuda-$stamp.log" "$PY" -m bench.update_ab --device cuda --models smollm2,qwen2.5-0.5b
   if [ -n "$REAL" ]; then
     # shellcheck disable=SC2086  # REAL_ARGS is a list of arguments
     piece "$RESULTS/real-models-$stamp.log" "$PY" -m bench.real_models run --models "$REAL" $REAL_ARGS

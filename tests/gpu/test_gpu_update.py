@@ -4,6 +4,7 @@ update against the CPU's, in the precision a GPU trains in."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -39,11 +40,22 @@ def test_varlen_attention_is_the_padded_kernel_on_this_gpu() -> None:
         torch.testing.assert_close(a, b, atol=3e-2, rtol=3e-2)
 
 
+def _rollout() -> tuple[Any, torch.Tensor]:
+    """Two prompts × 4 completions of 4 to 12 tokens, on the host, and their advantages."""
+    from grpo_core.rollout.batch import Rollout
+
+    g = torch.Generator().manual_seed(0)
+    prompts = torch.randint(3, 60, (2, 6), generator=g).repeat_interleave(4, 0)
+    ids = torch.randint(3, 60, (8, 12), generator=g)
+    mask = (torch.arange(12)[None, :] < torch.randint(4, 13, (8, 1), generator=g)).long()
+    ro = Rollout(prompts, torch.ones_like(prompts), ids, mask, torch.zeros(8, dtype=torch.bool), [""] * 8)
+    return ro, torch.randn(8, generator=g)
+
+
 def test_the_packed_update_on_the_gpu_is_the_cpus(tmp_path: Path) -> None:
     """One policy_update on CUDA in bf16 (varlen attention, pinned copies, no sync until the metrics) against the
     same update on the CPU in fp32: loss and gradients within bf16's reach."""
     from grpo_core.policy import load_policy
-    from grpo_core.rollout.batch import Rollout
     from grpo_core.schemas.config import GRPOConfig
     from grpo_core.update.step import policy_update
 
@@ -56,12 +68,7 @@ def test_the_packed_update_on_the_gpu_is_the_cpus(tmp_path: Path) -> None:
         gradient_checkpointing=False,
         micro_batch_size=8,
     )
-    g = torch.Generator().manual_seed(0)
-    prompts = torch.randint(3, 60, (2, 6), generator=g).repeat_interleave(4, 0)
-    ids = torch.randint(3, 60, (8, 12), generator=g)
-    mask = (torch.arange(12)[None, :] < torch.randint(4, 13, (8, 1), generator=g)).long()
-    ro = Rollout(prompts, torch.ones_like(prompts), ids, mask, torch.zeros(8, dtype=torch.bool), [""] * 8)
-    adv = torch.randn(8, generator=g)
+    ro, adv = _rollout()
     results = {}
     for device, precision in (("cpu", "fp32"), ("cuda", "bf16")):
         run_cfg = cfg.model_copy(update={"device": device, "precision": precision})
@@ -76,3 +83,45 @@ def test_the_packed_update_on_the_gpu_is_the_cpus(tmp_path: Path) -> None:
     for name, grad in results["cpu"][1].items():
         other = results["cuda"][1][name]
         assert torch.nn.functional.cosine_similarity(grad.flatten(), other.flatten(), dim=0) > 0.98, name
+
+
+def test_the_captured_update_replays_what_the_eager_one_computes(tmp_path: Path) -> None:
+    """Three updates (β > 0: the reference pass; an AdamW step between them) with the passes replayed as CUDA
+    graphs against the same updates eager, on one model: losses and gradients as close as bf16 allows; the first
+    update's packs run eagerly, the second's are captured (their bucket came again), the third's only replay;
+    none failed."""
+    from grpo_core.policy import load_policy
+    from grpo_core.schemas.config import GRPOConfig
+    from grpo_core.update.captured import update_graphs
+    from grpo_core.update.step import policy_update
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    cfg = GRPOConfig(beta=0.04, group_size=4, batch_size=2, max_completion_tokens=12, gradient_checkpointing=False,
+                     micro_batch_size=8, device="cuda", precision="bf16")  # fmt: skip
+    ro, adv = _rollout()
+    model, _ = load_policy(model_dir, cfg, seed=0)
+    params = [p for p in model.parameters() if p.requires_grad]
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.linspace(-0.05, 0.05, p.numel()).view_as(p))
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    captures = []
+    for step in range(3):
+        results = []
+        for capture in (False, True):
+            sums = policy_update(model, ro, adv, cfg.model_copy(update={"capture_update": capture}), torch.bfloat16)
+            results.append((sums.loss, [p.grad.float().clone() for p in params]))
+            if not capture:
+                model.zero_grad(set_to_none=True)
+        graphs = model._grpo_update_graphs
+        assert graphs.failure is None, graphs.failure
+        captures.append(graphs.captures)  # per bucket: the reference pass and the policy's (forward and backward)
+        assert update_graphs(model) is None
+        (loss0, g0), (loss1, g1) = results
+        assert loss1 == pytest.approx(loss0, abs=2e-2), step
+        for a, b in zip(g0, g1, strict=True):
+            assert torch.nn.functional.cosine_similarity(a.flatten(), b.flatten(), dim=0) > 0.99, step
+        optimizer.step()
+        model.zero_grad(set_to_none=True)
+    assert captures[0] == 0 and captures[1] >= 2 and captures[2] == captures[1], captures

@@ -20,6 +20,9 @@ from bench import update_counts as uc
 TRL_LAUNCHES = 7233
 # ours as that run printed it (6,067), with 2 % of room: a change that launches more per update must say why here
 OUR_LAUNCHES = 6200
+# ours with the passes replayed as CUDA graphs (capture_update; bench.update_counts' "captured" row printed 396):
+# the graphs' launches and what runs around them (copies in, the loss, the metrics, the gradients' accumulation)
+CAPTURED_LAUNCHES = 410
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +45,20 @@ def test_the_update_launches_no_more_than_trls(workload: tuple) -> None:
     assert mode.counts.launches <= min(TRL_LAUNCHES, OUR_LAUNCHES), mode.ops.most_common(15)
     # the padded attention's one call per layer and pass: 24 layers × (reference, policy) forward
     assert mode.ops["index_select"] <= 4 * 24 * 2 + 4 * 24, mode.ops["index_select"]
+
+
+def test_the_captured_update_launches_only_what_runs_around_its_graphs(workload: tuple) -> None:
+    """With the passes replayed (``Replays`` counts each graph as its one launch), the host launches a few hundred
+    ops per update, not thousands: 2 + 1 graphs per micro-batch (the reference pass; the policy's forward and
+    backward) and the eager rest."""
+    _, config, ro, adv, cfg = workload
+    replays = uc.Replays()
+    run = uc.ours_captured(uc.our_policy(config), ro, adv, cfg, replays)
+    mode = uc.CountOps()  # no warm-up: the adapter's casts are inside the passes, in the graphs
+    replays.mode = mode
+    with mode:
+        run()
+    assert mode.counts.launches <= CAPTURED_LAUNCHES, mode.ops.most_common(15)
 
 
 def test_the_update_syncs_once_and_never_inside_a_micro_batch(workload: tuple) -> None:

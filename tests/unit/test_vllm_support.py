@@ -107,11 +107,17 @@ def test_auto_picks_vllm_only_where_a_supported_release_is_installed(
     monkeypatch.setattr(policy, "supported_vllm", lambda: True)
     got = resolve_execution(GRPOConfig(), model, gpu)
     assert (got.rollout_engine, got.vllm_sleep_mode) == ("vllm", True) and got.vllm_gpu_memory_utilization
+    # the update's CUDA graphs keep their memory: not beside an engine that wakes into it
+    assert got.capture_update is False
+    assert resolve_execution(GRPOConfig(), model, gpu, own_gpu=True).capture_update is True
     off = resolve_execution(GRPOConfig(vllm_sleep_mode=False), model, gpu)
     assert off.vllm_sleep_mode is False and off.vllm_gpu_memory_utilization == VLLM_MAX_SHARE
+    assert off.capture_update is True
     monkeypatch.setattr(policy, "supported_vllm", lambda: False)  # a release the service does not run on
     got = resolve_execution(GRPOConfig(), model, gpu)
     assert (got.rollout_engine, got.vllm_sleep_mode, got.vllm_gpu_memory_utilization) == ("merged", None, None)
+    assert got.capture_update is True
+    assert resolve_execution(GRPOConfig(compile_update=True), model, gpu).capture_update is False
 
 
 def test_the_engine_is_suspended_before_the_sizing_and_before_every_update(
