@@ -144,8 +144,9 @@ def _with_tensors(packed: Packed, tensors: list[Tensor] | tuple[Tensor, ...]) ->
     ids, pos, source, targets, *rest = tensors
     layout = packed.layout
     assert layout is not None
-    names = [f.name for f in dataclasses.fields(layout) if isinstance(getattr(layout, f.name), Tensor)]
-    moved: Any = dataclasses.replace(layout, **dict(zip(names, rest, strict=True)))  # type: ignore[arg-type]
+    values = {f.name: getattr(layout, f.name) for f in dataclasses.fields(layout)}
+    names = [name for name, value in values.items() if isinstance(value, Tensor)]
+    moved = type(layout)(**(values | dict(zip(names, rest, strict=True))))
     return dataclasses.replace(packed, input_ids=ids, position_ids=pos, source=source, targets=targets, layout=moved)
 
 
@@ -177,7 +178,8 @@ class _Replay:
             self._graph = None
         else:
             forward = _Forward(model, run, packed)
-            stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
+            cuda: Any = torch.cuda  # its Stream is untyped
+            stream = cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):  # cuBLAS and the allocator warm up outside the capture
                 for _ in range(2):
