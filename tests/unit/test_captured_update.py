@@ -272,3 +272,26 @@ def test_lora_casts_inside_a_capture_are_fresh(tiny_model_dir: Path, monkeypatch
     monkeypatch.setattr(lora_fused, "_capturing", lambda t: True)
     a1, _ = _compute_weights(layer, name, torch.bfloat16)
     assert a1 is not a0 and torch.equal(a1, a0)
+
+
+def test_a_graphs_static_inputs_stand_in_for_a_packs_tensors() -> None:
+    """What a graph reads of a pack (``_tensors``: its ids, positions, loss tokens and layout) and the pack rebuilt
+    on other tensors (``_with_tensors``: the graph's static inputs), for both attention layouts."""
+    from grpo_core.update.attention import varlen_layout
+
+    static = static_pack(pack(*_batch(), share_prefix=True))
+    moved = static.to(torch.device("cpu"))
+    b = static.bucket
+    assert b is not None
+    varlen = dataclasses.replace(moved, layout=varlen_layout(static.attention, b.tokens, torch.device("cpu"),
+                                                             (b.queries, b.keys)))  # fmt: skip
+    for packed in (moved, varlen):
+        tensors = captured._tensors(packed)
+        copies = [t.clone() for t in tensors]
+        rebuilt = captured._with_tensors(packed, copies)
+        assert type(rebuilt.layout) is type(packed.layout) and rebuilt.bucket == packed.bucket
+        assert all(x is y for x, y in zip(captured._tensors(rebuilt), copies, strict=True))
+        assert rebuilt.layout is not None and packed.layout is not None
+        layout = packed.layout
+        ints = [f.name for f in dataclasses.fields(layout) if not isinstance(getattr(layout, f.name), torch.Tensor)]
+        assert ints and all(getattr(rebuilt.layout, name) == getattr(layout, name) for name in ints)
