@@ -38,11 +38,13 @@ does: what the host still launches, around the graphs, is then counted as exactl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
 import traceback
 from collections import Counter as Tally
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -292,17 +294,22 @@ class Replays:
             self.mode.counts.launches += 1
             self.mode.counts.dispatches += 1
 
-    def _static(self, packed: Any, entropy: bool) -> tuple[torch.Tensor, ...]:
-        """A replay's outputs: the graph's static buffers, made here without being counted."""
-        assert self.mode is None or not self.mode.replaying
+    @contextlib.contextmanager
+    def _uncounted(self) -> Iterator[None]:
+        """What a replay does without the host: not counted."""
         if self.mode is not None:
             self.mode.replaying = True
         try:
-            n = packed.targets.shape[0]
-            return tuple(torch.zeros(n, device=packed.targets.device) for _ in range(1 + entropy))
+            yield
         finally:
             if self.mode is not None:
                 self.mode.replaying = False
+
+    def _static(self, packed: Any, entropy: bool) -> tuple[torch.Tensor, ...]:
+        """A replay's outputs: the graph's static buffers, of the bucket's loss tokens."""
+        with self._uncounted():
+            n = packed.targets.shape[0]
+            return tuple(torch.zeros(n, device=packed.targets.device) for _ in range(1 + entropy))
 
     def run(self, model: Any, run: Any, packed: Any, options: tuple[Any, ...]) -> Any:
         entropy = options[1] is not None
@@ -321,14 +328,8 @@ class Replays:
             @staticmethod
             def backward(ctx: Any, *grads: Any) -> Any:
                 outer._launch()
-                mode = outer.mode
-                if mode is not None:
-                    mode.replaying = True
-                try:
+                with outer._uncounted():
                     return tuple(torch.zeros_like(p) for p in params)
-                finally:
-                    if mode is not None:
-                        mode.replaying = False
 
         out = Graphed.apply(*params)
         return out[0], out[1] if entropy else None

@@ -40,7 +40,7 @@ from grpo_core.rollout.batch import eos_ids
 from grpo_core.rollout.engines.base import RolloutEngine
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
-from grpo_core.update.captured import capture_problem
+from grpo_core.update.captured import capture_by_default
 from grpo_core.update.lora_fused import fuse_lora
 from grpo_core.update.packing import head_problem
 
@@ -133,9 +133,9 @@ def resolve_execution(
     if checkpoint:
         enable_checkpointing(model)
     capture = cfg.capture_update
-    if capture is None:  # graphs keep their memory between updates: not where a vLLM engine wakes into it
-        waking = engine == "vllm" and bool(sleep) and not own_gpu
-        capture = not (waking or cfg.compile_update) and capture_problem(model, placement.device) is None
+    if capture is None:
+        wakes = engine == "vllm" and bool(sleep) and not own_gpu
+        capture = capture_by_default(model, placement.device, compile_update=cfg.compile_update, engine_wakes=wakes)
     share = None
     if engine == "vllm" and placement.is_cuda:
         if own_gpu:  # nothing of the training's on that GPU

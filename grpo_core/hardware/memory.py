@@ -79,14 +79,24 @@ def sequence_bytes(
     return (cfg.max_prompt_tokens + completion) * per_token + completion * vocab * 4 * 3
 
 
+def _precision_bytes(placement: Placement) -> int:
+    return 2 if placement.autocast else 4
+
+
 def planned_sequence_bytes(
     model: Any, cfg: GRPOConfig, placement: Placement, *, checkpointing: bool, completion_tokens: int | None = None
 ) -> int:
     """``sequence_bytes`` in the precision ``placement`` trains in: what every plan here divides memory by."""
-    precision_bytes = 2 if placement.autocast else 4
+    precision_bytes = _precision_bytes(placement)
     return sequence_bytes(
         model, cfg, checkpointing=checkpointing, precision_bytes=precision_bytes, completion_tokens=completion_tokens
     )
+
+
+def planned_token_bytes(model: Any, placement: Placement, *, checkpointing: bool) -> int:
+    """``token_bytes`` in the precision ``placement`` trains in: a packed micro-batch's per-token plan (with the
+    fused head, whose logits are one chunk's, ``HEAD_BUDGET_BYTES``, whatever the tokens)."""
+    return token_bytes(model, checkpointing=checkpointing, precision_bytes=_precision_bytes(placement))
 
 
 def sequences_fit(free_gb: float, per_sequence: int) -> int:
@@ -143,7 +153,7 @@ def auto_micro_batch_tokens(
     mem = device_memory_gb(placement.device)
     if mem is None or not fused_head:
         return (cfg.micro_batch if micro_batch is None else micro_batch) * longest
-    per_token = token_bytes(model, checkpointing=checkpointing, precision_bytes=2 if placement.autocast else 4)
+    per_token = planned_token_bytes(model, placement, checkpointing=checkpointing)
     fit = int((SAFETY * mem[0] * 2**30 - HEAD_BUDGET_BYTES) // per_token)
     return max(longest, min(fit, MAX_AUTO_TOKENS))
 
@@ -213,8 +223,7 @@ def checkpointing_needed(
     room = SAFETY * mem[0] * (1.0 - engine_share) * 2**30
     if fused_head:
         longest = cfg.max_prompt_tokens + _completion(cfg, completion_tokens)
-        per_token = token_bytes(model, checkpointing=False, precision_bytes=2 if placement.autocast else 4)
-        return rows * longest * per_token + HEAD_BUDGET_BYTES > room
+        return rows * longest * planned_token_bytes(model, placement, checkpointing=False) + HEAD_BUDGET_BYTES > room
     per_seq = planned_sequence_bytes(model, cfg, placement, checkpointing=False, completion_tokens=completion_tokens)
     return rows * per_seq > room
 

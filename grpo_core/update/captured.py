@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import logging
 from collections import Counter, OrderedDict
@@ -50,6 +51,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.hardware.cuda_graphs import WARMUP_RUNS, record
 from grpo_core.hardware.device import HOST
 from grpo_core.update.attention import AttentionRow
 from grpo_core.update.lora_fused import capture_problem as lora_problem
@@ -131,6 +133,13 @@ def capture_problem(model: Any, device: torch.device) -> str | None:
     return lora_problem(model)
 
 
+def capture_by_default(model: Any, device: torch.device, *, compile_update: bool, engine_wakes: bool) -> bool:
+    """``capture_update: auto``: where the graphs can replay (``capture_problem``) and may keep their memory
+    between updates (not where a vLLM engine wakes on the same GPU into what the update frees), and the layers
+    are not compiled instead."""
+    return not (engine_wakes or compile_update) and capture_problem(model, device) is None
+
+
 def _tensors(packed: Packed) -> list[Tensor]:
     """The pack's device tensors a pass reads, in a fixed order (its layout's included)."""
     layout = packed.layout
@@ -172,22 +181,12 @@ class _Replay:
         if torch.is_grad_enabled():  # the forward and the backward, each one graph
             shared = {"pool": pool} if "pool" in inspect.signature(torch.cuda.make_graphed_callables).parameters else {}
             graphed: Any = torch.cuda.make_graphed_callables(
-                _Forward(model, run, packed), inputs, num_warmup_iters=2, allow_unused_input=True, **shared
+                _Forward(model, run, packed), inputs, num_warmup_iters=WARMUP_RUNS, allow_unused_input=True, **shared
             )
             self._call: Callable[..., tuple[Tensor, ...]] = graphed
             self._graph = None
-        else:
-            forward = _Forward(model, run, packed)
-            cuda: Any = torch.cuda  # its Stream is untyped
-            stream = cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):  # cuBLAS and the allocator warm up outside the capture
-                for _ in range(2):
-                    forward(*inputs)
-            torch.cuda.current_stream().wait_stream(stream)
-            self._graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self._graph, pool=pool):
-                self._outputs = forward(*inputs)
+        else:  # one graph
+            self._graph, self._outputs = record(functools.partial(_Forward(model, run, packed), *inputs), pool)
             self._inputs = inputs
 
     def __call__(self, packed: Packed) -> tuple[Tensor, Tensor | None]:
@@ -248,8 +247,9 @@ class UpdateGraphs:
         while len(self._buckets) > MAX_BUCKETS:
             self._buckets.popitem(last=False)  # its graphs go; their memory stays in the shared pool
         try:
-            self._pool = self._pool or torch.cuda.graph_pool_handle()
-            replay = graphs[key] = _Replay(model, run, packed, self._pool)
+            with torch.cuda.device(packed.input_ids.device):  # the model's GPU, whichever is current
+                self._pool = self._pool or torch.cuda.graph_pool_handle()
+                replay = graphs[key] = _Replay(model, run, packed, self._pool)
         except Exception as e:  # a capture that fails must not fail the job: it trains on, eagerly
             self.failure = f"{type(e).__name__}: {e}"
             self._buckets.clear()

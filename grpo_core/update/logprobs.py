@@ -58,12 +58,12 @@ def packed_token_logprobs(
         return _token_logprobs(model, p, temperature=temperature, entropy_grad=entropy_grad, fused_head=fused_head)
 
     graphs = update_graphs(model)
-    if graphs is None or packed.bucket is None:
+    if packed.bucket is None:
+        return run(packed)
+    if graphs is None:
         logp, entropy = run(packed)
     else:
         logp, entropy = graphs.run(model, run, packed, (temperature, entropy_grad, fused_head))
-    if packed.bucket is None:
-        return logp, entropy
     n = packed.loss_tokens
     return logp[:n], None if entropy is None else entropy[:n]
 

@@ -156,8 +156,8 @@ def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 def reference_pass(model: Any) -> Iterator[None]:
     """The base model inside: every fused layer off by one flag when all of the model's LoRA layers are fused and
     none is merged, else peft's ``disable_adapter()``."""
-    switch: LoRASwitch | None = getattr(model, _SWITCH, None)
-    if switch is None or not switch.complete or any(m.merged for m in switch.layers):
+    switch = _switch_alone(model)
+    if switch is None:
         with model.disable_adapter():
             yield
         return
@@ -174,20 +174,25 @@ def reference_on(model: Any) -> bool:
     return switch is not None and switch.off
 
 
+def _switch_alone(model: Any) -> LoRASwitch | None:
+    """The model's switch when its flag alone turns the adapter off: every LoRA layer fused, none merged."""
+    switch: LoRASwitch | None = getattr(model, _SWITCH, None)
+    if switch is None or not switch.complete or any(m.merged for m in switch.layers):
+        return None
+    return switch
+
+
 def capture_problem(model: Any) -> str | None:
     """Why a CUDA graph of ``model``'s forward could replay the wrong adapter state, or None: a graph records one
     state of the fused layers' flag (``reference_on``: part of its key), nothing of peft's own switches."""
     from peft.tuners.lora import LoraLayer
 
-    switch: LoRASwitch | None = getattr(model, _SWITCH, None)
-    layers = [m for m in model.modules() if isinstance(m, LoraLayer)]
-    if not layers:
+    if _switch_alone(model) is not None or not any(isinstance(m, LoraLayer) for m in model.modules()):
         return None
+    switch: LoRASwitch | None = getattr(model, _SWITCH, None)
     if switch is None or not switch.complete:
         return "not every LoRA layer is fused (peft's own forward switches adapters by Python state)"
-    if any(m.merged for m in layers):
-        return "the adapter is merged into the weights"
-    return None
+    return "the adapter is merged into the weights"
 
 
 def fuse_lora(model: torch.nn.Module) -> int:

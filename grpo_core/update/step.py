@@ -22,7 +22,7 @@ from grpo_core.hardware.sharding import sharded
 from grpo_core.models.prefix_cache import shared_prefixes
 from grpo_core.rollout.batch import Rollout
 from grpo_core.schemas.config import GRPOConfig
-from grpo_core.update.captured import capture_problem, captured_passes, static_pack
+from grpo_core.update.captured import capture_by_default, capture_problem, captured_passes, static_pack
 from grpo_core.update.compiled import compiled_layers
 from grpo_core.update.correction import Correction, importance_weights
 from grpo_core.update.logprobs import completion_logprobs, compute_dtype
@@ -84,17 +84,17 @@ def update_path(model: Any, cfg: GRPOConfig, world: World) -> UpdatePath:
     if sharded(cfg, world):
         return UpdatePath(share_prefix=False)
     packing = cfg.packing and packing_problem(model) is None
-    problem = capture_problem(model, _device(model))
-    captured = cfg.capture_update
-    if captured is None:  # auto: where the graphs can replay, and may keep their memory (grpo_core.update.captured)
-        waking = cfg.rollout_engine == "vllm" and bool(cfg.vllm_sleep_mode)
-        captured = problem is None and not cfg.compile_update and not waking
+    captured = cfg.capture_update  # resolved by grpo_core.policy.resolve_execution for a job; else auto here
+    if captured is None:
+        wakes = cfg.rollout_engine == "vllm" and bool(cfg.vllm_sleep_mode)
+        captured = capture_by_default(model, _device(model), compile_update=cfg.compile_update, engine_wakes=wakes)
+    captured = packing and captured
     return UpdatePath(
         packing=packing,
         fused_head=cfg.fused_lm_head and head_problem(model) is None,
         compiled=cfg.compile_update,
-        captured=packing and captured,
-        graphs=packing and captured and problem is None,
+        captured=captured,
+        graphs=captured and capture_problem(model, _device(model)) is None,
     )
 
 

@@ -47,11 +47,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from grpo_core.hardware.cuda_graphs import record
 from grpo_core.models.catalog import length_dependent_rope
 
 CAPACITY_STEP = 256  # positions: the KV buffers grow in these steps (a job recaptures a bounded number of times)
 _SMALL_BUCKETS = (1, 2, 4, 8)
-_WARMUP_RUNS = 2  # eager runs on a side stream before a capture (cuBLAS handles, allocator blocks)
 
 
 def batch_bucket(rows: int) -> int:
@@ -321,21 +321,10 @@ class StaticDecoder:
         return out
 
     def _capture(self, bucket: int) -> tuple[Any, Tensor] | None:
-        step = self._step_fn(bucket)
-        current = torch.cuda.current_stream(self.device)
-        stream: Any = torch.cuda.Stream  # unannotated in torch
-        side = stream(self.device)
-        side.wait_stream(current)
-        with torch.cuda.stream(side):
-            for _ in range(_WARMUP_RUNS):
-                step()
-        current.wait_stream(side)
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()  # one activation pool shared by every bucket's graph
-        graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph, pool=self._pool):
-                out = step()
+            graph, out = record(self._step_fn(bucket), self._pool, self.device)
         except RuntimeError as exc:  # a kernel that cannot be captured: keep sampling, without graphs
             self.failure = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
             self.graphs = False
