@@ -11,6 +11,17 @@ the same token (the ``logprobs`` input) and A_t the advantage:
     ppo                   loss = Σ_t −w_t · min(ρ_t · A_t, clip(ρ_t, lo_t, hi_t) · A_t)
                           lo_t, hi_t: the per-token ``clip_low_threshold`` / ``clip_high_threshold`` inputs, or
                           the config's (default 0.8 / 1.2: Tinker's ε = 0.2 on both sides, Schulman et al., 2017)
+    cispo                 loss = Σ_t −w_t · sg(clip(ρ_t, lo_t, hi_t)) · logp_t · A_t
+                          (MiniMax-M1, Chen et al., 2025: the clipped ratio weighs the log-prob's gradient, so a
+                          clipped token still learns, at most hi times as fast; default 0.8 / 1.2 as ppo's)
+    gspo                  GSPO-token (Zheng et al., 2025), per datum d with its marked tokens M_d:
+                          s_d = exp(mean_{t ∈ M_d} (logp_t − q_t));  s_t = sg(s_d) · exp(logp_t − sg(logp_t))
+                          loss = Σ_t −w_t · min(s_t · A_t, clip(s_t, lo_t, hi_t) · A_t)
+                          M_d: the tokens ``sequence_ratio_mask`` marks (≠ 0), or, when the datum leaves it out,
+                          the tokens that carry loss (w ≠ 0, A ≠ 0); a datum with none has s_d = 1. Every token
+                          carries its sequence's ratio as its value and its own log-prob's gradient, so per-token
+                          advantages still work (Tinker's "GSPO-token"); the default range is the paper's,
+                          1 − 3e-4 .. 1 + 4e-4.
 
 The Tinker docs' RL formulas have no weights: w_t = 1 (the default) reproduces them exactly, and w_t = 0 masks a
 token. ρ is per token: no sequence-level ratio, no KL term, no entropy bonus (grpo_core.update.loss has those, for
@@ -18,14 +29,15 @@ the job trainer).
 
 Metrics are ``name:reduction`` with exactly one colon (the SDK splits every key on ':' and reduces chunks by the
 suffix). ``loss:sum`` always; ``tokens:sum`` counts the tokens that carry loss (w ≠ 0, and A ≠ 0 for the RL
-losses); ``ratio:mean`` and ``clip_fraction:mean`` are means over those tokens (0 when there are none). A token
-counts as clipped when the clipped term is the one the min picks and it differs from the unclipped one, i.e. its
-gradient is cut: ρ > hi with A > 0, or ρ < lo with A < 0.
+losses); ``ratio:mean`` and ``clip_fraction:mean`` are means over those tokens (0 when there are none; gspo's
+ratio is each token's sequence ratio). A token counts as clipped for ppo and gspo when the clipped term is the one
+the min picks and it differs from the unclipped one, i.e. its gradient is cut: ρ > hi with A > 0, or ρ < lo with
+A < 0; for cispo when its ratio lies outside [lo, hi] (its weight is the bound, its gradient is kept).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -80,8 +92,7 @@ def ppo(
     """Σ_t −w_t · min(ρ_t A_t, clip(ρ_t, lo_t, hi_t) A_t) over (N,) tensors; ``clip_low`` / ``clip_high``: (N,)
     per-token thresholds or one number for all."""
     ratio = torch.exp(logp - sampling_logp)
-    lo = clip_low if isinstance(clip_low, Tensor) else torch.full_like(ratio, clip_low)
-    hi = clip_high if isinstance(clip_high, Tensor) else torch.full_like(ratio, clip_high)
+    lo, hi = _bounds(ratio, clip_low, clip_high)
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, min=lo, max=hi) * advantages
     loss = -(weights * torch.minimum(unclipped, clipped)).sum()
@@ -97,10 +108,95 @@ def ppo(
     return LossOutput(loss, metrics)
 
 
-def loss_of(loss_fn: str, logp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float]) -> LossOutput:
+def _bounds(ratio: Tensor, clip_low: Tensor | float, clip_high: Tensor | float) -> tuple[Tensor, Tensor]:
+    lo = clip_low if isinstance(clip_low, Tensor) else torch.full_like(ratio, clip_low)
+    hi = clip_high if isinstance(clip_high, Tensor) else torch.full_like(ratio, clip_high)
+    return lo, hi
+
+
+def cispo(
+    logp: Tensor,
+    sampling_logp: Tensor,
+    advantages: Tensor,
+    weights: Tensor,
+    clip_low: Tensor | float = 0.8,
+    clip_high: Tensor | float = 1.2,
+) -> LossOutput:
+    """Σ_t −w_t · sg(clip(ρ_t, lo_t, hi_t)) · logp_t · A_t over (N,) tensors: the clipped ratio is a weight, not
+    a term the min may pick, so no token's gradient is cut."""
+    ratio = torch.exp(logp - sampling_logp)
+    lo, hi = _bounds(ratio, clip_low, clip_high)
+    weight = torch.clamp(ratio, min=lo, max=hi).detach()
+    loss = -(weights * weight * logp * advantages).sum()
+    with torch.no_grad():
+        counted = ((weights != 0) & (advantages != 0)).float()
+        outside = ((ratio < lo) | (ratio > hi)).float()
+        metrics = {
+            "loss:sum": float(loss.detach()),
+            "tokens:sum": float(counted.sum()),
+            "ratio:mean": _mean_over(ratio.detach(), counted),
+            "clip_fraction:mean": _mean_over(outside, counted),
+        }
+    return LossOutput(loss, metrics)
+
+
+def sequence_log_ratios(log_ratio: Tensor, marked: Tensor, lengths: Sequence[int]) -> Tensor:
+    """(S,) the mean of ``log_ratio`` (N,) over the ``marked`` (N,) tokens of each of the S datums laid end to end
+    with ``lengths``; 0 for a datum with no marked token. One scatter per sum, no host sync."""
+    seg = torch.repeat_interleave(
+        torch.arange(len(lengths), device=log_ratio.device), torch.tensor(list(lengths), device=log_ratio.device)
+    )
+    m = marked.to(log_ratio.dtype)
+    total = torch.zeros(len(lengths), dtype=log_ratio.dtype, device=log_ratio.device).index_add_(0, seg, log_ratio * m)
+    count = torch.zeros_like(total).index_add_(0, seg, m)
+    return (total / count.clamp(min=1.0))[seg]
+
+
+def gspo(
+    logp: Tensor,
+    sampling_logp: Tensor,
+    advantages: Tensor,
+    weights: Tensor,
+    lengths: Sequence[int],
+    sequence_mask: Tensor | None = None,
+    clip_low: Tensor | float = 1 - 3e-4,
+    clip_high: Tensor | float = 1 + 4e-4,
+) -> LossOutput:
+    """GSPO-token over datums of ``lengths`` laid end to end in the (N,) tensors: every token's ratio has its
+    datum's geometric-mean ratio as value and its own log-prob's gradient, then ppo's clipped min. ``sequence_mask``
+    (N,): the tokens the ratio averages (≠ 0; NaN where a datum left the mask out: its tokens that carry loss)."""
+    counted = (weights != 0) & (advantages != 0)
+    marked = counted
+    if sequence_mask is not None:  # NaN: the datum left the mask out
+        marked = torch.where(torch.isnan(sequence_mask), counted, sequence_mask != 0)
+    seq_log_ratio = sequence_log_ratios((logp - sampling_logp).detach(), marked, lengths)  # (N,) per token
+    ratio = torch.exp(seq_log_ratio + logp - logp.detach())
+    lo, hi = _bounds(ratio, clip_low, clip_high)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, min=lo, max=hi) * advantages
+    loss = -(weights * torch.minimum(unclipped, clipped)).sum()
+    with torch.no_grad():
+        counted_f = counted.float()
+        metrics = {
+            "loss:sum": float(loss.detach()),
+            "tokens:sum": float(counted_f.sum()),
+            "ratio:mean": _mean_over(ratio.detach(), counted_f),
+            "clip_fraction:mean": _mean_over((clipped < unclipped).float(), counted_f),
+        }
+    return LossOutput(loss, metrics)
+
+
+def loss_of(
+    loss_fn: str,
+    logp: Tensor,
+    inputs: Mapping[str, Tensor],
+    config: Mapping[str, float],
+    lengths: Sequence[int] | None = None,
+) -> LossOutput:
     """The loss ``loss_fn`` of ``logp`` (N,) with its per-token ``inputs`` (N,) each, an optional input left out
-    taking its default (grpo_core.training_api.spec.LossSpec.fill) and the config its defaults. The inputs are
-    expected checked (spec.check_batch); an unknown loss raises spec.BatchError."""
+    taking its default (grpo_core.training_api.spec.LossSpec.fill) and the config its defaults. ``lengths``: the
+    datums' token counts when ``logp`` holds several end to end (gspo's ratio is per datum; default one datum).
+    The inputs are expected checked (spec.check_batch); an unknown loss raises spec.BatchError."""
     spec = loss_spec(loss_fn)
 
     def get(name: str) -> Tensor | float:
@@ -120,4 +216,10 @@ def loss_of(loss_fn: str, logp: Tensor, inputs: Mapping[str, Tensor], config: Ma
     q, adv = per_token("logprobs"), per_token("advantages")
     if loss_fn == "importance_sampling":
         return importance_sampling(logp, q, adv, weights)
-    return ppo(logp, q, adv, weights, get("clip_low_threshold"), get("clip_high_threshold"))
+    lo, hi = get("clip_low_threshold"), get("clip_high_threshold")
+    if loss_fn == "cispo":
+        return cispo(logp, q, adv, weights, lo, hi)
+    if loss_fn == "gspo":
+        mask = inputs["sequence_ratio_mask"].to(logp.dtype) if "sequence_ratio_mask" in inputs else None
+        return gspo(logp, q, adv, weights, lengths or [logp.numel()], mask, lo, hi)
+    return ppo(logp, q, adv, weights, lo, hi)

@@ -185,7 +185,7 @@ class TrainingModel:
             batch = {k: torch.cat([inputs[i][k] for i in idx]).to(self.device) for k in spec.inputs}
             with torch.set_grad_enabled(backward), self._autocast(), attention_kernels(self.device.type, self.packed):
                 logp = self._logprobs([data[i] for i in idx])  # (N,)
-                loss = loss_of(loss_fn, logp, batch, config).loss if backward else None
+                loss = loss_of(loss_fn, logp, batch, config, [lengths[i] for i in idx]).loss if backward else None
             if loss is not None:
                 if not torch.isfinite(loss):
                     raise UserError(
@@ -197,7 +197,7 @@ class TrainingModel:
             for i, part in zip(idx, torch.split(logp.detach().to(HOST), [lengths[i] for i in idx]), strict=True):
                 out[i] = part
         everything = {k: torch.cat([x[k] for x in inputs]) for k in spec.inputs}
-        metrics = loss_of(loss_fn, torch.cat(out), everything, config).metrics
+        metrics = loss_of(loss_fn, torch.cat(out), everything, config, lengths).metrics
         return ForwardResult([x.tolist() for x in out], metrics)
 
     def _logprobs(self, data: list[Datum]) -> Tensor:

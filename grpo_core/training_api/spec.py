@@ -12,12 +12,18 @@ the Tinker docs ("Loss Functions", tinker-docs.thinkingmachines.ai); grpo_core.t
     importance_sampling  target_tokens, logprobs, advantages [, weights]     —
     ppo                  target_tokens, logprobs, advantages [, weights]     clip_low_threshold (0.8)
                          [, clip_low_threshold, clip_high_threshold]         clip_high_threshold (1.2)
+    cispo                as ppo                                              clip_low_threshold (0.8)
+                                                                             clip_high_threshold (1.2)
+    gspo                 as ppo [, sequence_ratio_mask]                      clip_low_threshold (0.9997)
+                                                                             clip_high_threshold (1.0004)
 
 ``logprobs`` are the sampler's log-probs of the target tokens (the policy q that drew them); ``weights`` is
 optional for the RL losses and then 1 on every token (prompt tokens carry no loss there because their advantage
 is 0, as the Tinker cookbook builds its data); a per-token clip threshold, when given, overrides the config's on
-that datum. Unknown losses, inputs and config keys are refused, never ignored: a misspelt ``advantage`` would
-otherwise train on nothing.
+that datum. ``sequence_ratio_mask`` (gspo) marks the tokens whose log-ratios make a datum's sequence ratio; left
+out, they are the tokens that carry loss (w ≠ 0 and A ≠ 0). gspo's default thresholds are the GSPO paper's
+(ε_low = 3e-4, ε_high = 4e-4: a sequence ratio is a geometric mean, so its range is narrow). Unknown losses,
+inputs and config keys are refused, never ignored: a misspelt ``advantage`` would otherwise train on nothing.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ class InputSpec:
 
     dtype: Dtype
     required: bool = True
-    default: float | None = None
+    default: float | None = None  # NaN: "not given", which no request can send (inputs must be finite)
 
 
 @dataclass(frozen=True)
@@ -77,21 +83,25 @@ _RL_INPUTS = {
     "advantages": InputSpec("float32"),
     "weights": InputSpec("float32", required=False, default=1.0),
 }
+_CLIPPED_INPUTS = _RL_INPUTS | {
+    "clip_low_threshold": InputSpec("float32", required=False),
+    "clip_high_threshold": InputSpec("float32", required=False),
+}
+# The GSPO paper's ranges (Zheng et al., 2025, §5.1: 3e-4 and 4e-4) around a ratio of 1.
+GSPO_CLIP = {"clip_low_threshold": 1 - 3e-4, "clip_high_threshold": 1 + 4e-4}
 LOSSES: dict[str, LossSpec] = {
     "cross_entropy": LossSpec("cross_entropy", {"target_tokens": _TARGETS, "weights": InputSpec("float32")}),
     "importance_sampling": LossSpec("importance_sampling", _RL_INPUTS),
-    "ppo": LossSpec(
-        "ppo",
-        _RL_INPUTS
-        | {
-            "clip_low_threshold": InputSpec("float32", required=False),
-            "clip_high_threshold": InputSpec("float32", required=False),
-        },
-        {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2},
+    "ppo": LossSpec("ppo", _CLIPPED_INPUTS, {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}),
+    "cispo": LossSpec("cispo", _CLIPPED_INPUTS, {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}),
+    "gspo": LossSpec(
+        "gspo",
+        _CLIPPED_INPUTS | {"sequence_ratio_mask": InputSpec("float32", required=False, default=math.nan)},
+        GSPO_CLIP,
     ),
 }
 # The other names the tinker SDK's LossFnType knows: refused with the list of those this server computes.
-UNSUPPORTED_LOSSES = ("cispo", "dro", "gspo", "stable_reinforce", "custom")
+UNSUPPORTED_LOSSES = ("dro", "stable_reinforce", "custom")
 
 
 def _supported() -> str:
@@ -153,7 +163,7 @@ def _check_config(spec: LossSpec, config: Mapping[str, float]) -> None:
             raise BatchError(f"loss_fn_config.{key}", f"{spec.name} has no config key {key!r} ({takes})")
         if not _is_finite(value):
             raise BatchError(f"loss_fn_config.{key}", f"{value!r} is not a finite number")
-    if spec.name == "ppo":
+    if "clip_low_threshold" in spec.config:
         cfg = spec.resolved_config(config)
         if cfg["clip_low_threshold"] > cfg["clip_high_threshold"]:
             raise BatchError(

@@ -219,6 +219,22 @@ def test_sampling_clients_and_the_policy_gradient_losses(
     tc.optim_step(ADAM).result()
     ppo = tc.forward_backward(data, "ppo", {"clip_low_threshold": 0.9, "clip_high_threshold": 1.1}).result()
     assert "loss:sum" in ppo.metrics
+    # cispo and gspo as the SDK names them, on advantages ±1 (the lengths above may all tie); gspo with a
+    # sequence_ratio_mask on one datum (its float32 wire key): the datum's sampled tokens
+    n_prompt = len(prompt.to_ints()) - 1
+    signed = []
+    for i, d in enumerate(data):
+        sign = 1.0 if i % 2 == 0 else -1.0
+        inputs = {**d.loss_fn_inputs, "advantages": [0.0] * n_prompt + [sign] * (d.model_input.length - n_prompt)}
+        if i == 0:
+            inputs["sequence_ratio_mask"] = [0.0] * n_prompt + [1.0] * (d.model_input.length - n_prompt)
+        signed.append(types.Datum(model_input=d.model_input, loss_fn_inputs=inputs))
+    sampled_tokens = float(sum(len(seq.tokens) for seq in out.sequences))
+    gspo = tc.forward_backward(signed, "gspo", {"clip_low_threshold": 0.5, "clip_high_threshold": 2.0}).result()
+    assert gspo.metrics["tokens:sum"] == sampled_tokens and 0.5 < gspo.metrics["ratio:mean"] < 2.0
+    cispo = tc.forward_backward([d for d in signed[1:]], "cispo").result()
+    assert cispo.metrics["tokens:sum"] > 0 and 0.0 <= cispo.metrics["clip_fraction:mean"] <= 1.0
+    tc.optim_step(ADAM).result()
 
     # a named sampler checkpoint and a sampling client on it, then on the base model; prompt log-probs
     path = tc.save_weights_for_sampler("first").result().path

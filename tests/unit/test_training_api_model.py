@@ -14,7 +14,7 @@ from grpo_core.checkpoint import CheckpointError
 from grpo_core.errors import UserError
 from grpo_core.policy import load_adapter
 from grpo_core.schemas.config import GRPOConfig
-from grpo_core.training_api.losses import cross_entropy, importance_sampling, loss_of, ppo
+from grpo_core.training_api.losses import cispo, cross_entropy, gspo, importance_sampling, loss_of, ppo
 from grpo_core.training_api.model import OPTIMIZER_FILE, STATE_FILE, TrainingModel, target_modules
 from grpo_core.training_api.spec import BatchError, Datum
 from tests.device_guard import ImplicitDeviceGuard
@@ -72,8 +72,61 @@ def test_ppo_per_token_thresholds_override_the_config() -> None:
     assert wide.loss.item() == pytest.approx(-(1.0 + 1.2 - 1.5), rel=1e-6)
 
 
+def test_cispo_weighs_the_log_prob_by_the_clipped_ratio() -> None:
+    # weights sg(clip(ρ)) = (1, 1.2, 0.8); loss = −Σ c·logp·A = −(1·−1·1 + 1.2·−2·1 + 0.8·−0.5·−3) = 2.2
+    logp = t(LOGP, grad=True)
+    out = cispo(logp, t(Q), t(ADV), t([1.0, 1.0, 1.0]), 0.8, 1.2)
+    assert out.loss.item() == pytest.approx(2.2, rel=1e-6)
+    assert out.metrics["clip_fraction:mean"] == pytest.approx(2 / 3)  # ρ = 2 and ρ = 0.5 lie outside
+    assert out.metrics["ratio:mean"] == pytest.approx(3.5 / 3, rel=1e-6)
+    out.loss.backward()
+    assert logp.grad is not None  # dloss/dlogp_t = −c_t A_t: a clipped token keeps its gradient, bounded
+    assert logp.grad.tolist() == pytest.approx([-1.0, -1.2, 2.4], rel=1e-6)
+    by_name = loss_of("cispo", t(LOGP), {"logprobs": t(Q), "advantages": t(ADV)}, {"clip_high_threshold": 3.0})
+    assert by_name.loss.item() == pytest.approx(-(-1.0 - 4.0 + 1.2), rel=1e-6)  # ρ = 2 now inside: weight 2
+
+
+def test_gspo_gives_each_datum_its_geometric_mean_ratio() -> None:
+    # datum A = tokens 0, 1 (log ρ 0 and log 2: s_A = √2); datum B = token 2 (s_B = 0.5)
+    wide = {"clip_low": 0.1, "clip_high": 10.0}
+    logp = t(LOGP, grad=True)
+    out = gspo(logp, t(Q), t(ADV), t([1.0, 1.0, 1.0]), [2, 1], **wide)
+    root2 = math.sqrt(2.0)
+    assert out.loss.item() == pytest.approx(-(root2 + root2 - 1.5), rel=1e-6)
+    assert out.metrics["ratio:mean"] == pytest.approx((2 * root2 + 0.5) / 3, rel=1e-6)
+    out.loss.backward()
+    assert logp.grad is not None  # value s_d, gradient its own: dloss/dlogp_t = −s_t A_t
+    assert logp.grad.tolist() == pytest.approx([-root2, -root2, 1.5], rel=1e-6)
+    one = gspo(t(LOGP), t(Q), t(ADV), t([1.0, 1.0, 1.0]), [3], **wide)  # one datum: mean log ρ 0, s = 1
+    assert one.loss.item() == pytest.approx(-(1.0 + 1.0 - 3.0), rel=1e-6)
+
+
+def test_gspo_clips_whole_sequences_at_the_papers_range() -> None:
+    # s_A = √2 > 1.0004 with A > 0 and s_B = 0.5 < 0.9997 with A < 0: every token takes its clipped term
+    logp = t(LOGP, grad=True)
+    out = loss_of("gspo", logp, {"logprobs": t(Q), "advantages": t(ADV)}, {}, [2, 1])
+    assert out.loss.item() == pytest.approx(-(1.0004 + 1.0004 - 3 * 0.9997), rel=1e-6)
+    assert out.metrics["clip_fraction:mean"] == 1.0
+    out.loss.backward()
+    assert logp.grad is not None and logp.grad.abs().sum().item() == 0.0
+
+
+def test_gspo_sequence_mask_and_weights_choose_the_tokens_of_the_ratio() -> None:
+    wide = {"clip_low": 0.1, "clip_high": 10.0}
+    # the mask marks only token 0 of datum A (log ρ 0: s_A = 1); datum B left it out (NaN): its loss-carrying token
+    mask = t([1.0, 0.0, math.nan])
+    out = gspo(t(LOGP), t(Q), t(ADV), t([1.0, 1.0, 1.0]), [2, 1], mask, **wide)
+    assert out.loss.item() == pytest.approx(-(1.0 + 1.0 - 1.5), rel=1e-6)
+    # no mask: token 0 carries no loss (w = 0), so s_A is token 1's ratio, 2
+    weighted = gspo(t(LOGP), t(Q), t(ADV), t([0.0, 1.0, 1.0]), [2, 1], **wide)
+    assert weighted.loss.item() == pytest.approx(-(2.0 - 1.5), rel=1e-6)
+    # a datum with no marked token has s = 1
+    none = gspo(t(LOGP), t(Q), t([1.0, 1.0, -3.0]), t([1.0, 1.0, 1.0]), [2, 1], t([0.0, 0.0, 0.0]), **wide)
+    assert none.loss.item() == pytest.approx(-(1.0 + 1.0 - 3.0), rel=1e-6)
+
+
 def test_every_metric_key_has_one_colon_and_the_loss_sum() -> None:
-    for name in ("cross_entropy", "importance_sampling", "ppo"):
+    for name in ("cross_entropy", "importance_sampling", "ppo", "cispo", "gspo"):
         inputs = {"weights": t([1.0, 1.0, 1.0]), "logprobs": t(Q), "advantages": t(ADV)}
         metrics = loss_of(name, t(LOGP), inputs, {}).metrics
         assert "loss:sum" in metrics
@@ -198,6 +251,37 @@ def test_rl_losses_run_and_train(tiny_model_dir: Path) -> None:
     assert m.optim_step(**ADAM)["grad_norm:mean"] > 0
     after = m.forward_backward(rl, "importance_sampling", {}, backward=False)
     assert after.metrics["ratio:mean"] > 1.0  # A > 0 everywhere: every sampled token got likelier
+
+
+@pytest.mark.parametrize("loss_fn", ["gspo", "cispo"])
+def test_sequence_losses_split_by_datum_whatever_the_micro_batches(tiny_model_dir: Path, loss_fn: str) -> None:
+    """gspo's ratio is per datum: one call of three datums in one pass, the same in one pass per datum, and three
+    calls of one datum each add the same gradient (a ratio that leaked across datums would differ)."""
+    ref = TrainingModel(tiny_model_dir, rank=4, seed=0)
+    step(ref)  # off the sampler's policy: ratios ≠ 1
+    sampled = ref.forward_backward(DATA, "cross_entropy", {}, backward=False).logprobs
+    rl = [
+        Datum(
+            d.tokens,
+            {
+                "target_tokens": d.inputs["target_tokens"],
+                "logprobs": [x - 0.1 * k for k, x in enumerate(lp)],
+                "advantages": [1.0 - 2 * (i % 2)] * len(lp),
+            },
+        )
+        for i, (d, lp) in enumerate(zip(DATA, sampled, strict=True))
+    ]
+    config = {"clip_low_threshold": 0.5, "clip_high_threshold": 1.5}
+    whole = TrainingModel(tiny_model_dir, rank=4, seed=0)
+    step(whole)
+    out = whole.forward_backward(rl, loss_fn, config)
+    split = TrainingModel(tiny_model_dir, rank=4, seed=0, micro_batch_tokens=1)
+    step(split)
+    parts = [split.forward_backward([d], loss_fn, config).metrics["loss:sum"] for d in rl]
+    assert out.metrics["loss:sum"] == pytest.approx(sum(parts), rel=1e-5)
+    for a, b in zip(grads(whole), grads(split), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert any(bool(g.abs().sum() > 0) for g in grads(whole))
 
 
 def test_cross_entropy_training_lowers_the_loss(tiny_model_dir: Path) -> None:

@@ -44,7 +44,7 @@ def test_importing_the_spec_loads_no_torch() -> None:
 
 
 def test_the_losses_and_their_inputs() -> None:
-    assert set(LOSSES) == {"cross_entropy", "importance_sampling", "ppo"}
+    assert set(LOSSES) == {"cross_entropy", "importance_sampling", "ppo", "cispo", "gspo"}
     assert {k for k, s in LOSSES["cross_entropy"].inputs.items() if s.required} == {"target_tokens", "weights"}
     assert {k for k, s in LOSSES["ppo"].inputs.items() if not s.required} == {
         "weights",
@@ -55,6 +55,11 @@ def test_the_losses_and_their_inputs() -> None:
     assert ppo.resolved_config({}) == {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}
     assert ppo.fill("weights", {}) == 1.0
     assert ppo.fill("clip_high_threshold", {"clip_high_threshold": 1.5}) == 1.5
+    assert LOSSES["cispo"].resolved_config({}) == {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2}
+    assert LOSSES["gspo"].resolved_config({}) == pytest.approx(
+        {"clip_low_threshold": 0.9997, "clip_high_threshold": 1.0004}
+    )
+    assert math.isnan(LOSSES["gspo"].fill("sequence_ratio_mask", {}))  # "left out": the tokens that carry loss
 
 
 def test_a_good_batch_passes() -> None:
@@ -62,13 +67,15 @@ def test_a_good_batch_passes() -> None:
     check_batch("importance_sampling", [rl(), rl(2, weights=[1.0, 0.0])], {}, 10, 8)
     check_batch("ppo", [rl(2, clip_low_threshold=[0.5, 0.9])], {"clip_high_threshold": 1.3}, 10, None)
     check_batch("ppo", [rl()], {}, None, None)
+    check_batch("cispo", [rl(2, clip_high_threshold=[1.5, 2.0])], {"clip_low_threshold": 0.0}, 10, None)
+    check_batch("gspo", [rl(2, sequence_ratio_mask=[0.0, 1.0]), rl()], {"clip_high_threshold": 1.001}, 10, None)
 
 
 @pytest.mark.parametrize("name", UNSUPPORTED_LOSSES)
 def test_an_unsupported_loss_names_the_supported_ones(name: str) -> None:
     err = refusal(name, [rl()])
     assert err.param == "loss_fn"
-    assert "not supported" in err.message and "cross_entropy, importance_sampling, ppo" in err.message
+    assert "not supported" in err.message and "cross_entropy, importance_sampling, ppo, cispo, gspo" in err.message
 
 
 @pytest.mark.parametrize(
@@ -80,6 +87,10 @@ def test_an_unsupported_loss_names_the_supported_ones(name: str) -> None:
         ("importance_sampling", [rl()], {"clip_low_threshold": 0.8}, "loss_fn_config.clip_low_threshold", "none"),
         ("ppo", [rl()], {"clip_high_threshold": math.inf}, "loss_fn_config.clip_high_threshold", "finite"),
         ("ppo", [rl()], {"clip_low_threshold": 1.5}, "loss_fn_config.clip_low_threshold", "above"),
+        ("gspo", [rl()], {"clip_low_threshold": 1.001}, "loss_fn_config.clip_low_threshold", "above"),
+        ("cispo", [rl()], {"beta": 0.1}, "loss_fn_config.beta", "clip_low_threshold, clip_high_threshold"),
+        ("cispo", [rl(sequence_ratio_mask=[1.0] * 3)], {}, "data[0].loss_fn_inputs.sequence_ratio_mask", "no input"),
+        ("gspo", [rl(2, sequence_ratio_mask=[1.0, math.nan])], {}, "data[0].loss_fn_inputs.sequence_ratio_mask", "nan"),
         ("ppo", [rl(), Datum([], {})], {}, "data[1].model_input", "empty"),
         ("ppo", [rl(9)], {}, "data[0].model_input", "more than the 8"),
         ("ppo", [Datum([1, 10], rl(2).inputs)], {}, "data[0].model_input", "token id 10 at position 1"),
