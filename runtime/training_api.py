@@ -65,6 +65,13 @@ class Fenced(BaseModel):
 class NextRequest(BaseModel):
     claim_id: str
     wait_seconds: float = Field(10.0, ge=0, le=30, description="How long the API may hold the call for work.")
+    max_batch: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="At most this many requests in one answer: when the next is a sample, the sample requests "
+        "queued right after it come with it (``NextAnswer.more``), to be decoded together.",
+    )
 
 
 class ModelSpec(BaseModel):
@@ -94,6 +101,10 @@ class SamplerSpec(BaseModel):
 
 class NextAnswer(BaseModel):
     request: WorkItem | None = None
+    more: list[WorkItem] = Field(
+        default_factory=list,
+        description="Sample requests queued right after ``request`` (a sample too), now running with it.",
+    )
     stop: Literal["finished"] | None = Field(
         None, description="The client closed the session (or is gone, and the API expired it): hand it back."
     )
@@ -243,6 +254,9 @@ class SampleResult(BaseModel):
     kind: Literal[RequestKind.sample] = RequestKind.sample
     sequences: list[SampledSequence]
     prompt_logprobs: list[float | None] | None = None
+    decoded_with: int = Field(
+        1, ge=1, description="How many sample requests shared this one's decode (itself included): continuous batching."
+    )
 
 
 Result = Annotated[

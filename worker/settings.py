@@ -25,6 +25,13 @@ class WorkerSettings(CommonSettings):
     worker_nodes: int | None = Field(
         None, ge=1, description="Nodes a job this worker leads may span; unset: any (up to the API's MAX_NODES)."
     )
+    training_sample_batch: int = Field(
+        32,
+        ge=1,
+        le=256,
+        description="Training API: at most this many sample requests of a session, queued together, in one answer "
+        "from the API, decoded together (1: one request at a time).",
+    )
     stop_grace_seconds: int = Field(
         300, ge=1, description="After a cancel/pause, how long a stuck step may run before the worker kills itself."
     )

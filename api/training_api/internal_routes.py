@@ -38,7 +38,7 @@ async def next_request(
 
     def look() -> contract.NextAnswer:
         with request.app.state.sessionmaker() as db:
-            return leases.next_request(db, session_id, body.claim_id, renew)
+            return leases.next_request(db, session_id, body.claim_id, renew, body.max_batch)
 
     with request.app.state.queue.wakeups.watch(session_key(session_id)) as woken:  # an enqueue here wakes it
         while True:

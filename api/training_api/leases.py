@@ -11,6 +11,7 @@ row, replacing an overwritten one; an unnamed save for sampling creates its samp
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from sqlalchemy import null, select, update
@@ -97,9 +98,14 @@ def heartbeat(db: Session, session_id: str, body: tc.Fenced, lease_seconds: int)
     return tc.Ack(stop="finished" if row.status == TrainingSessionStatus.finished else None)
 
 
-def next_request(db: Session, session_id: str, claim_id: str, lease_seconds: int | None) -> tc.NextAnswer:
+def next_request(
+    db: Session, session_id: str, claim_id: str, lease_seconds: int | None, max_batch: int = 1
+) -> tc.NextAnswer:
     """The session's lowest pending request, now running; or nothing yet (the route waits and asks again, with
-    ``lease_seconds`` None: its first ask renewed the lease, the next ones only look)."""
+    ``lease_seconds`` None: its first ask renewed the lease, the next ones only look). When it is a sample, the
+    sample requests pending right after it come too (``more``, up to ``max_batch`` in all), to be decoded
+    together: samples change no state, so running them at once keeps every later request's view; the first
+    request of another kind ends the run."""
     row = _held(db, session_id, claim_id, lease_seconds)
     if row.status == TrainingSessionStatus.finished:
         db.commit()
@@ -137,16 +143,45 @@ def next_request(db: Session, session_id: str, claim_id: str, lease_seconds: int
                 fail_open_requests(db, session_id, f"session {session_id} expired", "user")
         db.commit()
         return tc.NextAnswer(stop="finished" if gone else None)
-    taken = rows_changed(
-        db,
-        update(TrainingRequest)
-        .where(TrainingRequest.id == pending.id, TrainingRequest.status == TrainingRequestStatus.pending)
-        .values(status=TrainingRequestStatus.running),
-    )
-    db.commit()
-    if not taken:  # failed meanwhile (the session was closed): the next ask finds what is left
+    if not _take(db, pending):  # failed meanwhile (the session was closed): the next ask finds what is left
+        db.commit()
         return tc.NextAnswer()
-    return tc.NextAnswer(request=tc.WorkItem(id=pending.id, target=pending.target, request=stored_request(pending)))
+    more = _samples_after(db, pending, max_batch - 1) if pending.kind == tc.RequestKind.sample else []
+    taken = [pending, *(req for req in more if _take(db, req))]
+    db.commit()
+    items = [tc.WorkItem(id=req.id, target=req.target, request=stored_request(req)) for req in taken]
+    return tc.NextAnswer(request=items[0], more=items[1:])
+
+
+def _samples_after(db: Session, first: TrainingRequest, limit: int) -> list[TrainingRequest]:
+    """The sample requests pending right after ``first`` in its session's order, up to ``limit``, stopping at
+    the first request of another kind."""
+    if limit <= 0:
+        return []
+    after = db.scalars(
+        select(TrainingRequest)
+        .where(
+            TrainingRequest.session_id == first.session_id,
+            TrainingRequest.status == TrainingRequestStatus.pending,
+            TrainingRequest.seq > first.seq,
+        )
+        .order_by(TrainingRequest.seq)
+        .limit(limit)
+    ).all()
+    return list(itertools.takewhile(lambda req: req.kind == tc.RequestKind.sample, after))
+
+
+def _take(db: Session, req: TrainingRequest) -> bool:
+    """``req`` pending -> running, guarded (a close may fail it meanwhile)."""
+    return (
+        rows_changed(
+            db,
+            update(TrainingRequest)
+            .where(TrainingRequest.id == req.id, TrainingRequest.status == TrainingRequestStatus.pending)
+            .values(status=TrainingRequestStatus.running),
+        )
+        == 1
+    )
 
 
 def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPost, lease_seconds: int) -> tc.Ack:

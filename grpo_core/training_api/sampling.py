@@ -48,7 +48,7 @@ from grpo_core.rollout.engines.decode import decode_continuations
 from grpo_core.rollout.engines.merged import DecodeMode, MergedEngine
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.training_api.model import TrainingModel, target_logprobs
-from grpo_core.training_api.spec import Stop, check_sampling, stop_lists
+from grpo_core.training_api.spec import BatchError, Stop, check_sampling, stop_lists
 
 StopReason = Literal["stop", "length"]
 _UNSEEDED = itertools.count(secrets.randbits(32))  # the seeds of calls that give none (the module docstring)
@@ -62,9 +62,24 @@ class SampledSequence:
 
 
 @dataclass(frozen=True)
+class SampleCall:
+    """One ``sample`` request's parameters (``Sampler.sample``)."""
+
+    prompt: list[int]
+    num_samples: int
+    max_tokens: int
+    temperature: float
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: Stop = None
+    prompt_logprobs: bool = False
+
+
+@dataclass(frozen=True)
 class SampleOutput:
     sequences: list[SampledSequence]
     prompt_logprobs: list[float | None] | None  # one per prompt token, None first; None when not asked
+    decoded_with: int = 1  # the calls that shared its decode, itself included (Sampler.sample_many)
 
 
 def stop_string_end(tokens: list[int], stops: list[str], tokenizer: Any) -> int | None:
@@ -116,6 +131,7 @@ class Sampler:
         self.eos = eos_ids(model, tokenizer)
         self.vocab_size = int(model.get_input_embeddings().weight.shape[0])
         self.max_context: int | None = getattr(model.get_base_model().config, "max_position_embeddings", None)
+        self.decodes = 0  # decode loops run: sample_many shares one among the calls it can batch
 
     @classmethod
     def for_training(cls, training: TrainingModel, *, decode_mode: DecodeMode = "auto") -> Sampler:
@@ -159,44 +175,101 @@ class Sampler:
     ) -> SampleOutput:
         """``num_samples`` continuations of ``prompt`` (see the module docstring for what they hold). Raises
         spec.BatchError for parameters spec.check_sampling refuses."""
+        call = SampleCall(prompt, num_samples, max_tokens, temperature, top_p, seed, stop, prompt_logprobs)
+        out = self.sample_many([call])[0]
+        if isinstance(out, BatchError):
+            raise out
+        return out
+
+    def sample_many(self, calls: Sequence[SampleCall]) -> list[SampleOutput | BatchError]:
+        """Each call's output (or the BatchError that refuses it), the calls that can share a decode decoded
+        together: one decode per ``_batch_key`` (``self.decodes`` counts them). A call's rows keep a seed of their
+        own and their row numbers, so they draw the noise they would draw alone, and are cut at their own
+        ``max_tokens`` and stop strings."""
+        out: list[SampleOutput | BatchError | None] = [None] * len(calls)
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for i, call in enumerate(calls):
+            try:
+                self._check(call)
+            except BatchError as exc:
+                out[i] = exc
+                continue
+            groups.setdefault(self._batch_key(call, i), []).append(i)
+        if groups:
+            self._sync()
+        for idx in groups.values():
+            for i, result in zip(idx, self._decode([calls[i] for i in idx]), strict=True):
+                out[i] = result
+        return [o for o in out if o is not None]
+
+    def _check(self, call: SampleCall) -> None:
         check_sampling(
-            max_tokens,
-            temperature,
-            top_p,
+            call.max_tokens,
+            call.temperature,
+            call.top_p,
             -1,
-            num_samples,
-            prompt=prompt,
-            stop=stop,
+            call.num_samples,
+            prompt=call.prompt,
+            stop=call.stop,
             vocab_size=self.vocab_size,
             max_context=self.max_context,
         )
-        self._sync()
-        strings, ids = stop_lists(stop)
-        stop_ids = sorted(set(self.eos) | set(ids))
+
+    def _batch_key(self, call: SampleCall, i: int) -> tuple[object, ...]:
+        """Calls with one key share a decode: unseeded calls at the same temperature, nucleus and stop ids (the
+        decode loop's). A seeded call asks to draw exactly what it draws any other time, so it decodes alone: a
+        row's logits computed in a bigger batch can round differently (~1 ulp, grpo_core.rollout.engines.base.
+        Sampling), which could flip a near-tie token."""
+        if call.seed is not None:
+            return ("seeded", i)
+        _, ids = stop_lists(call.stop)
+        return (call.temperature, call.top_p, tuple(sorted(set(self.eos) | set(ids))))
+
+    def _decode(self, calls: list[SampleCall]) -> list[SampleOutput]:
+        """One decode of every row of ``calls`` (one batch key), then each call's rows cut to its own length and
+        stop strings, scored when greedy."""
+        first = calls[0]
+        stop_ids = sorted(set(self.eos) | set(stop_lists(first.stop)[1]))
+        seeds = [c.seed if c.seed is not None else next(_UNSEEDED) for c in calls]
         sampling = Sampling(
             group_size=1,
-            max_new_tokens=max_tokens,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed if seed is not None else next(_UNSEEDED),
+            max_new_tokens=max(c.max_tokens for c in calls),
+            temperature=first.temperature,
+            top_p=first.top_p,
+            seed=seeds[0],
         )
         pad = self.tokenizer.pad_token_id
         raw = decode_continuations(
             self.engine.model,
-            [list(prompt)] * num_samples,
+            [list(c.prompt) for c in calls for _ in range(c.num_samples)],
             sampling,
-            list(range(num_samples)),
+            [j for c in calls for j in range(c.num_samples)],
             stop_ids=stop_ids,
             pad_id=pad if pad is not None else self.eos[0],
             static=self.engine.static,
+            seeds=[seed for c, seed in zip(calls, seeds, strict=True) for _ in range(c.num_samples)],
         )
+        self.decodes += 1
+        outputs = []
+        start = 0
+        for call in calls:
+            rows = raw[start : start + call.num_samples]
+            start += call.num_samples
+            outputs.append(self._output(call, rows, stop_ids, len(calls)))
+        return outputs
+
+    def _output(
+        self, call: SampleCall, raw: list[tuple[list[int], list[float] | None]], stop_ids: list[int], shared: int
+    ) -> SampleOutput:
+        strings, _ = stop_lists(call.stop)
         sequences = []
-        for tokens, logps in raw:
+        for all_tokens, all_logps in raw:
+            tokens = all_tokens[: call.max_tokens]  # a row decoded past its call's length keeps what it had then
             end = stop_string_end(tokens, strings, self.tokenizer)
             stopped = end is not None or (bool(tokens) and tokens[-1] in stop_ids)
             cut = end if end is not None else len(tokens)
-            sequences.append((tokens[:cut], None if logps is None else logps[:cut], stopped))
-        scored = self._score(prompt, [s[0] for s in sequences]) if temperature == 0 else None
+            sequences.append((tokens[:cut], None if all_logps is None else all_logps[:cut], stopped))
+        scored = self._score(call.prompt, [s[0] for s in sequences]) if call.temperature == 0 else None
         out = [
             SampledSequence(
                 tokens=tokens,
@@ -205,7 +278,7 @@ class Sampler:
             )
             for i, (tokens, logps, stopped) in enumerate(sequences)
         ]
-        return SampleOutput(out, self._prompt_logprobs(prompt) if prompt_logprobs else None)
+        return SampleOutput(out, self._prompt_logprobs(call.prompt) if call.prompt_logprobs else None, shared)
 
     def _sync(self) -> None:
         """Re-merge the engine's weights when the model's version moved since the last merge."""

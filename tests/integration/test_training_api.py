@@ -265,6 +265,52 @@ def test_sampling_clients_and_the_policy_gradient_losses(
         assert {"adapter_config.json", "adapter_model.safetensors"} <= set(archive.getnames())
 
 
+def test_concurrent_samples_of_one_session_share_a_decode(
+    service: Service, connect: Callable[..., tinker.ServiceClient]
+) -> None:
+    """Sample calls a client sends without waiting (an RL loop's one call per problem) queue behind a long one and
+    are decoded together: fewer decode passes than calls (each request's result says how many shared its decode),
+    every call still its own samples."""
+    import sqlalchemy as sa
+
+    sc = connect()
+    tc = sc.create_lora_training_client(base_model=TINY_ID, rank=4, seed=0).result()
+    live = tc.save_weights_and_get_sampling_client().result()
+    long = live.sample(
+        prompt=types.ModelInput.from_ints([1, 3]),
+        num_samples=64,
+        sampling_params=types.SamplingParams(max_tokens=250, temperature=1.0),
+    )
+    prompts = [[1, 3, 13], [1, 4, 13, 4], [1, 5], [1, 6, 13, 6, 14], [1, 7, 13], [1, 8]]
+    futures = [
+        live.sample(
+            prompt=types.ModelInput.from_ints(p),
+            num_samples=2,
+            sampling_params=types.SamplingParams(max_tokens=4 + i, temperature=1.0),
+        )
+        for i, p in enumerate(prompts)
+    ]
+    assert len(long.result().sequences) == 64
+    outs = [f.result() for f in futures]
+    for i, out in enumerate(outs):
+        assert len(out.sequences) == 2
+        assert all(1 <= len(seq.tokens) <= 4 + i and len(seq.logprobs) == len(seq.tokens) for seq in out.sequences)
+    session_id = tc.model_id.rsplit(":train:", 1)[0]
+    engine = sa.create_engine(service.stack.env["DATABASE_URL"])
+    try:
+        with engine.connect() as db:
+            rows = db.execute(
+                sa.text("SELECT result FROM training_requests WHERE session_id = :s AND kind = 'sample' ORDER BY seq"),
+                {"s": session_id},
+            ).all()
+    finally:
+        engine.dispose()
+    shared = [int(r.result["decoded_with"]) for r in rows[-len(prompts) :]]
+    decodes = sum(1 / k for k in shared)  # a decode shared by k calls counts 1/k on each
+    assert round(decodes) < len(prompts), shared
+    assert max(shared) > 1
+
+
 def test_bad_input_is_a_clear_4xx_through_the_sdks_own_exceptions(
     service: Service, connect: Callable[..., tinker.ServiceClient]
 ) -> None:

@@ -3,13 +3,15 @@ log-probs), seeds, prompt log-probs, and that it samples the training model's cu
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
 import pytest
 
+from grpo_core.training_api import sampling
 from grpo_core.training_api.model import TrainingModel
-from grpo_core.training_api.sampling import Sampler, stop_string_end
+from grpo_core.training_api.sampling import SampleCall, Sampler, stop_string_end
 from grpo_core.training_api.spec import BatchError, Datum
 from tests.device_guard import ImplicitDeviceGuard
 from tests.tiny_model import build_tiny_model
@@ -138,6 +140,41 @@ def test_the_base_model_alone(tiny_model_dir: Path) -> None:
     base = Sampler.load(tiny_model_dir).sample(PROMPT, 1, 4, 1.0, seed=0, prompt_logprobs=True).prompt_logprobs
     fresh = TrainingModel(tiny_model_dir, rank=4, seed=3)  # B = 0: the base model's outputs
     assert base is not None and base[1:] == pytest.approx(scored(fresh, PROMPT[:1], PROMPT[1:]), abs=1e-5)
+
+
+def test_unseeded_calls_share_one_decode_each_as_if_alone(peaked_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sample_many: unseeded calls at one temperature share one decode, each row with its call's own stream, row
+    numbers, length and stop strings: what the call draws alone with the seed it was given (up to the rounding of a
+    bigger batch); a seeded call and a greedy one decode on their own, a refused call fails alone."""
+    sampler = Sampler.load(peaked_dir)
+    monkeypatch.setattr(sampling, "_UNSEEDED", itertools.count(100))  # the unseeded calls get 100, 101, 102
+    calls = [
+        SampleCall(PROMPT, 3, 24, 1.0),
+        SampleCall([1, 40], 2, 9, 1.0, stop=["zz"]),
+        SampleCall(PROMPT, 1, 24, 1.0, top_p=2.0),  # refused: top_p above 1
+        SampleCall([1, 50, 51, 52, 53, 54], 2, 16, 1.0, prompt_logprobs=True),
+        SampleCall(PROMPT, 2, 12, 1.0, seed=5),  # seeded: alone
+        SampleCall(PROMPT, 2, 8, 0.0),  # greedy: another key
+    ]
+    before = sampler.decodes
+    together = sampler.sample_many(calls)
+    assert sampler.decodes - before == 3  # the three unseeded T=1 calls in one; the seeded; the greedy
+    err = together[2]
+    assert isinstance(err, BatchError) and err.param == "sampling_params.top_p"
+    for i, seed in ((0, 100), (1, 101), (3, 102), (4, 5)):
+        c = calls[i]
+        alone = sampler.sample(c.prompt, c.num_samples, c.max_tokens, 1.0, 1.0, seed, c.stop, c.prompt_logprobs)
+        got = together[i]
+        assert not isinstance(got, BatchError)
+        assert [s.tokens for s in got.sequences] == [s.tokens for s in alone.sequences], i
+        assert [s.stop_reason for s in got.sequences] == [s.stop_reason for s in alone.sequences], i
+        for a, b in zip(got.sequences, alone.sequences, strict=True):
+            assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+            if i == 4:
+                assert a.logprobs == b.logprobs  # decoded alone both times: exact
+        assert got.prompt_logprobs == pytest.approx(alone.prompt_logprobs)
+    assert all(len(s.tokens) <= 9 for s in together[1].sequences)  # its own max_tokens in a decode of 24
+    assert {s.stop_reason for s in together[0].sequences} <= {"stop", "length"}
 
 
 def test_bad_parameters_are_refused(trained: TrainingModel) -> None:

@@ -291,3 +291,47 @@ def test_reported_metrics_are_finite_numbers_with_short_names(client: TestClient
     assert client.post(f"/v1/training_runs/{run}/metrics", json={"step": 1, "metrics": many}, headers=v1).is_success
     more = client.post(f"/v1/training_runs/{run}/metrics", json={"step": 1, "metrics": {"one_more": 1.0}}, headers=v1)
     assert more.status_code == 400 and more.json()["error"]["param"] == "metrics"
+
+
+def test_samples_queued_together_reach_the_worker_in_one_answer_up_to_the_next_other_call(client: TestClient) -> None:
+    """A worker that asks for a batch gets the sample requests queued right after a sample with it, in order and
+    all running; a training call between them ends the batch (it must run after the samples before it and before
+    those after it); a worker asking for one gets one."""
+    sid, run = start(client)
+    internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"})
+    created = take(client, sid)
+    answer(client, sid, created, result_of(created))
+    body = {"session_id": sid, "sampling_session_seq_id": 0, "base_model": TINY_ID}
+    sampler = client.post(f"{API}/create_sampling_session", json=body, headers=H).json()["sampling_session_id"]
+
+    def sample(n: int) -> str:
+        got = client.post(
+            f"{API}/asample",
+            json={
+                "sampling_session_id": sampler,
+                "prompt": {"chunks": [{"tokens": [1, n]}]},
+                "num_samples": 1,
+                "sampling_params": {"max_tokens": 2},
+            },
+            headers=H,
+        )
+        assert got.status_code == 200, got.text
+        return str(got.json()["request_id"])
+
+    first = [sample(n) for n in (3, 4, 5)]
+    optim = client.post(f"{API}/optim_step", json={"model_id": run, "adam_params": {}}, headers=H).json()
+    after = [sample(n) for n in (6, 7)]
+    asked = {"claim_id": "c-1", "wait_seconds": 0, "max_batch": 8}
+    got = internal(client, sid, "next", asked).json()
+    items = [got["request"], *got["more"]]
+    assert [i["id"] for i in items] == first and all(i["request"]["kind"] == "sample" for i in items)
+    assert [i["request"]["prompt"] for i in items] == [[1, 3], [1, 4], [1, 5]]
+    for item in items:
+        assert answer(client, sid, item, result_of(item, decoded_with=3)).status_code == 200
+    step = internal(client, sid, "next", asked).json()
+    assert step["request"]["id"] == optim["request_id"] and step["more"] == []
+    answer(client, sid, step["request"], result_of(step["request"]))
+    one = internal(client, sid, "next", {"claim_id": "c-1", "wait_seconds": 0}).json()  # max_batch 1
+    assert one["request"]["id"] == after[0] and one["more"] == []
+    rest = internal(client, sid, "next", asked).json()
+    assert rest["request"]["id"] == after[1] and rest["more"] == []

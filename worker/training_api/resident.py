@@ -32,7 +32,7 @@ from worker.settings import WorkerSettings
 
 if TYPE_CHECKING:
     from grpo_core.training_api.model import TrainingModel
-    from grpo_core.training_api.sampling import Sampler
+    from grpo_core.training_api.sampling import SampleOutput, Sampler
 
 # An RL loop makes a sampling client per step (save_weights_and_get_sampling_client): the newest this many keep
 # their weights on the worker's disk; sampling an older one is an error that says to name the save instead.
@@ -151,21 +151,35 @@ class Resident:
 
     # -- sampling
     def sample(self, request: tc.Sample) -> tc.SampleResult:
-        out = self._sampler(request.sampler).sample(
-            request.prompt,
-            request.num_samples,
-            request.max_tokens,
-            request.temperature,
-            request.top_p,
-            request.seed,
-            request.stop,
-            request.prompt_logprobs,
-        )
-        sequences = [
-            tc.SampledSequence(tokens=s.tokens, logprobs=list(s.logprobs), stop_reason=s.stop_reason)
-            for s in out.sequences
-        ]
-        return tc.SampleResult(sequences=sequences, prompt_logprobs=out.prompt_logprobs)
+        result = self.sample_many([request])[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def sample_many(self, requests: list[tc.Sample]) -> list[tc.SampleResult | Exception]:
+        """Each request's result, or the exception that failed it alone: the requests of one sampling client go
+        to its Sampler together, which decodes those that can share a decode in one (Sampler.sample_many)."""
+        from grpo_core.training_api.sampling import SampleCall
+
+        results: list[tc.SampleResult | Exception | None] = [None] * len(requests)
+        by_client: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            by_client.setdefault(request.sampler.id, []).append(i)
+        for idx in by_client.values():
+            calls = [
+                SampleCall(
+                    r.prompt, r.num_samples, r.max_tokens, r.temperature, r.top_p, r.seed, r.stop, r.prompt_logprobs
+                )
+                for r in (requests[i] for i in idx)
+            ]
+            outs: list[SampleOutput | Exception]
+            try:
+                outs = list(self._sampler(requests[idx[0]].sampler).sample_many(calls))
+            except Exception as exc:  # this client's requests fail together (its weights are gone); others go on
+                outs = [exc] * len(idx)
+            for i, out in zip(idx, outs, strict=True):
+                results[i] = out if isinstance(out, Exception) else _sample_result(out)
+        return [r for r in results if r is not None]
 
     def _sampler(self, spec: tc.SamplerSpec) -> Sampler:
         """What samples for sampling client ``spec``: the resident run itself while its weights are the ones the
@@ -244,3 +258,10 @@ class Resident:
         release_device_memory()
         shutil.rmtree(self.work, ignore_errors=True)
         model_cache(self.settings).release_all()
+
+
+def _sample_result(out: SampleOutput) -> tc.SampleResult:
+    sequences = [
+        tc.SampledSequence(tokens=s.tokens, logprobs=list(s.logprobs), stop_reason=s.stop_reason) for s in out.sequences
+    ]
+    return tc.SampleResult(sequences=sequences, prompt_logprobs=out.prompt_logprobs, decoded_with=out.decoded_with)

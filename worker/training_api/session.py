@@ -84,16 +84,21 @@ class SessionRunner:
             if left <= 0:
                 log.info("session %s idle for %d s: handing it back", self.session_id, idle_timeout)
                 return "idle"
-            ask = tc.NextRequest(claim_id=self.claim_id, wait_seconds=min(NEXT_WAIT_SECONDS, max(left, 0.1)))
+            ask = tc.NextRequest(
+                claim_id=self.claim_id,
+                wait_seconds=min(NEXT_WAIT_SECONDS, max(left, 0.1)),
+                max_batch=self.settings.training_sample_batch,
+            )
             answer = self.client.training_next(self.session_id, ask)
             if answer.stop is not None:
                 return "finished"
             if answer.request is None:
                 continue
-            post = self.execute(answer.request)
-            ack = self.client.training_result(self.session_id, answer.request.id, post)
-            if ack.stop is not None:
-                return "finished"
+            items = [answer.request, *answer.more]
+            posts = self.execute_samples(items) if answer.more else [self.execute(answer.request)]
+            for item, post in zip(items, posts, strict=True):
+                if self.client.training_result(self.session_id, item.id, post).stop is not None:
+                    return "finished"  # a close failed the rest of the open requests
             idle_since = time.monotonic()
         return "finished"
 
@@ -111,17 +116,33 @@ class SessionRunner:
     def execute(self, item: tc.WorkItem) -> tc.ResultPost:
         """Run one request; a user's mistake the API could not see (a token beyond the vocabulary) fails it as
         ``user``, anything else as ``server``; the session goes on either way."""
-        from grpo_core.training_api.spec import BatchError
-
-        kind = item.request.kind
         started = time.perf_counter()
         try:
-            result = self.resident.answer(item.request, item.target or "")
-        except (UserError, BatchError) as exc:
-            return tc.ResultPost(claim_id=self.claim_id, error=tc.RequestError(message=str(exc), category="user"))
-        except Exception as exc:  # the request's boundary: it fails as the server's error, the session goes on
-            log.exception("session %s: %s %s failed", self.session_id, kind, item.id)
-            error = tc.RequestError(message=f"{kind} failed on the worker: {type(exc).__name__}: {exc}")
+            result: tc.Result | Exception = self.resident.answer(item.request, item.target or "")
+        except Exception as exc:  # the request's boundary: it fails alone (_post says how), the session goes on
+            result = exc
+        log.info("session %s: %s in %.2f s", self.session_id, item.request.kind, time.perf_counter() - started)
+        return self._post(item, result)
+
+    def execute_samples(self, items: list[tc.WorkItem]) -> list[tc.ResultPost]:
+        """Sample requests that were queued together, decoded together where they can be (Resident.sample_many);
+        each fails alone."""
+        started = time.perf_counter()
+        samples = [item.request for item in items if isinstance(item.request, tc.Sample)]
+        assert len(samples) == len(items), "the API batches sample requests only"
+        results = self.resident.sample_many(samples)
+        log.info("session %s: %d samples in %.2f s", self.session_id, len(items), time.perf_counter() - started)
+        return [self._post(item, result) for item, result in zip(items, results, strict=True)]
+
+    def _post(self, item: tc.WorkItem, result: tc.Result | Exception) -> tc.ResultPost:
+        from grpo_core.training_api.spec import BatchError
+
+        if isinstance(result, UserError | BatchError):
+            return tc.ResultPost(claim_id=self.claim_id, error=tc.RequestError(message=str(result), category="user"))
+        if isinstance(result, Exception):
+            log.error("session %s: %s %s failed", self.session_id, item.request.kind, item.id, exc_info=result)
+            error = tc.RequestError(
+                message=f"{item.request.kind} failed on the worker: {type(result).__name__}: {result}"
+            )
             return tc.ResultPost(claim_id=self.claim_id, error=error)
-        log.info("session %s: %s in %.2f s", self.session_id, kind, time.perf_counter() - started)
         return tc.ResultPost(claim_id=self.claim_id, result=result)

@@ -257,9 +257,12 @@ def _decode(
     )
 
 
-def _sample_tokens(steps: Steps, rows: Tensor, sampling: Sampling, stop: list[int]) -> tuple[Tensor, Tensor | None]:
+def _sample_tokens(
+    steps: Steps, rows: Tensor, sampling: Sampling, stop: list[int], seeds: Tensor | None = None
+) -> tuple[Tensor, Tensor | None]:
     """(B, T) sampled ids (rows that stopped repeat their stop id) and their (B, T) sampling log-probs (None when
-    greedy), from ``steps`` whose first ``logits()`` predicts the first new token; ``rows`` key each row's noise."""
+    greedy), from ``steps`` whose first ``logits()`` predicts the first new token; ``rows`` key each row's noise,
+    with ``sampling.seed`` or, per row, ``seeds`` (B,)."""
     n, device, temperature = rows.shape[0], rows.device, sampling.temperature
     stop_t = torch.tensor(stop, device=device)
     every = steps.check_every
@@ -275,7 +278,7 @@ def _sample_tokens(steps: Steps, rows: Tensor, sampling: Sampling, stop: list[in
             logp = torch.log_softmax(logits / temperature, dim=-1)
             if sampling.top_p < 1.0:
                 logp = _nucleus(logp, sampling.top_p)
-            token = _draw(logp, row_uniforms(sampling.seed, rows, t))
+            token = _draw(logp, row_uniforms(sampling.seed if seeds is None else seeds, rows, t))
             logps.append(logp.gather(1, token.unsqueeze(1)).squeeze(1))
         else:
             token = logits.argmax(dim=-1)
@@ -302,17 +305,19 @@ def decode_continuations(
     stop_ids: list[int],
     pad_id: int,
     static: StaticDecoder | None = None,
+    seeds: list[int] | None = None,
 ) -> list[tuple[list[int], list[float] | None]]:
     """One turn for each token sequence (a multi-turn trajectory so far, grpo_core.rollout.agent.episodes): the sampled
     ids, up to and including the first stop id, and their sampling log-probs (None when greedy). ``rows`` are the
-    trajectories' step-wide numbers, which key their noise (``sampling.seed`` is the turn's); ``static`` as in
-    ``decode``."""
+    trajectories' step-wide numbers, which key their noise (``sampling.seed`` is the turn's, or ``seeds`` one per
+    sequence: several requests decoded together, grpo_core.training_api.sampling); ``static`` as in ``decode``."""
     with torch.inference_mode():
         device = next(model.parameters()).device
         ids, mask = left_padded(sequences, pad_id, device)
         steps, _, _ = _steps(model, ids, mask, 1, sampling.max_new_tokens, bool(mask.all()), static)
         rows_t = torch.tensor(rows, dtype=torch.long, device=device)
-        out, logps = _sample_tokens(steps, rows_t, sampling, stop_ids)
+        seeds_t = None if seeds is None else torch.tensor(seeds, dtype=torch.long, device=device)
+        out, logps = _sample_tokens(steps, rows_t, sampling, stop_ids, seeds_t)
         cmask, _ = completion_mask(out, stop_ids)
         lengths = cmask.sum(dim=1).tolist()
         out_l = out.tolist()

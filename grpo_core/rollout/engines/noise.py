@@ -30,9 +30,11 @@ def _mix32(x: Tensor) -> Tensor:
     return x ^ (x >> 16)
 
 
-def row_uniforms(seed: int, rows: Tensor, token: int) -> Tensor:
-    """(B, 1) float64 uniforms in [0, 1) for global row numbers ``rows`` (B,) int64 at token index ``token``."""
-    key = _mix32(_mix32(torch.full_like(rows, seed & _M32)) ^ (rows & _M32))
+def row_uniforms(seed: int | Tensor, rows: Tensor, token: int) -> Tensor:
+    """(B, 1) float64 uniforms in [0, 1) for global row numbers ``rows`` (B,) int64 at token index ``token``;
+    ``seed`` one for all rows or (B,) int64, one per row."""
+    seeds = seed if isinstance(seed, Tensor) else torch.full_like(rows, seed & _M32)
+    key = _mix32(_mix32(seeds & _M32) ^ (rows & _M32))
     key = _mix32(key ^ (token & _M32))
     hi = _mix32(key ^ 0x9E3779B9) >> 5  # 27 bits
     lo = _mix32(key ^ 0x85EBCA6B) >> 6  # 26 bits
