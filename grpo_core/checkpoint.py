@@ -71,6 +71,11 @@ def _rng_state() -> dict[str, Any]:
     return state
 
 
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what ``rng_state`` returned (a pool of tenants switches between theirs, grpo_core.pool)."""
+    _set_rng_state(state)
+
+
 def _set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])

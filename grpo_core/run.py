@@ -41,6 +41,7 @@ from grpo_core.hardware.memory import auto_micro_batch, auto_micro_batch_tokens
 from grpo_core.hardware.rollout_placement import DeviceSplit, RolloutPlacement, rollout_placement
 from grpo_core.hardware.sharding import shard, sharded
 from grpo_core.policy import load_policy, prompts_of, resolve_execution, start_engine
+from grpo_core.resident import Resident
 from grpo_core.rewards.base import Grader
 from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
 from grpo_core.rollout.batch import eos_ids
@@ -173,13 +174,22 @@ def build_run(
     world: World,
     callbacks: MainRank,
     cleanup: contextlib.ExitStack,
+    resident: Resident | None = None,
 ) -> Run:
     """Load the policy, resume its state, start the rollout engine and size the update; each thing started here is
     closed by ``cleanup`` when the run ends, however it ends. ``cfg`` is placed (device and precision); the run's
     config comes back with the rest resolved, in two steps, each where its inputs first exist: the engine and
     checkpointing once the model is loaded (grpo_core.policy.resolve_execution), the micro-batches once the engine
-    holds its memory (``_size_update``)."""
-    model, tokenizer = load_policy(inputs.model_dir, cfg, inputs.seed, base_name=inputs.base_name)
+    holds its memory (``_size_update``). ``resident``: a tenant of a pool (grpo_core.pool): the pool's policy and
+    engine (loaded and started here for its first tenant, then kept by the pool), the tenant's fresh adapter in
+    its slot (grpo_core.resident)."""
+    if resident is None or resident.model is None:
+        model, tokenizer = load_policy(inputs.model_dir, cfg, inputs.seed, base_name=inputs.base_name)
+        if resident is not None:
+            resident.adopt(model, tokenizer)
+    else:
+        model, tokenizer = resident.model, resident.tokenizer
+        resident.fresh(inputs.seed)
     env = inputs.environment
     agent = None
     if env is not None:  # the engine is set below: prompts (with the tools) are checked before it starts
@@ -206,19 +216,26 @@ def build_run(
     own_gpu = seat is not None and seat.own_device and placement.is_cuda
     cfg = resolve_execution(cfg, model, placement, own_gpu=own_gpu, completion_tokens=sample_tokens)
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, inputs.valid_rows, agent)
-    engine, sampler, placement = _start_engine(
-        cfg,
-        inputs,
-        placement,
-        seat,
-        model,
-        tokenizer,
-        state.step,
-        rollout,
-        episode_tokens=episode_tokens,
-        own_gpu=own_gpu,
-    )
-    cleanup.callback(engine.close)
+    if resident is not None and resident.engine is not None:
+        engine, sampler = resident.engine, None
+        engine.sync(model, state.step)  # the tenant's adapter (fresh, or the checkpoint it resumed from)
+    else:
+        engine, sampler, placement = _start_engine(
+            cfg,
+            inputs,
+            placement,
+            seat,
+            model,
+            tokenizer,
+            state.step,
+            rollout,
+            episode_tokens=episode_tokens,
+            own_gpu=own_gpu,
+        )
+        if resident is None:
+            cleanup.callback(engine.close)
+        else:
+            resident.engine = engine  # the pool closes it after its last tenant
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first

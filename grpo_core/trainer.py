@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -101,8 +101,19 @@ def train(
 
 
 def _loop(run: Run) -> TrainResult:
-    """The optimizer steps, one per turn: stop if asked (keeping every finished step), step, validate, report,
-    checkpoint."""
+    """Every step of the run (``turns``) in a row."""
+    steps = turns(run)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: TrainResult = done.value
+            return result
+
+
+def turns(run: Run) -> Generator[None, None, TrainResult]:
+    """The optimizer steps, one per turn (each ``next`` runs one; a pool of tenants interleaves several runs'
+    turns, grpo_core.pool): stop if asked (keeping every finished step), step, validate, report, checkpoint."""
     cfg, state, callbacks = run.cfg, run.state, run.callbacks
     last: StepMetrics | None = None
     final_ckpt: Path | None = None
@@ -130,6 +141,8 @@ def _loop(run: Run) -> TrainResult:
             path = _save(run)
             callbacks.on_checkpoint(state.step, path, last, final=is_last, best=best)
             final_ckpt, saved_step = path, state.step
+        if not is_last:
+            yield
     return TrainResult(state.step, run.total, False, final_ckpt, last)
 
 

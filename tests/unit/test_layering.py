@@ -236,10 +236,12 @@ FLOORS: dict[str, list[set[str]]] = {
         {"errors", "sandbox", "schemas", "hardware", "models", "data"},
         # the sampling side: rollouts drawn and scored, advantages from rewards (prime-rl's orchestrator's side)
         {"rollout", "rewards"},
-        # the training side: log-probs, the loss, the update, and its state saved and restored
-        {"update", "checkpoint"},
-        # what drives a policy: a run built and its loop, the sampler process, policy sessions and probes
-        {"metrics", "policy", "evaluation", "sampler_process", "run", "trainer", "training_api"},
+        # the training side: log-probs, the loss, the update, its state saved and restored, and the slot a pool's
+        # tenants take turns in
+        {"update", "checkpoint", "resident"},
+        # what drives a policy: a run built and its loop, a pool of them in turn, the sampler process, policy
+        # sessions and probes
+        {"metrics", "policy", "evaluation", "sampler_process", "run", "trainer", "pool", "training_api"},
     ],
     "api": [
         {"core", "db"},  # the kit and the tables: no domain

@@ -1,0 +1,192 @@
+"""Tenants in turn: several training runs of one base model on one resident copy of it, in one process.
+
+A GPU that trains one small job sits mostly idle (issue 45: a Qwen2.5-0.5B step peaked at 9 of 80 GiB). A pool
+loads the base model once (grpo_core.resident) and gives each tenant its own adapter values, optimizer state, RNG
+states, data cursor, callbacks and checkpoints (its own ``Run``: grpo_core.run.build_run). Turns go round: each
+tenant in turn runs one optimizer step (grpo_core.trainer.turns) on its own values, put into the shared slot before
+the turn and read back after it.
+
+Exactness: a turn computes what the tenant's run alone computes at that step, bit for bit (the same values in the
+same tensors, the same RNG states, the same kernels), so a tenant's adapter never depends on who shared the pool.
+tests/unit/test_pool.py holds two tenants' adapters equal to their runs alone in fp32. Batching several tenants'
+work into one pass (per-row adapters) is faster and only equal within rounding; it is not done here.
+
+Faults: a tenant whose build or step raises (its grader, its data, its memory) ends with that exception as its
+result, and the others go on; a tenant asked to stop (cancel, pause, shutdown: its callbacks) stops at its next turn
+with its checkpoint, as a run alone does. ``add`` takes a new tenant between rounds.
+
+What a pool needs of its tenants (``check_tenant``, refused with the field to change): one base model and adapter
+shape (``lora``), one device and precision, the merged rollout engine in this process (``max_staleness`` 0, one
+rank), no full fine-tuning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_core.errors import UserError
+from grpo_core.hardware.device import Placement, release_device_memory, resolve_placement
+from grpo_core.hardware.distributed import World
+from grpo_core.resident import Resident, Snapshot
+from grpo_core.rewards.base import Grader
+from grpo_core.run import Callbacks, MainRank, Run, RunInputs, build_run, check_layout
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.environment import EnvironmentSpec
+from grpo_core.trainer import TrainResult, turns
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TenantSpec:
+    """One tenant: what ``grpo_core.trainer.train`` takes for a run alone."""
+
+    cfg: GRPOConfig
+    rows: list[dict[str, Any]]
+    graders: Sequence[Grader]
+    callbacks: Callbacks
+    work_dir: Path
+    seed: int = 0
+    resume_from: Path | None = None
+    valid_rows: list[dict[str, Any]] | None = None
+    base_name: str | None = None
+    environment: EnvironmentSpec | None = None
+
+
+@dataclass
+class _Tenant:
+    index: int
+    run: Run
+    steps: Generator[None, None, TrainResult]
+    saved: Snapshot
+    cleanup: contextlib.ExitStack
+
+
+@dataclass
+class TurnPool:
+    """A pool of tenants of the base model in ``model_dir`` on ``placement``. Use as a context manager; ``add``
+    tenants, then ``run`` (or ``round`` at a time, adding tenants between rounds); ``results`` holds each tenant's
+    ``TrainResult`` or the exception that ended it, by the order they were added."""
+
+    model_dir: Path
+    placement: Placement
+    sandbox_tier: str = "auto"
+    resident: Resident = field(default_factory=Resident)
+    results: list[TrainResult | Exception | None] = field(default_factory=list)
+    _active: list[_Tenant] = field(default_factory=list)
+    _first: GRPOConfig | None = None
+    _base_name: str | None = None
+
+    def __enter__(self) -> TurnPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for tenant in self._active:
+            tenant.cleanup.close()
+        self._active.clear()
+        self.resident.close()
+        release_device_memory()
+
+    @property
+    def tenants(self) -> int:
+        """Tenants still training."""
+        return len(self._active)
+
+    def add(self, spec: TenantSpec) -> int:
+        """Build ``spec``'s run on the pool's policy (its first step waits for its turn); its index in ``results``.
+        A tenant the pool cannot hold raises UserError; one whose build fails ends with that error as its result."""
+        cfg = self._placed(spec.cfg)
+        check_tenant(cfg, self._first, spec.base_name, self._base_name)
+        world = World()
+        check_layout(cfg, spec.rows, world, None)
+        index = len(self.results)
+        self.results.append(None)
+        inputs = RunInputs(
+            self.model_dir, spec.rows, spec.graders, spec.work_dir, spec.seed, spec.resume_from, spec.valid_rows,
+            spec.base_name, spec.environment, self.sandbox_tier, None,
+        )  # fmt: skip
+        cleanup = contextlib.ExitStack()
+        previous = None if self.resident.model is None else self.resident.snapshot()
+        try:
+            run = build_run(cfg, inputs, self.placement, world, MainRank(spec.callbacks, world, self.placement.device),
+                            cleanup, self.resident)  # fmt: skip
+        except Exception as exc:  # the tenant's boundary: it ends with its error, the pool goes on
+            cleanup.close()
+            self.results[index] = exc
+            if previous is None:  # nothing resident yet that another tenant holds: start clean
+                self.resident.close()
+            return index
+        if self._first is None:
+            self._first, self._base_name = cfg, spec.base_name
+        self._active.append(_Tenant(index, run, turns(run), self.resident.snapshot(), cleanup))
+        del previous
+        return index
+
+    def round(self) -> None:
+        """One turn of every tenant still training, in the order they came; a tenant that finishes or fails
+        leaves the pool."""
+        for tenant in list(self._active):
+            self.resident.activate(tenant.saved, tenant.run.state.step)
+            outcome: TrainResult | Exception | None = None
+            try:
+                next(tenant.steps)
+            except StopIteration as done:
+                outcome = done.value
+            except Exception as exc:  # the tenant's boundary: its failure ends it alone
+                log.warning("pool tenant %d failed: %s: %s", tenant.index, type(exc).__name__, exc)
+                outcome = exc
+            tenant.saved = self.resident.snapshot()
+            if outcome is not None:
+                self.results[tenant.index] = outcome
+                self._active.remove(tenant)
+                tenant.cleanup.close()
+                if isinstance(outcome, Exception):
+                    release_device_memory()
+
+    def run(self) -> list[TrainResult | Exception | None]:
+        """Rounds until every tenant has finished, stopped or failed."""
+        while self._active:
+            self.round()
+        return self.results
+
+    def _placed(self, cfg: GRPOConfig) -> GRPOConfig:
+        """The tenant's config on the pool's device and precision, sampling on the engine the pool shares."""
+        engine = "merged" if cfg.rollout_engine == "auto" else cfg.rollout_engine
+        update = {"device": str(self.placement.device), "precision": self.placement.precision, "rollout_engine": engine}
+        return cfg.model_copy(update=update)
+
+
+def check_tenant(cfg: GRPOConfig, first: GRPOConfig | None, base_name: str | None, first_base: str | None) -> None:
+    """Refuse a tenant the pool cannot hold, naming the field: what it needs of its own (the merged engine in this
+    process, one rank, an adapter), and what it must share with the pool's first tenant (the adapter's shape)."""
+    if cfg.max_staleness:
+        raise UserError("max_staleness > 0 samples beside the trainer: such a job takes a worker of its own")
+    if cfg.rollout_engine not in ("merged", "auto"):
+        raise UserError(f"rollout_engine {cfg.rollout_engine!r}: a pool samples on the merged engine it shares")
+    if first is None:
+        return
+    if cfg.lora != first.lora:
+        raise UserError("lora: a pool's tenants train adapters of one shape (rank, alpha, dropout, target modules)")
+    if base_name != first_base:
+        raise UserError(f"base model name {base_name!r}: the pool's is {first_base!r}")
+
+
+def train_in_turn(
+    model_dir: Path, tenants: Sequence[TenantSpec], *, placement: Placement | None = None, sandbox_tier: str = "auto"
+) -> list[TrainResult | Exception | None]:
+    """Train ``tenants`` (one base model, ``model_dir``) in turn on one resident copy of it; each one's
+    ``TrainResult``, or the exception that ended it. ``placement``: default resolved from the first tenant's
+    config."""
+    if not tenants:
+        return []
+    first = tenants[0].cfg
+    placement = placement or resolve_placement(first.device, first.precision)
+    with TurnPool(model_dir, placement, sandbox_tier) as pool:
+        for spec in tenants:
+            pool.add(spec)
+        return pool.run()
