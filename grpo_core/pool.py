@@ -15,9 +15,9 @@ Faults: a tenant whose build or step raises (its grader, its data, its memory) e
 result, and the others go on; a tenant asked to stop (cancel, pause, shutdown: its callbacks) stops at its next turn
 with its checkpoint, as a run alone does. ``add`` takes a new tenant between rounds.
 
-What a pool needs of its tenants (``check_tenant``, refused with the field to change): one base model and adapter
-shape (``lora``), one device and precision, the merged rollout engine in this process (``max_staleness`` 0, one
-rank), no full fine-tuning.
+What a pool needs of its tenants (``check_tenant``, refused with the reason; grpo_core.schemas.pooling decides it for
+the API's scheduler too): one base model and adapter shape (``lora``), the merged rollout engine in this process
+(``max_staleness`` 0, one rank), no readiness probe. The pool sets every tenant's device and precision to its own.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from grpo_core.rewards.base import Grader
 from grpo_core.run import Callbacks, MainRank, Run, RunInputs, build_run, check_layout
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
+from grpo_core.schemas.pooling import pool_key, pool_problem
 from grpo_core.trainer import TrainResult, turns
 
 log = logging.getLogger(__name__)
@@ -127,9 +128,10 @@ class TurnPool:
         del previous
         return index
 
-    def round(self) -> None:
+    def round(self) -> list[tuple[int, TrainResult | Exception]]:
         """One turn of every tenant still training, in the order they came; a tenant that finishes or fails
-        leaves the pool."""
+        leaves the pool. What ended in this round: (index, its result or error)."""
+        ended: list[tuple[int, TrainResult | Exception]] = []
         for tenant in list(self._active):
             self.resident.activate(tenant.saved, tenant.run.state.step)
             outcome: TrainResult | Exception | None = None
@@ -143,10 +145,12 @@ class TurnPool:
             tenant.saved = self.resident.snapshot()
             if outcome is not None:
                 self.results[tenant.index] = outcome
+                ended.append((tenant.index, outcome))
                 self._active.remove(tenant)
                 tenant.cleanup.close()
                 if isinstance(outcome, Exception):
                     release_device_memory()
+        return ended
 
     def run(self) -> list[TrainResult | Exception | None]:
         """Rounds until every tenant has finished, stopped or failed."""
@@ -162,15 +166,14 @@ class TurnPool:
 
 
 def check_tenant(cfg: GRPOConfig, first: GRPOConfig | None, base_name: str | None, first_base: str | None) -> None:
-    """Refuse a tenant the pool cannot hold, naming the field: what it needs of its own (the merged engine in this
-    process, one rank, an adapter), and what it must share with the pool's first tenant (the adapter's shape)."""
-    if cfg.max_staleness:
-        raise UserError("max_staleness > 0 samples beside the trainer: such a job takes a worker of its own")
-    if cfg.rollout_engine not in ("merged", "auto"):
-        raise UserError(f"rollout_engine {cfg.rollout_engine!r}: a pool samples on the merged engine it shares")
+    """Refuse a tenant the pool cannot hold, naming why (grpo_core.schemas.pooling: what it needs of its own, and
+    the adapter's shape it must share with the pool's first tenant)."""
+    problem = pool_problem(cfg)
+    if problem is not None:
+        raise UserError(f"this job cannot share a worker: {problem}")
     if first is None:
         return
-    if cfg.lora != first.lora:
+    if pool_key("", cfg) != pool_key("", first):
         raise UserError("lora: a pool's tenants train adapters of one shape (rank, alpha, dropout, target modules)")
     if base_name != first_base:
         raise UserError(f"base model name {base_name!r}: the pool's is {first_base!r}")

@@ -72,6 +72,12 @@ class ClaimNextRequest(BaseModel):
     claim_id: str = Field(min_length=8, max_length=64, description="Random per run: a retried claim is idempotent.")
     devices: int | None = Field(None, ge=1, description="Devices this worker offers per node; None: any job's.")
     nodes: int | None = Field(None, ge=1, description="Nodes a job it claims may span; None: any.")
+    pool: str | None = Field(
+        None,
+        max_length=4096,
+        description="A worker with room in its pool of tenants: only a job that may share it, with this pool key "
+        "(grpo_core.schemas.pooling.pool_key: the base model and the adapter's shape).",
+    )
 
 
 class ResumePoint(BaseModel):

@@ -3,7 +3,7 @@
 Per-run state lives in ``JobRun``; the Celery task is one line. Everything the user sees goes through the
 internal API (events, checkpoints, the final status: worker.reporting); the object store is used directly for
 bytes. A heartbeat thread renews the lease while a long step runs and picks up a cancel or pause, which the loop
-honours between steps. Every failure ends as a finish the user can act on (``_failure``).
+honours between steps. Every failure ends as a finish the user can act on (``failure``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ def stop_for_shutdown() -> None:
     _shutting_down = True
 
 
+def shutting_down() -> bool:
+    """Whether this worker was told to shut down (``stop_for_shutdown``): a pool claims no more jobs then."""
+    return _shutting_down
+
+
 def offered_devices(settings: WorkerSettings) -> int | None:
     """The devices this worker offers a job: WORKER_DEVICES, else its GPUs; None on a CPU worker (a job's ranks
     are processes there, bounded by the API's MAX_DEVICES_PER_NODE)."""
@@ -76,6 +81,7 @@ class JobRun:
         self._ranks: Torchrun | None = None  # this node's torchrun while a multi-process job runs
         self._finish_lock = threading.Lock()
         self._forced = False  # _enforce_grace took over the run's outcome
+        self._beat: threading.Thread | None = None
 
     def _request_stop(self, reason: str | None) -> None:
         if reason and not self.stop_requested.is_set():
@@ -149,35 +155,59 @@ class JobRun:
         """Ask the API for the next job this worker can run (the doorbell's job id only names what rang) and
         train it; nothing claimable (another worker took it, its project is at its limit, it waits on a backoff)
         ends the run quietly."""
+        claim = self.claim_next()
+        if claim is not None:
+            self.serve(claim)
+
+    def claim_next(self, pool: str | None = None) -> api.ClaimResponse | None:
+        """The next job this worker can run (with ``pool``: one that may join the pool with that key), its lease
+        now this run's; None when there is none."""
         ask = api.ClaimNextRequest(
             worker_id=self.worker_id,
             claim_id=self.claim_id,
             devices=offered_devices(self.settings),
             nodes=self.settings.worker_nodes,
+            pool=pool,
         )
         try:
             claim = self.client.claim_next(ask)
         except StaleLease as exc:
             log.info("doorbell %s: nothing claimed: %s", self.job_id, exc)
-            return
+            return None
         if claim is None:
             log.info("doorbell %s: nothing this worker can run now", self.job_id)
-            return
+            return None
         self.job_id = claim.job_id
         self.epoch, self.object_prefix, self.lease_seconds = claim.epoch, claim.object_prefix, claim.lease_seconds
-        beat = threading.Thread(target=self._heartbeat_loop, name=f"heartbeat-{self.job_id}", daemon=True)
-        beat.start()
-        work = self.settings.scratch_dir / self.job_id / f"e{self.epoch}"
+        return claim
+
+    def serve(self, claim: api.ClaimResponse) -> None:
+        """Train the claimed job on a worker of its own, renewing its lease, and report how it ended."""
+        self.start_heartbeat()
+        work = self.work_dir()
         try:
             self.finish(self._train(claim, work))
         except StaleLease as exc:
             log.warning("job %s: stopped writing, lease is stale: %s", self.job_id, exc)
         finally:
-            self._done.set()
-            beat.join(timeout=5)
-            self.client.close()
+            self.stop_heartbeat()
             shutil.rmtree(work, ignore_errors=True)
             model_cache(self.settings).release_all()  # the base model may be evicted now
+
+    def work_dir(self) -> Path:
+        return self.settings.scratch_dir / self.job_id / f"e{self.epoch}"
+
+    def start_heartbeat(self) -> None:
+        beat = threading.Thread(target=self._heartbeat_loop, name=f"heartbeat-{self.job_id}", daemon=True)
+        self._beat = beat
+        beat.start()
+
+    def stop_heartbeat(self) -> None:
+        """The run is over: the heartbeat ends and the API client closes."""
+        self._done.set()
+        if self._beat is not None:
+            self._beat.join(timeout=5)
+        self.client.close()
 
     def _train(self, claim: api.ClaimResponse, work: Path) -> api.FinishRequest:
         """Run training; map every failure to a finish a user can act on."""
@@ -196,7 +226,12 @@ class JobRun:
         except StaleLease:
             raise
         except Exception as exc:  # the run's boundary: whatever training raised, the job finishes failed, saying why
-            return self._failure(exc)
+            return self.failure(exc)
+        return self.ended(result, reporter)
+
+    def ended(self, result: TrainResult, reporter: Reporter) -> api.FinishRequest:
+        """The finish of a run that returned ``result``: succeeded, or paused, handed back or cancelled when it
+        stopped early (each said in an event)."""
         outcome = api.FinishRequest(epoch=self.epoch, status=api.FinishStatus.succeeded, trained_tokens=reporter.tokens)
         if not result.stopped:
             return outcome
@@ -215,7 +250,7 @@ class JobRun:
         self.post_events([api.MessageEvent(message=f"Stopped after step {done} on cancel request")])
         return outcome.model_copy(update={"status": api.FinishStatus.cancelled})
 
-    def _failure(self, exc: Exception) -> api.FinishRequest:
+    def failure(self, exc: Exception) -> api.FinishRequest:
         """The failed finish for ``exc`` (worker.failures.classify)."""
         failure = classify(exc, self.job_id, self.settings.job_time_limit_seconds)
         return api.FinishRequest(

@@ -25,6 +25,13 @@ class WorkerSettings(CommonSettings):
     worker_nodes: int | None = Field(
         None, ge=1, description="Nodes a job this worker leads may span; unset: any (up to the API's MAX_NODES)."
     )
+    pool_tenants: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Jobs of one base model this worker process trains in turn on one resident copy (worker.pool); "
+        "unset: 4 on a GPU, 1 (no pool) on a CPU.",
+    )
     training_sample_batch: int = Field(
         32,
         ge=1,

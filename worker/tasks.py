@@ -9,7 +9,7 @@ from runtime.queue import JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION
 from worker.celery_app import app
 from worker.evals import EvalRunner
 from worker.node import JoinRun
-from worker.runner import JobRun
+from worker.pool import PoolRun
 from worker.settings import get_settings
 from worker.training_api.session import SessionRunner
 
@@ -22,9 +22,10 @@ def run_job(job_id: str) -> None:
 
     The message is only a doorbell (``job_id`` names what rang it, for the logs): the API picks the job by priority,
     fair share and age (api.jobs.scheduling). A doorbell that finds nothing claimable is dropped: the API rings
-    again when a job ends, when its reaper finds a queued job unclaimed, or when a backoff passes.
+    again when a job ends, when its reaper finds a queued job unclaimed, or when a backoff passes. A job that may
+    share the worker opens a pool that takes more jobs of its base model between its steps (worker.pool).
     """
-    JobRun(job_id, get_settings()).run()
+    PoolRun(job_id, get_settings()).run()
 
 
 @app.task(name=JOIN_JOB)

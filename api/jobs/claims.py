@@ -29,6 +29,8 @@ from api.models.service import source_of
 from api.secrets import service as project_secrets
 from api.usage import metering
 from api.webhooks.service import record_job_event
+from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.pooling import pool_key, pool_problem
 from runtime.internal import ClaimNextRequest, ClaimResponse, Refusal, Resources, ResumePoint
 from runtime.keys import CheckpointKey, checkpoints_prefix, job_prefix
 from runtime.storage import ObjectStore
@@ -140,7 +142,16 @@ def claim_next(
             beat = heartbeat(session, held.id, held.lease_epoch, settings.lease_seconds)
             return claim_response(session, settings, beat)
         order = scheduling.next_jobs(session, settings, body.devices, body.nodes)
-        job = next((j for j_id in order if j_id not in tried and (j := session.get(Job, j_id)) is not None), None)
+        job = next(
+            (
+                j
+                for j_id in order
+                if j_id not in tried
+                and (j := session.get(Job, j_id)) is not None
+                and (body.pool is None or pool_key_of(j) == body.pool)
+            ),
+            None,
+        )
         if job is None:
             break
         tried.add(job.id)
@@ -157,6 +168,15 @@ def claim_next(
         return claim_response(session, settings, taken)
     session.commit()  # nothing to claim: release the fleet lock
     return None
+
+
+def pool_key_of(job: Job) -> str | None:
+    """The key of the pool ``job`` may join (grpo_core.schemas.pooling), or None when it takes a worker of its own."""
+    cfg = GRPOConfig.model_validate(job.reinforcement.hyperparameters)
+    res = job_resources(job)
+    if pool_problem(cfg, res.devices, res.nodes, res.rollout_devices) is not None:
+        return None
+    return pool_key(job.model, cfg)
 
 
 def take(session: Session, job: Job, worker_id: str, claim_id: str, lease_seconds: int) -> Job | None:

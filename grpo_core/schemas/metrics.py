@@ -290,6 +290,11 @@ class Execution(BaseModel):
         description="max_staleness > 0: where the sampler runs, e.g. 'its own process, 1 thread (cores 1)'; null when "
         "it runs in the training process.",
     )
+    pool_tenants: int | None = Field(
+        None,
+        description="The job shares its worker's resident base model: how many tenants (jobs) the worker held when "
+        "it started, itself included (each trains its own adapter, in turn); null: a worker of its own.",
+    )
 
     def message(self) -> str:
         """One line for the job's event log."""
@@ -311,6 +316,8 @@ class Execution(BaseModel):
         head = ", LM head fused with the log-prob" if self.fused_lm_head else ""
         head += ", passes replayed as CUDA graphs" if self.capture_update else ""
         mode = "synchronous"
+        if self.pool_tenants is not None:
+            mode += f", in turn with the other jobs of a worker shared by {self.pool_tenants} (exact: as alone)"
         if self.max_staleness:
             mode = f"asynchronous, samples at most {self.max_staleness} step(s) old, sampler in {self.sampler}"
         return f"Training on {where}: {batches}{head}, gradient checkpointing {gc}, rollout engine {engine}, {mode}"

@@ -38,6 +38,8 @@ class Execution:
         max_tokens_per_micro_batch (int | None | Unset): The packed micro-batch's token budget.
         packing (bool | Unset): The update runs packed micro-batches (no padding); false: padded ones of
             micro_batch_size. Default: False.
+        pool_tenants (int | None | Unset): The job shares its worker's resident base model: how many tenants (jobs) the
+            worker held when it started, itself included (each trains its own adapter, in turn); null: a worker of its own.
         ranks_per_node (int | Unset): Ranks on each node; `device` and `threads` are rank 0's. Default: 1.
         sampler (None | str | Unset): max_staleness > 0: where the sampler runs, e.g. 'its own process, 1 thread (cores
             1)'; null when it runs in the training process.
@@ -64,6 +66,7 @@ class Execution:
     max_staleness: int | Unset = 0
     max_tokens_per_micro_batch: int | None | Unset = UNSET
     packing: bool | Unset = False
+    pool_tenants: int | None | Unset = UNSET
     ranks_per_node: int | Unset = 1
     sampler: None | str | Unset = UNSET
     sharding: ExecutionShardingType0 | None | Unset = UNSET
@@ -115,6 +118,12 @@ class Execution:
             max_tokens_per_micro_batch = self.max_tokens_per_micro_batch
 
         packing = self.packing
+
+        pool_tenants: int | None | Unset
+        if isinstance(self.pool_tenants, Unset):
+            pool_tenants = UNSET
+        else:
+            pool_tenants = self.pool_tenants
 
         ranks_per_node = self.ranks_per_node
 
@@ -179,6 +188,8 @@ class Execution:
             field_dict["max_tokens_per_micro_batch"] = max_tokens_per_micro_batch
         if packing is not UNSET:
             field_dict["packing"] = packing
+        if pool_tenants is not UNSET:
+            field_dict["pool_tenants"] = pool_tenants
         if ranks_per_node is not UNSET:
             field_dict["ranks_per_node"] = ranks_per_node
         if sampler is not UNSET:
@@ -256,6 +267,15 @@ class Execution:
 
         packing = d.pop("packing", UNSET)
 
+        def _parse_pool_tenants(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        pool_tenants = _parse_pool_tenants(d.pop("pool_tenants", UNSET))
+
         ranks_per_node = d.pop("ranks_per_node", UNSET)
 
         def _parse_sampler(data: object) -> None | str | Unset:
@@ -328,6 +348,7 @@ class Execution:
             max_staleness=max_staleness,
             max_tokens_per_micro_batch=max_tokens_per_micro_batch,
             packing=packing,
+            pool_tenants=pool_tenants,
             ranks_per_node=ranks_per_node,
             sampler=sampler,
             sharding=sharding,

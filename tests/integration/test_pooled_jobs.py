@@ -1,0 +1,169 @@
+"""Jobs of one base model pooled on one worker process (worker.pool, grpo_core.pool), on the real stack: the API,
+Postgres, Redis, moto's S3 and a Celery worker with POOL_TENANTS=4. Four jobs of two projects share the worker;
+one is cancelled and one has a failing grader, and they end alone while the other two go on; the worker is killed
+mid-run and the survivors resume and finish with every step once; each trained adapter is bit-identical (fp32) to
+the same job trained alone in this process."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import torch
+from pydantic import TypeAdapter
+from safetensors.torch import load_file
+
+from scripts.local_stack import ROOT
+from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl
+from tests.integration.flow import all_events
+from tests.integration.stack import Stack, production_env, running_api, wait_status
+from tests.services import fresh_database, fresh_redis_db
+from tests.tiny_model import TINY_ID
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+DONE = {"succeeded", "failed", "cancelled"}
+FAILING = {"type": "python", "name": "broken", "source": "def grade(sample, item):\n    return 1 / 0\n"}
+STEPS = 12
+
+
+@dataclass
+class Pooled:
+    stack: Stack
+    keys: dict[str, str]
+
+    def client(self, project: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.stack.url, timeout=30, headers={"Authorization": f"Bearer {self.keys[project]}"}
+        )
+
+
+def _admin(env: dict[str, str], *args: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "api.admin", *args], env=env, cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def pooled(
+    s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pooled]:
+    with fresh_database() as pg_url:
+        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
+        env |= {"POOL_TENANTS": "4"}
+        with running_api(env, logs_dir) as stack:
+            keys = {}
+            for name in ("team-a", "team-b"):
+                project = _admin(stack.env, "projects", "create", name)
+                keys[name] = _admin(stack.env, "keys", "create", "--project", project, "--name", name)
+            yield Pooled(stack, keys)
+
+
+def submit(api: httpx.Client, seed: int, grader: dict[str, Any], **hp: Any) -> dict[str, Any]:
+    f = api.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", jsonl(ARITH_ROWS))})
+    assert f.status_code == 201, f.text
+    body = job_body(TINY_ID, f.json()["id"], grader=grader, precision="fp32", learning_rate=5e-3, **hp)
+    body["seed"] = seed
+    r = api.post("/v1/fine_tuning/jobs", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def steps_done(api: httpx.Client, job_id: str) -> int:
+    return int(api.get(f"/v1/fine_tuning/jobs/{job_id}").json()["steps_done"])
+
+
+def wait_for(check: Any, stack: Stack, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, stack.logs()
+        time.sleep(0.2)
+
+
+def adapter_of(api: httpx.Client, job_id: str, out: Path) -> dict[str, torch.Tensor]:
+    ckpts = api.get(f"/v1/fine_tuning/jobs/{job_id}/checkpoints").json()["data"]
+    resp = api.get(f"/v1/fine_tuning/jobs/{job_id}/checkpoints/{ckpts[0]['id']}/content")
+    if resp.status_code == 302:
+        resp = httpx.get(resp.headers["location"], timeout=30)
+    assert resp.status_code == 200, resp.text
+    with tarfile.open(fileobj=io.BytesIO(resp.content)) as tar:
+        tar.extractall(out, filter="data")
+    return load_file(str(out / "adapter_model.safetensors"))
+
+
+def trained_alone(job: dict[str, Any], tiny_model_dir: Path, work: Path) -> dict[str, torch.Tensor]:
+    """The same job (its resolved hyperparameters, grader, rows and seed) trained alone in this process."""
+    from grpo_core.rewards.graders import build_graders
+    from grpo_core.schemas.config import GRPOConfig
+    from grpo_core.schemas.graders import GraderSpec
+    from grpo_core.trainer import train
+    from tests.training import Recorder
+    from worker.settings import WorkerSettings
+
+    rl = job["method"]["reinforcement"]
+    cfg = GRPOConfig.model_validate(rl["hyperparameters"])
+    graders = build_graders(TypeAdapter(GraderSpec).validate_python(rl["grader"]), WorkerSettings().grader_env())
+    try:
+        result = train(cfg, tiny_model_dir, ARITH_ROWS, graders, callbacks=Recorder(), work_dir=work, seed=job["seed"])
+    finally:
+        for g in graders:
+            g.close()
+    assert result.final_checkpoint is not None
+    return load_file(str(result.final_checkpoint / "adapter_model.safetensors"))
+
+
+def test_four_jobs_of_two_projects_share_a_worker_and_each_trains_as_alone(
+    pooled: Pooled, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    stack = pooled.stack
+    with pooled.client("team-a") as a, pooled.client("team-b") as b:
+        a1 = submit(a, 7, PY_GRADER, max_steps=STEPS, checkpoint_interval=1)
+        a2 = submit(a, 8, PY_GRADER, max_steps=200, checkpoint_interval=1)  # cancelled
+        b1 = submit(b, 9, FAILING, max_steps=STEPS)  # its grader fails every sample
+        b2 = submit(b, 10, PY_GRADER, max_steps=STEPS, checkpoint_interval=1)
+        stack.start_worker()
+        # all four on the one worker process: the first job opened a pool, the others joined between its steps
+        wait_for(lambda: all(steps_done(c, j["id"]) >= 1 for c, j in ((a, a1), (a, a2), (b, b2))), stack)
+        failed = wait_status(b, b1["id"], DONE, 240, stack)
+        assert failed["status"] == "failed" and "broken" in failed["error"]["message"], failed
+        assert a.post(f"/v1/fine_tuning/jobs/{a2['id']}/cancel").status_code == 200
+        cancelled = wait_status(a, a2["id"], DONE, 240, stack)
+        assert cancelled["status"] == "cancelled", cancelled
+        assert steps_done(a, a1["id"]) < STEPS and steps_done(b, b2["id"]) < STEPS, "the survivors went on meanwhile"
+        # the worker killed mid-run (parent and pool child): the leases expire, both jobs resume and finish
+        wait_for(lambda: steps_done(a, a1["id"]) >= 3 and steps_done(b, b2["id"]) >= 3, stack)
+        assert stack.worker is not None
+        for pid in [stack.worker.popen.pid, *stack.training_pids()]:
+            os.kill(pid, signal.SIGKILL)
+        stack.worker = None
+        stack.start_worker()
+        finished = [wait_status(c, j["id"], DONE, 300, stack) for c, j in ((a, a1), (b, b2))]
+        for job, client in zip(finished, (a, b), strict=True):
+            assert job["status"] == "succeeded", job
+            events = all_events(client, job["id"])
+            assert [e["data"]["step"] for e in events if e["type"] == "metrics"] == list(range(1, STEPS + 1))
+            assert job["execution"]["pool_tenants"] >= 1
+            messages = [e["message"] for e in events]
+            assert any("shares this worker" in m or "Sharing this worker" in m for m in messages), messages
+            assert not any("team-a" in m or "team-b" in m for m in messages)  # how many, never whose
+        for client, job in ((a, a2), (b, b1)):
+            messages = [e["message"] for e in all_events(client, job["id"])]
+            assert any("shares this worker" in m or "Sharing this worker" in m for m in messages), messages
+        # another project's jobs are not found
+        assert a.get(f"/v1/fine_tuning/jobs/{b2['id']}").status_code == 404
+        for client, job in ((a, a1), (b, b2)):
+            got = adapter_of(client, job["id"], tmp_path / job["id"])
+            alone = trained_alone(job, tiny_model_dir, tmp_path / f"alone-{job['id']}")
+            assert got.keys() == alone.keys()
+            for k in got:
+                assert torch.equal(got[k], alone[k]), (job["id"], k)

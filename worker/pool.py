@@ -1,0 +1,211 @@
+"""A worker's pool: jobs of one base model trained in turn on one resident copy of it (grpo_core.pool).
+
+The first job a worker process claims decides: a job that may share a worker (grpo_core.schemas.pooling) opens a
+pool of up to ``POOL_TENANTS`` tenants; any other runs alone (worker.runner.JobRun.serve). Between rounds the pool
+asks the API for more jobs with its key (the same base model and adapter shape), under the scheduler's usual order
+and each project's limit (api.jobs.claims.claim_next with ``pool``), so a job queued behind a busy worker starts on
+it at the next round instead of waiting for its own GPU.
+
+Each tenant is a job as ``JobRun`` runs it: its own lease and heartbeat, its events, checkpoints and tracking run
+(worker.reporting.Reporter), its finish; a cancel, pause, preemption or this worker's shutdown stops it at its
+next turn; its failure (its grader, its data, its memory) ends it alone. A worker that dies loses no tenant: each
+lease expires and each job resumes from its own last checkpoint wherever it is claimed next, pooled or not,
+exactly as a run alone would (grpo_core.pool trains a tenant bit for bit as alone).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runtime import internal as api
+from worker.client import StaleLease
+from worker.job import check_sandbox, fetch_inputs, make_graders, model_cache, read_job
+from worker.reporting import Reporter
+from worker.runner import JobRun
+from worker.settings import WorkerSettings
+from worker.tracking import check_secrets
+
+if TYPE_CHECKING:
+    from grpo_core.pool import TenantSpec, TurnPool
+    from grpo_core.rewards.base import Grader
+    from grpo_core.schemas.metrics import Execution
+    from grpo_core.trainer import TrainResult
+
+log = logging.getLogger(__name__)
+
+
+class PoolReporter(Reporter):
+    """A tenant's Reporter: its execution says it shares the worker, and with how many tenants (not whose)."""
+
+    tenants = 1
+
+    def on_start(self, execution: Execution) -> None:
+        super().on_start(execution.model_copy(update={"pool_tenants": self.tenants}))
+
+
+@dataclass
+class Tenant:
+    """One pooled job on this worker: its run (lease, stop requests), reporter and graders."""
+
+    job: JobRun
+    claim: api.ClaimResponse
+    reporter: PoolReporter
+    graders: list[Grader] = field(default_factory=list)
+
+    def end(self, outcome: TrainResult | Exception) -> None:
+        """Report how the job ended (as JobRun does for a run alone) and free what it held."""
+        from grpo_core.trainer import TrainResult
+
+        job, status = self.job, api.FinishStatus.failed
+        try:
+            finish = job.ended(outcome, self.reporter) if isinstance(outcome, TrainResult) else job.failure(outcome)
+            status = finish.status
+            job.finish(finish)
+        except StaleLease as exc:
+            log.warning("job %s: stopped writing, lease is stale: %s", job.job_id, exc)
+        except Exception:  # the API is unreachable: the lease expires and the reaper hands the job on
+            log.exception("job %s: could not report its end", job.job_id)
+        finally:
+            self.reporter.finish_tracking(status)
+            for g in self.graders:
+                g.close()
+            job.stop_heartbeat()
+            shutil.rmtree(job.work_dir(), ignore_errors=True)
+
+
+def pool_slots(settings: WorkerSettings) -> int:
+    """Tenants per worker process: POOL_TENANTS, else 4 on a GPU (tenants in turn hold one step's activations at a
+    time; each more costs its adapter and optimizer state) and 1 on a CPU (no idle device to share)."""
+    if settings.pool_tenants is not None:
+        return settings.pool_tenants
+    import torch
+
+    return 4 if torch.cuda.is_available() else 1
+
+
+class PoolRun:
+    """One worker process's work from a doorbell: a job alone, or a pool of jobs in turn."""
+
+    def __init__(self, doorbell: str, settings: WorkerSettings) -> None:
+        self.doorbell, self.settings = doorbell, settings
+        self.slots = pool_slots(settings)
+        self.key: str | None = None
+        self.tenants: dict[int, Tenant] = {}
+
+    def run(self) -> None:
+        lead = JobRun(self.doorbell, self.settings)
+        claim = lead.claim_next()
+        if claim is None:
+            return
+        self.key = self._key(claim) if self.slots > 1 else None
+        if self.key is None:
+            lead.serve(claim)
+            return
+        try:
+            self._run_pool(lead, claim)
+        finally:
+            model_cache(self.settings).release_all()
+
+    def _key(self, claim: api.ClaimResponse) -> str | None:
+        from grpo_core.schemas.config import GRPOConfig
+        from grpo_core.schemas.pooling import pool_key, pool_problem
+
+        try:
+            cfg = GRPOConfig.model_validate(claim.hyperparameters)
+        except ValueError:  # the run alone fails it with the reason
+            return None
+        res = claim.resources
+        if pool_problem(cfg, res.devices, res.nodes, res.rollout_devices) is not None:
+            return None
+        return pool_key(claim.model, cfg)
+
+    def _run_pool(self, lead: JobRun, claim: api.ClaimResponse) -> None:
+        from grpo_core.hardware.device import resolve_placement
+        from grpo_core.pool import TurnPool
+
+        first = self._tenant(lead, claim)
+        if first is None:
+            return
+        tenant, spec, model_dir = first
+        placement = resolve_placement(spec.cfg.device, spec.cfg.precision)  # also sets torch's threads
+        with TurnPool(model_dir, placement, self.settings.reward_sandbox) as pool:
+            self._add(pool, tenant, spec)
+            while True:
+                self._fill(pool)
+                if not pool.tenants:
+                    break
+                for index, outcome in pool.round():
+                    self.tenants.pop(index).end(outcome)
+            for left in self.tenants.values():  # a failure of the pool itself: every tenant ends with it
+                left.end(RuntimeError("the worker's pool stopped"))
+
+    def _fill(self, pool: TurnPool) -> None:
+        """Claim jobs that may join this pool while it has room (one ask per round finds none: the next round
+        asks again)."""
+        from worker import runner
+
+        while pool.tenants < self.slots and not runner.shutting_down():
+            job = JobRun(self.doorbell, self.settings)
+            claim = job.claim_next(pool=self.key)
+            if claim is None:
+                return
+            got = self._tenant(job, claim)
+            if got is not None:
+                self._add(pool, got[0], got[1])
+
+    def _tenant(self, job: JobRun, claim: api.ClaimResponse) -> tuple[Tenant, TenantSpec, Path] | None:
+        """The claimed job's lease renewed, its inputs fetched and graders built (as JobRun does); None when that
+        failed it (finished with the reason)."""
+        from grpo_core.data.rows import read_jsonl
+        from grpo_core.pool import TenantSpec
+
+        job.start_heartbeat()
+        tenant = Tenant(job, claim, PoolReporter(job, claim, self.settings))
+        try:
+            check_secrets(claim)
+            spec = read_job(claim, self.settings, job.store, tenant.reporter.on_message)
+            inputs = fetch_inputs(job.store, claim, job.work_dir() / "inputs")
+            check_sandbox(spec, self.settings, tenant.reporter.on_message)
+            tenant.graders = make_graders(spec, self.settings)
+        except Exception as exc:  # the job's boundary: it fails with the reason, the pool goes on
+            tenant.end(exc)
+            return None
+        tenant_spec = TenantSpec(
+            cfg=spec.cfg,
+            rows=read_jsonl(inputs.train),
+            graders=tenant.graders,
+            callbacks=tenant.reporter,
+            work_dir=job.work_dir() / "ckpt",
+            seed=claim.seed,
+            resume_from=inputs.resume,
+            valid_rows=read_jsonl(inputs.validation) if inputs.validation else None,
+            base_name=spec.base_name,
+            environment=spec.environment,
+        )
+        return tenant, tenant_spec, spec.model_dir
+
+    def _add(self, pool: TurnPool, tenant: Tenant, spec: TenantSpec) -> None:
+        """Seat the tenant in the pool (its first step waits for its turn), saying that it shares the worker."""
+        others = pool.tenants
+        tenant.reporter.tenants = others + 1
+        if others:
+            tenant.reporter.on_message(
+                f"Sharing this worker's resident {tenant.claim.model} with {others} other job(s): each trains its "
+                "own adapter, in turn, exactly as alone"
+            )
+        try:
+            index = pool.add(spec)
+        except Exception as exc:  # refused (its layout): it fails alone with the reason
+            tenant.end(exc)
+            return
+        outcome = pool.results[index]
+        if isinstance(outcome, Exception):  # its run could not be built (its data, its memory)
+            tenant.end(outcome)
+            return
+        for other in self.tenants.values():  # who shares the worker is visible to each, how many only
+            other.reporter.on_message(f"Another job now shares this worker: {pool.tenants} tenants, in turn")
+        self.tenants[index] = tenant
