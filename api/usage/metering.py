@@ -9,7 +9,11 @@ UPDATE, so the numbers add up across retries, resumes and nodes:
   is not rounded to whole seconds) and ``device_seconds = devices × (last_seen_at − started_at)``, where
   ``devices`` is the job's devices per node × nodes (only node 0 holds the lease and talks to the API, so a
   multi-node attempt is one row, counted once). The error is at most one heartbeat interval per attempt: the time
-  between an attempt's last contact and its death is not counted.
+  between an attempt's last contact and its death is not counted. An attempt that shares its worker with other
+  jobs (a pool of tenants, worker.pool; ``shared``, set with its execution) is billed the work it caused instead,
+  not the wall clock its tenants share: each step adds ``devices × (timing.full_iteration + timing.eval)``, the
+  seconds its turn held the device (before its execution arrives, while it loads, the clock counts as for any
+  attempt).
 - a step's metrics event counts for the attempt that posted it when its step is beyond the attempt's
   ``last_step`` (a retried post never counts twice). A resumed attempt re-running the steps after its checkpoint
   counts them again: the device did that work, in another attempt (another row).
@@ -35,7 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, update
+from sqlalchemy import ColumnElement, and_, case, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -157,9 +161,10 @@ def touch(session: Session, a: Attempt, t: float, **add: float) -> bool:
     added. False when there is no row."""
     seen = case((UsageRecord.last_seen_at < t, t), else_=UsageRecord.last_seen_at)
     span = UsageRecord.devices * (seen - UsageRecord.started_at)
+    raise_to_span = and_(UsageRecord.shared.is_(False), span > UsageRecord.device_seconds)  # a shared row: its steps'
     values: dict[str, Any] = {
         "last_seen_at": seen,
-        "device_seconds": case((span > UsageRecord.device_seconds, span), else_=UsageRecord.device_seconds),
+        "device_seconds": case((raise_to_span, span), else_=UsageRecord.device_seconds),
     }
     values |= {name: getattr(UsageRecord, name) + n for name, n in add.items()}
     statement = update(UsageRecord).where(*_where(a)).values(**values)
@@ -199,10 +204,15 @@ def count_steps(session: Session, job: Job, events: list[MetricsEvent]) -> None:
     hp, attempt = job.reinforcement.hyperparameters, Attempt.of_job(job)
     for ev in sorted(events, key=lambda e: e.step):
         u = step_usage(ev.data, hp)
+        timing = ev.data.timing.step
+        held = UsageRecord.devices * (timing.full_iteration + (timing.eval or 0.0))  # what the step's turn held
         session.execute(
             update(UsageRecord)
             .where(*_where(attempt), UsageRecord.last_step < ev.step)
             .values(
+                device_seconds=case(
+                    (UsageRecord.shared.is_(True), UsageRecord.device_seconds + held), else_=UsageRecord.device_seconds
+                ),
                 steps=UsageRecord.steps + 1,
                 last_step=ev.step,
                 sampled_tokens=UsageRecord.sampled_tokens + u.sampled_tokens,
@@ -215,11 +225,12 @@ def count_steps(session: Session, job: Job, events: list[MetricsEvent]) -> None:
 
 
 def record_device(session: Session, job_id: str, epoch: int, execution: Execution) -> None:
-    """The attempt's device kind, from what its worker resolved (api.jobs.leases.record_execution)."""
+    """The attempt's device kind, from what its worker resolved (api.jobs.leases.record_execution), and whether it
+    shares the worker (a pool: its device-seconds from then on are its steps' own, ``count_steps``)."""
     session.execute(
         update(UsageRecord)
         .where(UsageRecord.kind == UsageKind.job, UsageRecord.subject_id == job_id, UsageRecord.attempt == epoch)
-        .values(device_kind=device_kind(execution)[:256])
+        .values(device_kind=device_kind(execution)[:256], shared=execution.pool_tenants is not None)
         .execution_options(synchronize_session=False)
     )
 

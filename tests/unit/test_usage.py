@@ -165,6 +165,32 @@ def test_device_seconds_are_devices_times_the_span_to_the_last_fenced_contact(
     assert totals["device_seconds_by_kind"] == {"NVIDIA H100 80GB HBM3": row.device_seconds}
 
 
+def test_a_pooled_attempt_is_billed_its_steps_not_the_wall_clock_it_shares(
+    client: TestClient, settings: ApiSettings, project: dict[str, str]
+) -> None:
+    """A job sharing its worker (execution.pool_tenants) is billed the seconds its steps' turns held the device
+    (timing.full_iteration, validation included), not the span its tenants all share; before its execution
+    arrives (loading) the clock counts as for any attempt."""
+    job = Job(client, settings, project)
+    epoch = job.claim("claim-0001")
+    job.sql(
+        "update usage_records set started_at = started_at - 100, last_seen_at = last_seen_at - 100 where job_id = :id"
+    )
+    execution = {"device": "cpu", "device_name": "AMD EPYC", "precision": "fp32", "precision_reason": "r"}
+    execution |= {"micro_batch_size": 1, "gradient_checkpointing": False, "rollout_engine": "merged"}
+    assert job.write("execution", epoch, execution=execution | {"pool_tenants": 3}).status_code == 200
+    (row,) = job.rows()
+    loading = row.device_seconds
+    assert row.shared and 100 <= loading <= 102
+    job.steps(epoch, 1, 2)  # each step's full_iteration is 1.0 s
+    job.steps(epoch, 2)  # a retried post adds nothing
+    job.sql("update usage_records set started_at = started_at - 5000 where job_id = :id")  # hours of shared clock
+    assert job.write("heartbeat", epoch).status_code == 200
+    (row,) = job.rows()
+    assert row.device_seconds == pytest.approx(loading + 2.0)
+    assert job.usage()["totals"]["device_seconds"] == pytest.approx(loading + 2.0)
+
+
 def test_an_attempt_claimed_before_metering_is_metered_from_its_next_contact(
     client: TestClient, settings: ApiSettings, project: dict[str, str]
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import time
 
-from sqlalchemy import BigInteger, Float, Index, Integer, String, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, Float, Index, Integer, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from api.db.models.base import Base
@@ -46,6 +46,8 @@ class UsageRecord(Base):
     day: Mapped[str] = mapped_column(String(10))  # UTC "YYYY-MM-DD" of started_at
     device_kind: Mapped[str | None] = mapped_column(String(256))  # "NVIDIA H100 80GB HBM3", a CPU's model name
     devices: Mapped[int] = mapped_column(Integer, default=1)
+    # the attempt shared its worker (a pool of tenants): device-seconds are its steps' own, not its wall-clock span
+    shared: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     # Unix seconds with their fraction: device-seconds are their difference, and short attempts are common
     started_at: Mapped[float] = mapped_column(Float, default=time.time)
     last_seen_at: Mapped[float] = mapped_column(Float, default=time.time)
