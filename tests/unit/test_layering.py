@@ -37,6 +37,7 @@ API_MAY_USE = {
     "grpo_core.rollout.agent.sandboxed",  # the job's environment loaded in the sandbox at creation, as graders are
     "grpo_core.schemas.environment",
     "grpo_core.schemas.config",
+    "grpo_core.schemas.pooling",  # which jobs may share a worker: the scheduler decides it as the worker does
     "grpo_core.data.rows",
     "grpo_core.models.catalog",
     "grpo_core.models.files",
@@ -111,7 +112,7 @@ def _modules_after(code: str) -> set[str]:
 def test_config_and_schemas_do_not_import_torch() -> None:
     mods = _modules_after(
         "import grpo_core.schemas.config, grpo_core.schemas.graders, grpo_core.rewards.base, "
-        "grpo_core.schemas.metrics, grpo_core.schemas.health, grpo_core.models.catalog"
+        "grpo_core.schemas.metrics, grpo_core.schemas.health, grpo_core.schemas.pooling, grpo_core.models.catalog"
     )
     assert not mods & {"torch", "transformers", "peft"}
 

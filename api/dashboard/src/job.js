@@ -173,6 +173,7 @@ function Execution({ ex }) {
     `micro-batch ${ex.micro_batch_size}`,
     `checkpointing ${ex.gradient_checkpointing ? "on" : "off"}`,
     ex.rollout_engine + (share != null ? ` (${Math.round(100 * share)}% of the GPU)` : ""),
+    ...(ex.pool_tenants != null ? [`worker shared by ${ex.pool_tenants} jobs, in turn`] : []),
   ];
   const why = `${ex.device_name}; ${ex.precision}: ${ex.precision_reason}`;
   return html`<p class="muted" data-testid="execution" title=${why}>${parts.join(" · ")}</p>`;
