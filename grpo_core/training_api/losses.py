@@ -91,7 +91,14 @@ def ppo(
 ) -> LossOutput:
     """Σ_t −w_t · min(ρ_t A_t, clip(ρ_t, lo_t, hi_t) A_t) over (N,) tensors; ``clip_low`` / ``clip_high``: (N,)
     per-token thresholds or one number for all."""
-    ratio = torch.exp(logp - sampling_logp)
+    return _clipped_surrogate(torch.exp(logp - sampling_logp), advantages, weights, clip_low, clip_high)
+
+
+def _clipped_surrogate(
+    ratio: Tensor, advantages: Tensor, weights: Tensor, clip_low: Tensor | float, clip_high: Tensor | float
+) -> LossOutput:
+    """Σ_t −w_t · min(r_t A_t, clip(r_t, lo_t, hi_t) A_t) and its metrics, for per-token ratios ``r`` (ppo's own,
+    gspo's sequence ratios)."""
     lo, hi = _bounds(ratio, clip_low, clip_high)
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, min=lo, max=hi) * advantages
@@ -171,19 +178,7 @@ def gspo(
         marked = torch.where(torch.isnan(sequence_mask), counted, sequence_mask != 0)
     seq_log_ratio = sequence_log_ratios((logp - sampling_logp).detach(), marked, lengths)  # (N,) per token
     ratio = torch.exp(seq_log_ratio + logp - logp.detach())
-    lo, hi = _bounds(ratio, clip_low, clip_high)
-    unclipped = ratio * advantages
-    clipped = torch.clamp(ratio, min=lo, max=hi) * advantages
-    loss = -(weights * torch.minimum(unclipped, clipped)).sum()
-    with torch.no_grad():
-        counted_f = counted.float()
-        metrics = {
-            "loss:sum": float(loss.detach()),
-            "tokens:sum": float(counted_f.sum()),
-            "ratio:mean": _mean_over(ratio.detach(), counted_f),
-            "clip_fraction:mean": _mean_over((clipped < unclipped).float(), counted_f),
-        }
-    return LossOutput(loss, metrics)
+    return _clipped_surrogate(ratio, advantages, weights, clip_low, clip_high)
 
 
 def loss_of(
