@@ -148,13 +148,17 @@ def cispo(
 
 
 def sequence_log_ratios(log_ratio: Tensor, marked: Tensor, lengths: Sequence[int]) -> Tensor:
-    """(S,) the mean of ``log_ratio`` (N,) over the ``marked`` (N,) tokens of each of the S datums laid end to end
-    with ``lengths``; 0 for a datum with no marked token. One scatter per sum, no host sync."""
+    """(N,) per token, the mean of ``log_ratio`` (N,) over the ``marked`` (N,) tokens of its datum, the S datums
+    laid end to end with ``lengths``; 0 for a datum with no marked token. One scatter per sum, and no host sync
+    (``output_size`` tells repeat_interleave its length)."""
+    device = log_ratio.device
     seg = torch.repeat_interleave(
-        torch.arange(len(lengths), device=log_ratio.device), torch.tensor(list(lengths), device=log_ratio.device)
+        torch.arange(len(lengths), device=device),
+        torch.tensor(list(lengths), device=device),
+        output_size=log_ratio.numel(),
     )
     m = marked.to(log_ratio.dtype)
-    total = torch.zeros(len(lengths), dtype=log_ratio.dtype, device=log_ratio.device).index_add_(0, seg, log_ratio * m)
+    total = torch.zeros(len(lengths), dtype=log_ratio.dtype, device=device).index_add_(0, seg, log_ratio * m)
     count = torch.zeros_like(total).index_add_(0, seg, m)
     return (total / count.clamp(min=1.0))[seg]
 
