@@ -112,20 +112,19 @@ class TurnPool:
             spec.base_name, spec.environment, self.sandbox_tier, None,
         )  # fmt: skip
         cleanup = contextlib.ExitStack()
-        previous = None if self.resident.model is None else self.resident.snapshot()
+        alone = self.resident.model is None  # the first tenant loads what the pool keeps
         try:
             run = build_run(cfg, inputs, self.placement, world, MainRank(spec.callbacks, world, self.placement.device),
                             cleanup, self.resident)  # fmt: skip
         except Exception as exc:  # the tenant's boundary: it ends with its error, the pool goes on
             cleanup.close()
             self.results[index] = exc
-            if previous is None:  # nothing resident yet that another tenant holds: start clean
+            if alone:  # what it loaded no other tenant holds: the next one starts clean
                 self.resident.close()
             return index
         if self._first is None:
             self._first, self._base_name = cfg, spec.base_name
         self._active.append(_Tenant(index, run, turns(run), self.resident.snapshot(), cleanup))
-        del previous
         return index
 
     def round(self) -> list[tuple[int, TrainResult | Exception]]:
@@ -159,9 +158,13 @@ class TurnPool:
         return self.results
 
     def _placed(self, cfg: GRPOConfig) -> GRPOConfig:
-        """The tenant's config on the pool's device and precision, sampling on the engine the pool shares."""
-        engine = "merged" if cfg.rollout_engine == "auto" else cfg.rollout_engine
-        update = {"device": str(self.placement.device), "precision": self.placement.precision, "rollout_engine": engine}
+        """The tenant's config on the pool's device and precision, sampling on the engine the pool shares, and
+        (unless it asks) without captured update graphs: each tenant's graphs would hold a memory pool of their
+        own, where tenants in turn hold one step's activations at a time."""
+        update: dict[str, object] = {"device": str(self.placement.device), "precision": self.placement.precision}
+        update["rollout_engine"] = "merged" if cfg.rollout_engine == "auto" else cfg.rollout_engine
+        if cfg.capture_update is None:
+            update["capture_update"] = False
         return cfg.model_copy(update=update)
 
 

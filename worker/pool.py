@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from grpo_core.trainer import TrainResult
 
 log = logging.getLogger(__name__)
+FILL_EVERY = 2.0  # seconds between asks for more tenants while the pool has room and the queue had none
 
 
 class PoolReporter(Reporter):
@@ -95,6 +97,7 @@ class PoolRun:
         self.slots = pool_slots(settings)
         self.key: str | None = None
         self.tenants: dict[int, Tenant] = {}
+        self._next_fill = 0.0  # monotonic time of the next ask for more tenants
 
     def run(self) -> None:
         lead = JobRun(self.doorbell, self.settings)
@@ -132,26 +135,34 @@ class PoolRun:
             return
         tenant, spec, model_dir = first
         placement = resolve_placement(spec.cfg.device, spec.cfg.precision)  # also sets torch's threads
-        with TurnPool(model_dir, placement, self.settings.reward_sandbox) as pool:
-            self._add(pool, tenant, spec)
-            while True:
-                self._fill(pool)
-                if not pool.tenants:
-                    break
-                for index, outcome in pool.round():
-                    self.tenants.pop(index).end(outcome)
-            for left in self.tenants.values():  # a failure of the pool itself: every tenant ends with it
-                left.end(RuntimeError("the worker's pool stopped"))
+        try:
+            with TurnPool(model_dir, placement, self.settings.reward_sandbox) as pool:
+                self._add(pool, tenant, spec)
+                while True:
+                    self._fill(pool)
+                    if not pool.tenants:
+                        break
+                    for index, outcome in pool.round():
+                        self.tenants.pop(index).end(outcome)
+        except Exception as exc:  # the pool itself failed: every tenant ends with it (no lease is left beating)
+            log.exception("the pool failed; ending its %d tenants", len(self.tenants))
+            for left in self.tenants.values():
+                left.end(exc)
+            self.tenants.clear()
 
     def _fill(self, pool: TurnPool) -> None:
-        """Claim jobs that may join this pool while it has room (one ask per round finds none: the next round
-        asks again)."""
+        """Claim jobs that may join this pool while it has room; with room and nothing claimed, ask again at most
+        every ``FILL_EVERY`` seconds (each ask takes the scheduler's fleet lock)."""
         from worker import runner
 
+        if time.monotonic() < self._next_fill:
+            return
         while pool.tenants < self.slots and not runner.shutting_down():
             job = JobRun(self.doorbell, self.settings)
             claim = job.claim_next(pool=self.key)
             if claim is None:
+                job.client.close()
+                self._next_fill = time.monotonic() + FILL_EVERY
                 return
             got = self._tenant(job, claim)
             if got is not None:
