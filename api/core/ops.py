@@ -2,7 +2,8 @@
 
 - Every request gets an id (``X-Request-ID`` from the caller, or a new one), returned in the response and put
   on every log line written while it is handled; logs are one JSON object per line (``LOG_FORMAT=json``).
-- ``/metrics`` (Prometheus): request latency by route and status, jobs by state and the queue depth (read at
+- ``/metrics`` (Prometheus): request latency by route and status, jobs by state, the jobs each worker process
+  trains now (``rft_worker_jobs``: a pool's tenants) and the queue depth (read at
   scrape time), GRPO steps recorded (a counter: its rate is the service's steps/s).
 - ``/readyz``: 200 only when the database, the broker and the object store answer; 503 names the one that
   does not. With an inference server configured, ``checks.inference`` says whether it answers (reported as
@@ -35,7 +36,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from api.core.ratelimit import Limiter, make_limiter
 from api.core.settings import ApiSettings
-from api.db.models import Job
+from api.db.models import ACTIVE, Job, now
 from runtime.queue import GPU_QUEUE
 
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
@@ -82,13 +83,20 @@ class _StateCollector:
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         jobs = GaugeMetricFamily("rft_jobs", "Jobs by state", labels=["state"])
+        tenants = GaugeMetricFamily(
+            "rft_worker_jobs", "Jobs each worker process trains now (a pool's tenants), by worker id", labels=["worker"]
+        )
         try:
             with self.app.state.sessionmaker() as s:
                 for state, n in s.execute(select(Job.status, func.count()).group_by(Job.status)):
                     jobs.add_metric([state], n)
+                live = (Job.status.in_(list(ACTIVE)), Job.lease_expires_at >= now(), Job.worker_id.is_not(None))
+                for worker, n in s.execute(select(Job.worker_id, func.count()).where(*live).group_by(Job.worker_id)):
+                    tenants.add_metric([worker], n)
         except Exception:  # a scrape during a database restart reports nothing rather than failing
             log.exception("metrics: jobs by state")
         yield jobs
+        yield tenants
         depth = queue_depth(self.app.state.settings)
         if depth is not None:
             yield GaugeMetricFamily("rft_queue_depth", "Messages waiting in the gpu queue", value=depth)

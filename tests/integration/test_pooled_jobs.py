@@ -134,6 +134,9 @@ def test_four_jobs_of_two_projects_share_a_worker_and_each_trains_as_alone(
         stack.start_worker()
         # all four on the one worker process: the first job opened a pool, the others joined between its steps
         wait_for(lambda: all(steps_done(c, j["id"]) >= 1 for c, j in ((a, a1), (a, a2), (b, b2))), stack)
+        scraped = httpx.get(f"{stack.url}/metrics", timeout=30).text  # the operator's view: jobs per worker process
+        per_worker = [float(x.rsplit(" ", 1)[1]) for x in scraped.splitlines() if x.startswith("rft_worker_jobs{")]
+        assert per_worker and max(per_worker) >= 3, scraped
         failed = wait_status(b, b1["id"], DONE, 240, stack)
         assert failed["status"] == "failed" and "broken" in failed["error"]["message"], failed
         assert a.post(f"/v1/fine_tuning/jobs/{a2['id']}/cancel").status_code == 200
