@@ -174,8 +174,10 @@ class JobRun:
         except StaleLease as exc:
             log.info("doorbell %s: nothing claimed: %s", self.job_id, exc)
             return None
-        if claim is None:
-            log.info("doorbell %s: nothing this worker can run now", self.job_id)
+        if claim is None:  # a pool asks every few seconds while it has room: that is no news
+            log.log(
+                logging.DEBUG if pool else logging.INFO, "doorbell %s: nothing this worker can run now", self.job_id
+            )
             return None
         self.job_id = claim.job_id
         self.epoch, self.object_prefix, self.lease_seconds = claim.epoch, claim.object_prefix, claim.lease_seconds
