@@ -18,6 +18,7 @@ values: ``MergedEngine.sync`` rebuilds every adapted weight from W).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +59,7 @@ class Resident:
         """Fill the slot with the adapter ``load_policy(..., seed)`` would create, leaving torch's RNG where that
         leaves it."""
         model = self.model
-        config = model.peft_config["default"]
+        config = copy.deepcopy(model.peft_config["default"])  # PEFT keeps (and may edit) the config it is given
         torch.manual_seed(seed)
         model.add_adapter(_FRESH, config)
         try:
