@@ -59,6 +59,23 @@ def _mean_over(values: Tensor, counted: Tensor) -> float:
     return float(picked.mean()) if picked.numel() else 0.0
 
 
+@torch.no_grad()
+def _rl_metrics(
+    loss: Tensor, ratio: Tensor, weights: Tensor, advantages: Tensor, clipped: Tensor | None = None
+) -> dict[str, float]:
+    """An RL loss's metrics (the module docstring): the sum, the tokens that carry loss, their mean ratio and, for
+    a clipped loss, the share of them ``clipped`` marks."""
+    counted = ((weights != 0) & (advantages != 0)).float()
+    metrics = {
+        "loss:sum": float(loss.detach()),
+        "tokens:sum": float(counted.sum()),
+        "ratio:mean": _mean_over(ratio.detach(), counted),
+    }
+    if clipped is not None:
+        metrics["clip_fraction:mean"] = _mean_over(clipped.float(), counted)
+    return metrics
+
+
 def cross_entropy(logp: Tensor, weights: Tensor) -> LossOutput:
     """Σ_t −w_t · logp_t over ``logp`` (N,) and ``weights`` (N,)."""
     loss = -(weights * logp).sum()
@@ -71,14 +88,7 @@ def importance_sampling(logp: Tensor, sampling_logp: Tensor, advantages: Tensor,
     """Σ_t −w_t · exp(logp_t − q_t) · A_t over (N,) tensors (REINFORCE with an importance ratio)."""
     ratio = torch.exp(logp - sampling_logp)
     loss = -(weights * ratio * advantages).sum()
-    with torch.no_grad():
-        counted = ((weights != 0) & (advantages != 0)).float()
-        metrics = {
-            "loss:sum": float(loss.detach()),
-            "tokens:sum": float(counted.sum()),
-            "ratio:mean": _mean_over(ratio.detach(), counted),
-        }
-    return LossOutput(loss, metrics)
+    return LossOutput(loss, _rl_metrics(loss, ratio, weights, advantages))
 
 
 def ppo(
@@ -103,16 +113,7 @@ def _clipped_surrogate(
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, min=lo, max=hi) * advantages
     loss = -(weights * torch.minimum(unclipped, clipped)).sum()
-    with torch.no_grad():
-        counted = ((weights != 0) & (advantages != 0)).float()
-        cut = (clipped < unclipped).float()
-        metrics = {
-            "loss:sum": float(loss.detach()),
-            "tokens:sum": float(counted.sum()),
-            "ratio:mean": _mean_over(ratio.detach(), counted),
-            "clip_fraction:mean": _mean_over(cut, counted),
-        }
-    return LossOutput(loss, metrics)
+    return LossOutput(loss, _rl_metrics(loss, ratio, weights, advantages, clipped=clipped < unclipped))
 
 
 def _bounds(ratio: Tensor, clip_low: Tensor | float, clip_high: Tensor | float) -> tuple[Tensor, Tensor]:
@@ -135,16 +136,7 @@ def cispo(
     lo, hi = _bounds(ratio, clip_low, clip_high)
     weight = torch.clamp(ratio, min=lo, max=hi).detach()
     loss = -(weights * weight * logp * advantages).sum()
-    with torch.no_grad():
-        counted = ((weights != 0) & (advantages != 0)).float()
-        outside = ((ratio < lo) | (ratio > hi)).float()
-        metrics = {
-            "loss:sum": float(loss.detach()),
-            "tokens:sum": float(counted.sum()),
-            "ratio:mean": _mean_over(ratio.detach(), counted),
-            "clip_fraction:mean": _mean_over(outside, counted),
-        }
-    return LossOutput(loss, metrics)
+    return LossOutput(loss, _rl_metrics(loss, ratio, weights, advantages, clipped=(ratio < lo) | (ratio > hi)))
 
 
 def sequence_log_ratios(log_ratio: Tensor, marked: Tensor, lengths: Sequence[int]) -> Tensor:
