@@ -11,7 +11,6 @@ the operator's CLI), so the browser test sees the login page in force.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import pytest
 
 from grpo_core.models.catalog import SMOLLM2_ID, prepare_smollm2
 from scripts.demo import GRADER_SOURCE, HYPERPARAMETERS, split
-from scripts.local_stack import ROOT, Proc, free_port, wait_http
+from scripts.local_stack import Proc, free_port, wait_http
 from tests.integration.stack import Stack, production_env, running_api, wait_status
 from tests.services import fresh_database, fresh_redis_db
 
@@ -44,12 +43,6 @@ class ServedDemo:
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.stack.url, headers={"Authorization": f"Bearer {self.api_key}"}, timeout=300)
-
-
-def _admin(env: dict[str, str], *args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "api.admin", *args], env=env, cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
 
 
 def _train(api: httpx.Client, stack: Stack, train: list[dict[str, str]]) -> dict[str, Any]:
@@ -84,8 +77,8 @@ def served_demo(
         env = production_env(pg_url, fresh_redis_db(), s3, smollm2_catalog, tmp_path_factory.mktemp("state"))
         env |= {"INFERENCE_BASE_URL": inference_url, "OMP_NUM_THREADS": "2", "LEASE_SECONDS": "120"}
         with running_api(env, logs_dir) as stack:
-            project = _admin(stack.env, "projects", "create", "inference-tests")
-            key = _admin(stack.env, "keys", "create", "--project", project, "--name", "inference")
+            project = stack.admin("projects", "create", "inference-tests")
+            key = stack.admin("keys", "create", "--project", project, "--name", "inference")
             train, held_out = split()
             with httpx.Client(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as api:
                 stack.start_worker()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -76,6 +77,19 @@ class Stack:
         self.log_dir = log_dir
         self.api: Proc | None = None
         self.worker: Proc | None = None
+
+    def admin(self, *args: str) -> str:
+        """``python -m api.admin ARGS`` against this stack's database: its output, stripped (it must succeed)."""
+        out = subprocess.run(
+            [sys.executable, "-m", "api.admin", *args], env=self.env, cwd=ROOT, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    def project_key(self, name: str) -> tuple[str, str]:
+        """(project id, API key) of a new project ``name`` with one key of the same name."""
+        project = self.admin("projects", "create", name)
+        return project, self.admin("keys", "create", "--project", project, "--name", name)
 
     def start_api(self) -> None:
         self.api = Proc("api", api_command(self.port), self.env, self.log_dir)

@@ -6,8 +6,6 @@ which resumes exactly where it stopped."""
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Iterator
@@ -20,7 +18,6 @@ import pytest
 import torch
 from sqlalchemy import create_engine, text
 
-from scripts.local_stack import ROOT
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.integration.flow import all_events
 from tests.integration.stack import Stack, production_env, running_api
@@ -29,12 +26,6 @@ from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 DONE = {"succeeded", "failed", "cancelled"}
-
-
-def _admin(env: dict[str, str], *args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "api.admin", *args], env=env, cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
 
 
 @dataclass
@@ -102,8 +93,8 @@ def fleet(
         with running_api(env, logs_dir) as stack:
             projects, clients = {}, {}
             for team in ("a", "b"):
-                projects[team] = _admin(stack.env, "projects", "create", f"team-{team}")
-                key = _admin(stack.env, "keys", "create", "--project", projects[team], "--name", team)
+                projects[team] = stack.admin("projects", "create", f"team-{team}")
+                key = stack.admin("keys", "create", "--project", projects[team], "--name", team)
                 clients[team] = httpx.Client(base_url=stack.url, timeout=30, headers={"Authorization": f"Bearer {key}"})
             try:
                 yield Fleet(stack, pg_url, projects, clients)
@@ -116,7 +107,7 @@ def test_one_worker_serves_the_projects_by_fair_share_and_weight(fleet: Fleet) -
     """A (weight 3) queues six jobs, B (weight 1) three a moment later, then one worker starts: B's first job is the
     next to start after A's first, and every start goes to the project with the least metered device time for its
     weight (equal weights would pass A over sooner; first come, first served would run all of A's first)."""
-    _admin(fleet.stack.env, "projects", "set", fleet.projects["a"], "--weight", "3")
+    fleet.stack.admin("projects", "set", fleet.projects["a"], "--weight", "3")
     hp = {"max_steps": 8, "checkpoint_interval": 100}  # a second or two each (metered to the fraction of a second)
     a_jobs = [fleet.submit("a", hp=hp) for _ in range(6)]
     time.sleep(1.1)  # ages are whole seconds
@@ -152,7 +143,7 @@ def test_one_worker_serves_the_projects_by_fair_share_and_weight(fleet: Fleet) -
 
 
 def test_two_workers_never_take_the_same_job_and_a_project_waits_at_its_limit(fleet: Fleet) -> None:
-    _admin(fleet.stack.env, "projects", "set", fleet.projects["a"], "--weight", "1", "--max-running-jobs", "1")
+    fleet.stack.admin("projects", "set", fleet.projects["a"], "--weight", "1", "--max-running-jobs", "1")
     a_jobs = [fleet.submit("a", hp={"max_steps": 4}) for _ in range(2)]
     b_jobs = [fleet.submit("b", hp={"max_steps": 2}) for _ in range(2)]
     fleet.stack.start_worker()
@@ -180,14 +171,14 @@ def test_two_workers_never_take_the_same_job_and_a_project_waits_at_its_limit(fl
             "select count(*) from job_events where job_id = :id and message like 'Fine-tuning job started%'", id=job_id
         )[0][0]
         assert (epoch, starts) == (1, 1), job_id
-    _admin(fleet.stack.env, "projects", "set", fleet.projects["a"], "--no-running-limit")
+    fleet.stack.admin("projects", "set", fleet.projects["a"], "--no-running-limit")
 
 
 def test_a_higher_priority_job_preempts_a_preemptible_one_which_resumes_exactly(fleet: Fleet) -> None:
     """One worker: a long low-priority job runs; a priority-5 job arrives and waits past the grace period, so the
     running one checkpoints at its next step boundary and goes back to the queue; the priority job runs, then the
     preempted one resumes from its checkpoint and ends with the adapter of the same job run without interruption."""
-    _admin(fleet.stack.env, "projects", "set", fleet.projects["a"], "--max-priority", "5")
+    fleet.stack.admin("projects", "set", fleet.projects["a"], "--max-priority", "5")
     hp = {"max_steps": 150, "checkpoint_interval": 1000}  # the tiny model's steps take ~0.1 s: long enough to preempt
     long = fleet.submit("a", hp=hp)
     fleet.stack.start_worker()

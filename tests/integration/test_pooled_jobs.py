@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import os
 import signal
-import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Iterator
@@ -24,7 +22,6 @@ import torch
 from pydantic import TypeAdapter
 from safetensors.torch import load_file
 
-from scripts.local_stack import ROOT
 from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl
 from tests.integration.flow import all_events
 from tests.integration.stack import Stack, production_env, running_api, wait_status
@@ -48,12 +45,6 @@ class Pooled:
         )
 
 
-def _admin(env: dict[str, str], *args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "api.admin", *args], env=env, cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def pooled(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
@@ -62,11 +53,7 @@ def pooled(
         env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
         env |= {"POOL_TENANTS": "4"}
         with running_api(env, logs_dir) as stack:
-            keys = {}
-            for name in ("team-a", "team-b"):
-                project = _admin(stack.env, "projects", "create", name)
-                keys[name] = _admin(stack.env, "keys", "create", "--project", project, "--name", name)
-            yield Pooled(stack, keys)
+            yield Pooled(stack, {name: stack.project_key(name)[1] for name in ("team-a", "team-b")})
 
 
 def submit(api: httpx.Client, seed: int, grader: dict[str, Any], **hp: Any) -> dict[str, Any]:

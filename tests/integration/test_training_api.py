@@ -13,8 +13,6 @@ import contextlib
 import io
 import os
 import signal
-import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +25,6 @@ import tinker
 import torch
 from tinker import types
 
-from scripts.local_stack import ROOT
 from tests.integration.stack import Stack, production_env, running_api
 from tests.services import fresh_database, fresh_redis_db
 from tests.tiny_model import TINY_ID
@@ -45,12 +42,6 @@ class Service:
         return tinker.ServiceClient(base_url=self.stack.url, api_key=f"tml-{key or self.key_a}")
 
 
-def _admin(env: dict[str, str], *args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "api.admin", *args], env=env, cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def service(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
@@ -61,18 +52,7 @@ def service(
         env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
         env |= {"TRAINING_LEASE_SECONDS": "6", "TRAINING_IDLE_TIMEOUT_SECONDS": "120", "TINKER_TELEMETRY": "0"}
         with running_api(env, logs_dir) as stack:
-            keys = [
-                _admin(
-                    stack.env,
-                    "keys",
-                    "create",
-                    "--project",
-                    _admin(stack.env, "projects", "create", name),
-                    "--name",
-                    name,
-                )
-                for name in ("team-a", "team-b")
-            ]
+            keys = [stack.project_key(name)[1] for name in ("team-a", "team-b")]
             stack.start_worker()
             yield Service(stack, *keys)
 
