@@ -4,7 +4,8 @@ A GPU that trains one small job sits mostly idle (issue 45: a Qwen2.5-0.5B step 
 loads the base model once (grpo_core.resident) and gives each tenant its own adapter values, optimizer state, RNG
 states, data cursor, callbacks and checkpoints (its own ``Run``: grpo_core.run.build_run). Turns go round: each
 tenant in turn runs one optimizer step (grpo_core.trainer.turns) on its own values, put into the shared slot before
-the turn and read back after it.
+the turn and saved back when another tenant takes it (a tenant alone in the pool keeps the slot: no copy, no
+engine re-sync between its steps).
 
 Exactness: a turn computes what the tenant's run alone computes at that step, bit for bit (the same values in the
 same tensors, the same RNG states, the same kernels), so a tenant's adapter never depends on who shared the pool.
@@ -80,8 +81,8 @@ class TurnPool:
     resident: Resident = field(default_factory=Resident)
     results: list[TrainResult | Exception | None] = field(default_factory=list)
     _active: list[_Tenant] = field(default_factory=list)
-    _first: GRPOConfig | None = None
-    _base_name: str | None = None
+    _key: str | None = None  # the first tenant's pool key (grpo_core.schemas.pooling): every tenant's must match
+    _current: _Tenant | None = None  # whose values the slot, the RNG states and the engine hold now
 
     def __enter__(self) -> TurnPool:
         return self
@@ -102,7 +103,7 @@ class TurnPool:
         """Build ``spec``'s run on the pool's policy (its first step waits for its turn); its index in ``results``.
         A tenant the pool cannot hold raises UserError; one whose build fails ends with that error as its result."""
         cfg = self._placed(spec.cfg)
-        check_tenant(cfg, self._first, spec.base_name, self._base_name)
+        key = check_tenant(cfg, spec.base_name, self._key)
         world = World()
         check_layout(cfg, spec.rows, world, None)
         index = len(self.results)
@@ -113,6 +114,7 @@ class TurnPool:
         )  # fmt: skip
         cleanup = contextlib.ExitStack()
         alone = self.resident.model is None  # the first tenant loads what the pool keeps
+        self._park()  # building the run fills the slot with the new tenant's adapter
         try:
             run = build_run(cfg, inputs, self.placement, world, MainRank(spec.callbacks, world, self.placement.device),
                             cleanup, self.resident)  # fmt: skip
@@ -122,8 +124,7 @@ class TurnPool:
             if alone:  # what it loaded no other tenant holds: the next one starts clean
                 self.resident.close()
             return index
-        if self._first is None:
-            self._first, self._base_name = cfg, spec.base_name
+        self._key = key
         self._active.append(_Tenant(index, run, turns(run), self.resident.snapshot(), cleanup))
         return index
 
@@ -132,7 +133,10 @@ class TurnPool:
         leaves the pool. What ended in this round: (index, its result or error)."""
         ended: list[tuple[int, TrainResult | Exception]] = []
         for tenant in list(self._active):
-            self.resident.activate(tenant.saved, tenant.run.state.step)
+            if tenant is not self._current:  # a tenant that kept the slot since its last turn goes on as it is
+                self._park()
+                self.resident.activate(tenant.saved, tenant.run.state.step)
+                self._current = tenant
             outcome: TrainResult | Exception | None = None
             try:
                 next(tenant.steps)
@@ -141,15 +145,22 @@ class TurnPool:
             except Exception as exc:  # the tenant's boundary: its failure ends it alone
                 log.warning("pool tenant %d failed: %s: %s", tenant.index, type(exc).__name__, exc)
                 outcome = exc
-            tenant.saved = self.resident.snapshot()
             if outcome is not None:
                 self.results[tenant.index] = outcome
                 ended.append((tenant.index, outcome))
                 self._active.remove(tenant)
+                self._current = None
                 tenant.cleanup.close()
                 if isinstance(outcome, Exception):
                     release_device_memory()
         return ended
+
+    def _park(self) -> None:
+        """The tenant in the slot leaves it: its values are saved into its buffers (nothing is copied for a tenant
+        that keeps the slot round after round, a pool of one)."""
+        if self._current is not None:
+            self.resident.save(self._current.saved)
+            self._current = None
 
     def run(self) -> list[TrainResult | Exception | None]:
         """Rounds until every tenant has finished, stopped or failed."""
@@ -168,18 +179,19 @@ class TurnPool:
         return cfg.model_copy(update=update)
 
 
-def check_tenant(cfg: GRPOConfig, first: GRPOConfig | None, base_name: str | None, first_base: str | None) -> None:
-    """Refuse a tenant the pool cannot hold, naming why (grpo_core.schemas.pooling: what it needs of its own, and
-    the adapter's shape it must share with the pool's first tenant)."""
+def check_tenant(cfg: GRPOConfig, base_name: str | None, pool: str | None) -> str:
+    """The tenant's pool key (grpo_core.schemas.pooling), or a UserError naming why the pool cannot hold it: what
+    it needs of its own, or the base model and adapter shape it must share with the pool (key ``pool``)."""
     problem = pool_problem(cfg)
     if problem is not None:
         raise UserError(f"this job cannot share a worker: {problem}")
-    if first is None:
-        return
-    if pool_key("", cfg) != pool_key("", first):
-        raise UserError("lora: a pool's tenants train adapters of one shape (rank, alpha, dropout, target modules)")
-    if base_name != first_base:
-        raise UserError(f"base model name {base_name!r}: the pool's is {first_base!r}")
+    key = pool_key(base_name or "", cfg)
+    if pool is not None and key != pool:
+        raise UserError(
+            "lora: a pool's tenants train adapters of one shape (rank, alpha, dropout, target modules) on one base "
+            f"model; this pool's: {pool}"
+        )
+    return key
 
 
 def train_in_turn(

@@ -3,8 +3,8 @@
 Every tenant of a pool trains an adapter of the same shape on the same base weights, so the policy is loaded once
 (``grpo_core.policy.load_policy``, for the first tenant) and its LoRA parameters are a *slot*: the Parameter
 objects every tenant's optimizer holds, filled with the tenant's values while its turn runs (``activate``) and
-read back after it (``snapshot``). Copying values in and out of the same tensors, instead of one PEFT adapter per
-tenant, keeps everything that holds those tensors valid across tenants: the fused LoRA layers
+read back when another tenant takes the slot (``save``). Copying values in and out of the same tensors, instead
+of one PEFT adapter per tenant, keeps everything that holds those tensors valid across tenants: the fused LoRA layers
 (grpo_core.update.lora_fused, whose casts are keyed by the tensors' versions), captured graphs (keyed by their
 addresses), the optimizers. A turn computes with exactly the values the tenant computes with alone, so the pool
 changes no number (tests/unit/test_pool.py holds adapters bit-identical to runs alone).
@@ -80,8 +80,15 @@ class Resident:
 
     @torch.no_grad()
     def snapshot(self) -> Snapshot:
-        """The slot's values and the RNG states now (the end of a tenant's turn)."""
+        """A copy of the slot's values and the RNG states now (a new tenant's, once its run is built)."""
         return Snapshot([p.detach().clone() for p in self.slot], rng_state())
+
+    @torch.no_grad()
+    def save(self, saved: Snapshot) -> None:
+        """Write the slot's values and the RNG states into ``saved`` (the tenant leaving the slot), in place."""
+        for value, p in zip(saved.adapter, self.slot, strict=True):
+            value.copy_(p)
+        saved.rng = rng_state()
 
     @torch.no_grad()
     def activate(self, saved: Snapshot, version: int) -> None:

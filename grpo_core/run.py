@@ -216,9 +216,8 @@ def build_run(
     own_gpu = seat is not None and seat.own_device and placement.is_cuda
     cfg = resolve_execution(cfg, model, placement, own_gpu=own_gpu, completion_tokens=sample_tokens)
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, inputs.valid_rows, agent)
-    if resident is not None and resident.engine is not None:
+    if resident is not None and resident.engine is not None:  # synced to this tenant when its turn comes
         engine, sampler = resident.engine, None
-        engine.sync(model, state.step)  # the tenant's adapter (fresh, or the checkpoint it resumed from)
     else:
         engine, sampler, placement = _start_engine(
             cfg,

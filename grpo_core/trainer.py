@@ -103,12 +103,12 @@ def train(
 def _loop(run: Run) -> TrainResult:
     """Every step of the run (``turns``) in a row."""
     steps = turns(run)
-    while True:
-        try:
+    try:
+        while True:
             next(steps)
-        except StopIteration as done:
-            result: TrainResult = done.value
-            return result
+    except StopIteration as done:
+        result: TrainResult = done.value
+        return result
 
 
 def turns(run: Run) -> Generator[None, None, TrainResult]:
