@@ -51,12 +51,15 @@ class PoolReporter(Reporter):
 
 @dataclass
 class Tenant:
-    """One pooled job on this worker: its run (lease, stop requests), reporter and graders."""
+    """One pooled job on this worker: its run (lease, stop requests), reporter and graders, and once its inputs are
+    in, what the pool trains (``spec``) on which base model's folder (``model_dir``)."""
 
     job: JobRun
     claim: api.ClaimResponse
     reporter: PoolReporter
     graders: list[Grader] = field(default_factory=list)
+    spec: TenantSpec | None = None
+    model_dir: Path | None = None
 
     def end(self, outcome: TrainResult | Exception) -> None:
         """Report how the job ended (as JobRun does for a run alone) and free what it held."""
@@ -131,13 +134,13 @@ class PoolRun:
         from grpo_core.pool import TurnPool
 
         first = self._tenant(lead, claim)
-        if first is None:
+        if first is None or first.spec is None or first.model_dir is None:
             return
-        tenant, spec, model_dir = first
-        placement = resolve_placement(spec.cfg.device, spec.cfg.precision)  # also sets torch's threads
+        cfg = first.spec.cfg
+        placement = resolve_placement(cfg.device, cfg.precision)  # also sets torch's threads
         try:
-            with TurnPool(model_dir, placement, self.settings.reward_sandbox) as pool:
-                self._add(pool, tenant, spec)
+            with TurnPool(first.model_dir, placement, self.settings.reward_sandbox) as pool:
+                self._add(pool, first)
                 while True:
                     self._fill(pool)
                     if not pool.tenants:
@@ -164,11 +167,11 @@ class PoolRun:
                 job.client.close()
                 self._next_fill = time.monotonic() + FILL_EVERY
                 return
-            got = self._tenant(job, claim)
-            if got is not None:
-                self._add(pool, got[0], got[1])
+            tenant = self._tenant(job, claim)
+            if tenant is not None:
+                self._add(pool, tenant)
 
-    def _tenant(self, job: JobRun, claim: api.ClaimResponse) -> tuple[Tenant, TenantSpec, Path] | None:
+    def _tenant(self, job: JobRun, claim: api.ClaimResponse) -> Tenant | None:
         """The claimed job's lease renewed, its inputs fetched and graders built (as JobRun does); None when that
         failed it (finished with the reason)."""
         from grpo_core.data.rows import read_jsonl
@@ -185,7 +188,8 @@ class PoolRun:
         except Exception as exc:  # the job's boundary: it fails with the reason, the pool goes on
             tenant.end(exc)
             return None
-        tenant_spec = TenantSpec(
+        tenant.model_dir = spec.model_dir
+        tenant.spec = TenantSpec(
             cfg=spec.cfg,
             rows=read_jsonl(inputs.train),
             graders=tenant.graders,
@@ -197,9 +201,9 @@ class PoolRun:
             base_name=spec.base_name,
             environment=spec.environment,
         )
-        return tenant, tenant_spec, spec.model_dir
+        return tenant
 
-    def _add(self, pool: TurnPool, tenant: Tenant, spec: TenantSpec) -> None:
+    def _add(self, pool: TurnPool, tenant: Tenant) -> None:
         """Seat the tenant in the pool (its first step waits for its turn), saying that it shares the worker."""
         others = pool.tenants
         tenant.reporter.tenants = others + 1
@@ -208,8 +212,9 @@ class PoolRun:
                 f"Sharing this worker's resident {tenant.claim.model} with {others} other job(s): each trains its "
                 "own adapter, in turn, exactly as alone"
             )
+        assert tenant.spec is not None, "a tenant is added once its inputs are in (_tenant)"
         try:
-            index = pool.add(spec)
+            index = pool.add(tenant.spec)
         except Exception as exc:  # refused (its layout): it fails alone with the reason
             tenant.end(exc)
             return

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import func, null, or_, select, update
 from sqlalchemy.orm import Session
 
@@ -171,8 +172,12 @@ def claim_next(
 
 
 def pool_key_of(job: Job) -> str | None:
-    """The key of the pool ``job`` may join (grpo_core.schemas.pooling), or None when it takes a worker of its own."""
-    cfg = GRPOConfig.model_validate(job.reinforcement.hyperparameters)
+    """The key of the pool ``job`` may join (grpo_core.schemas.pooling), or None when it takes a worker of its own
+    (also a row this release's config no longer reads: a worker alone fails it with the reason)."""
+    try:
+        cfg = GRPOConfig.model_validate(job.reinforcement.hyperparameters)
+    except ValidationError:
+        return None
     res = job_resources(job)
     if pool_problem(cfg, res.devices, res.nodes, res.rollout_devices) is not None:
         return None
