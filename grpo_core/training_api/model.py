@@ -41,6 +41,7 @@ from grpo_core.policy import load_policy
 from grpo_core.rollout.batch import right_padded
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.training_api.losses import loss_of
+from grpo_core.training_api.shared import SharedBases
 from grpo_core.training_api.spec import Datum, check_adam, check_batch, loss_spec
 from grpo_core.update.captured import capture_problem, captured_passes, static_pack
 from grpo_core.update.fused_head import head_logprobs
@@ -113,7 +114,10 @@ def _micro_batches(lengths: list[int], budget: int, *, packed: bool) -> list[lis
 class TrainingModel:
     """``model_dir``'s base model with a fresh LoRA adapter of ``rank`` (B = 0: it starts as the base model),
     initialised from ``seed``, on ``device`` in ``precision`` ("fp32", "bf16" or "auto", grpo_core.hardware.device).
-    ``base_name``: what the saved adapter names as its base model (default grpo_core.models.catalog's)."""
+    ``base_name``: what the saved adapter names as its base model (default grpo_core.models.catalog's).
+    ``shared``: the base models resident for several runs (grpo_core.training_api.shared): this run's adapter takes
+    the slot of the base it fits before each call that reads or writes it (``hold``), with the same results as
+    alone; without it the run loads a base of its own."""
 
     def __init__(
         self,
@@ -127,14 +131,20 @@ class TrainingModel:
         train_attn: bool = True,
         base_name: str | None = None,
         micro_batch_tokens: int = MICRO_BATCH_TOKENS,
+        shared: SharedBases | None = None,
     ) -> None:
         place = resolve_device(device)
         self.precision, _ = resolve_precision(precision, place)
         lora = {"rank": rank, "alpha": LORA_ALPHA, "target_modules": target_modules(train_mlp, train_attn)}
         cfg = GRPOConfig.model_validate({"lora": lora, "device": str(place), "precision": self.precision})
-        self.model, self.tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
+        self.shared, self.base = shared, None
+        if shared is None:
+            self.model, self.tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
+        else:  # the base resident once for the runs that fit it, this run's adapter in its slot while it computes
+            self.base = shared.enter(self, model_dir, cfg, seed, base_name)
+            self.model, self.tokenizer = self.base.model, self.base.tokenizer
         self.model_dir, self.rank, self.micro_batch_tokens = model_dir, rank, micro_batch_tokens
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.params = list(self.base.slot) if self.base else [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = self._new_optimizer()
         self.version = 0  # +1 per optim_step and load_state: which weights are resident
         self.device: torch.device = self.params[0].device
@@ -146,6 +156,11 @@ class TrainingModel:
         self.vocab_size = int(self.model.get_input_embeddings().weight.shape[0])
         # the longest datum: positions past the model's own are refused, not extrapolated
         self.max_tokens: int | None = getattr(self.model.get_base_model().config, "max_position_embeddings", None)
+
+    def hold(self) -> None:
+        """This run's adapter, gradients and RNG states in the shared base's slot (a run alone always holds it)."""
+        if self.base is not None:
+            self.base.hold(self)
 
     def _new_optimizer(self) -> torch.optim.AdamW:
         """AdamW over the adapter; its hyperparameters are set by each ``optim_step``."""
@@ -163,6 +178,7 @@ class TrainingModel:
         is added to the adapter's ``.grad`` (no graph is built without it). Raises spec.BatchError for a request
         spec.check_batch refuses."""
         check_batch(loss_fn, data, config, self.vocab_size, self.max_tokens)
+        self.hold()
         # a call adds its whole gradient or none of it: what earlier calls left is restored if one fails midway
         # (an out-of-memory in a late micro-batch, a non-finite loss), so a retry never adds a part twice
         before = [None if p.grad is None else p.grad.clone() for p in self.params] if backward else None
@@ -239,6 +255,7 @@ class TrainingModel:
         step without any forward_backward is a step on a zero gradient (the moments decay, weight decay
         applies), not a skipped one. Metrics: the gradient's norm before clipping, the learning rate."""
         check_adam(lr, beta1, beta2, eps, weight_decay, grad_clip_norm)
+        self.hold()
         for p in self.params:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
@@ -262,6 +279,7 @@ class TrainingModel:
     def save_adapter(self, path: Path) -> Path:
         """The adapter as a plain PEFT folder (adapter_config.json, adapter_model.safetensors): what
         grpo_core.policy.load_adapter, PeftModel.from_pretrained and vLLM load."""
+        self.hold()
         path.mkdir(parents=True, exist_ok=True)
         # save_embedding_layers=False: the embeddings are never resized here (grpo_core.checkpoint says why)
         self.model.save_pretrained(path, save_embedding_layers=False)
@@ -300,6 +318,7 @@ class TrainingModel:
             if not (path / STATE_FILE).is_file() or not (path / OPTIMIZER_FILE).is_file():
                 raise CheckpointError(f"{path} holds no optimizer state: it was saved as weights only")
             state = torch.load(path / OPTIMIZER_FILE, map_location="cpu", weights_only=True)
+        self.hold()
         load_adapter_weights(self.model, path)
         self.optimizer = self._new_optimizer()
         if state is not None:
@@ -308,8 +327,12 @@ class TrainingModel:
         self.version += 1
 
     def close(self) -> None:
-        """Drop the model and the optimizer and hand their device memory back (once)."""
+        """Drop the model and the optimizer and hand their device memory back (once); a run on a shared base leaves
+        it (freed with its last run)."""
         if "model" not in vars(self):
             return
         del self.model, self.optimizer, self.params, self.tokenizer
+        if self.shared is not None and self.base is not None:
+            self.shared.leave(self, self.base)
+            self.base = None
         release_device_memory()

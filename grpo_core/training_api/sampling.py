@@ -114,7 +114,8 @@ def _sampling_dtype(model: Any) -> torch.dtype:
 class Sampler:
     """Samples ``model`` (a PEFT model, as grpo_core.policy loads it) through a merged engine in the base weights'
     dtype. ``version``: the weights' version now; the engine is re-merged before a sample when it moved.
-    ``owns_model``: ``close`` also frees the model (it was loaded for this sampler)."""
+    ``owns_model``: ``close`` also frees the model (it was loaded for this sampler). ``hold``: called before the
+    engine reads the model's adapter (a training run on a shared base puts its values in the slot)."""
 
     def __init__(
         self,
@@ -124,8 +125,11 @@ class Sampler:
         version: Callable[[], int] = lambda: 0,
         owns_model: bool = False,
         decode_mode: DecodeMode = "auto",
+        hold: Callable[[], None] = lambda: None,
     ) -> None:
         self.model, self.tokenizer, self.version, self.owns_model = model, tokenizer, version, owns_model
+        self.hold = hold
+        hold()
         self.engine = MergedEngine(model, tokenizer, dtype=_sampling_dtype(model), decode_mode=decode_mode)
         self.synced = version()  # the engine merged the weights as they are now
         self.eos = eos_ids(model, tokenizer)
@@ -136,7 +140,13 @@ class Sampler:
     @classmethod
     def for_training(cls, training: TrainingModel, *, decode_mode: DecodeMode = "auto") -> Sampler:
         """A sampler of ``training``'s resident weights: whatever its last optim_step or load_state left."""
-        return cls(training.model, training.tokenizer, version=lambda: training.version, decode_mode=decode_mode)
+        return cls(
+            training.model,
+            training.tokenizer,
+            version=lambda: training.version,
+            decode_mode=decode_mode,
+            hold=training.hold,
+        )
 
     @classmethod
     def load(
@@ -284,6 +294,7 @@ class Sampler:
         """Re-merge the engine's weights when the model's version moved since the last merge."""
         now = self.version()
         if now != self.synced:
+            self.hold()
             self.engine.sync(self.model, now)
             self.synced = now
 

@@ -1,0 +1,148 @@
+"""Training runs that share one resident base model: the training API's side of a pool (issue 45).
+
+A worker serving several training-API sessions would otherwise load the base model once per training run
+(``TrainingModel`` alone: ``load_policy``). Runs of one base model and adapter shape share it here instead, as a
+pool's job tenants do (grpo_core.resident): the policy is loaded once, its LoRA parameters are a *slot*, and the run
+that computes holds the slot (``SharedBase.hold``); the run leaving it takes its values (copied into buffers made
+once) and its accumulated gradients (moved, not copied) along. Each run keeps its own optimizer over the slot's
+Parameter objects (AdamW keys its state by parameter, per optimizer), its own version, its own RNG states.
+
+Exactness: a run holding the slot computes with exactly the values, gradients and RNG states it would have alone,
+with the same kernels, so its results never depend on which other runs share the base
+(tests/unit/test_training_shared.py holds them bit-identical to runs alone). Runs take turns; nothing of two runs
+is computed in one pass here.
+
+Not thread-safe: the caller runs one request at a time on a ``SharedBases`` (worker.training_api.pool holds a lock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from grpo_core.hardware.device import release_device_memory
+from grpo_core.policy import load_policy
+from grpo_core.resident import Resident, Snapshot
+from grpo_core.schemas.config import GRPOConfig
+
+
+@dataclass
+class _Parked:
+    """A run's values while another holds the slot."""
+
+    values: Snapshot
+    grads: list[Tensor | None]
+
+
+@dataclass(eq=False)
+class SharedBase:
+    """One base model and adapter shape, resident once, and which run (any object: a TrainingModel) holds its
+    slot."""
+
+    key: tuple[Any, ...]
+    resident: Resident = field(default_factory=Resident)
+    holder: object | None = None
+    users: set[int] = field(default_factory=set)  # id() of each run on it
+    parked: dict[int, _Parked] = field(default_factory=dict)
+
+    @property
+    def model(self) -> Any:
+        return self.resident.model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.resident.tokenizer
+
+    @property
+    def slot(self) -> list[torch.nn.Parameter]:
+        return self.resident.slot
+
+    def enter(self, run: object, model_dir: Path, cfg: GRPOConfig, seed: int, base_name: str | None) -> None:
+        """Seat ``run`` holding a fresh adapter: the one ``load_policy(model_dir, cfg, seed)`` creates, the base
+        loaded for the first run, the slot filled from ``seed`` for the next ones (Resident.fresh)."""
+        if self.resident.model is None:
+            model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
+            self.resident.adopt(model, tokenizer)
+        else:
+            self._park()
+            self.resident.fresh(seed)
+            for p in self.slot:
+                p.grad = None
+        self.holder = run
+        self.users.add(id(run))
+
+    def hold(self, run: object) -> None:
+        """Put ``run``'s values, gradients and RNG states in the slot (nothing to do when it holds it already)."""
+        if self.holder is run:
+            return
+        assert id(run) in self.users, "a run holds the slot only after it entered"
+        self._park()
+        parked = self.parked[id(run)]
+        self.resident.activate(parked.values, 0)
+        for p, g in zip(self.slot, parked.grads, strict=True):
+            p.grad = g
+        parked.grads = []
+        self.holder = run
+
+    def _park(self) -> None:
+        """The holder leaves the slot: its values are copied into its buffers (made at its first park), its
+        gradients moved out."""
+        if self.holder is None:
+            return
+        key = id(self.holder)
+        parked = self.parked.get(key)
+        if parked is None:
+            parked = self.parked[key] = _Parked(self.resident.snapshot(), [])
+        else:
+            self.resident.save(parked.values)
+        parked.grads = [p.grad for p in self.slot]
+        for p in self.slot:
+            p.grad = None
+        self.holder = None
+
+    def leave(self, run: object) -> bool:
+        """``run`` is done with the base; True when it was the last and the base was freed."""
+        if self.holder is run:
+            for p in self.slot:
+                p.grad = None
+            self.holder = None
+        self.parked.pop(id(run), None)
+        self.users.discard(id(run))
+        if self.users:
+            return False
+        self.resident.close()
+        release_device_memory()
+        return True
+
+
+class SharedBases:
+    """The bases resident for one worker's training runs, by base model folder and adapter shape (runs of other
+    shapes each have a base of their own: one slot holds one shape)."""
+
+    def __init__(self) -> None:
+        self._bases: dict[tuple[Any, ...], SharedBase] = {}
+
+    def enter(self, run: object, model_dir: Path, cfg: GRPOConfig, seed: int, base_name: str | None) -> SharedBase:
+        """Seat ``run`` (holding the slot, with its fresh adapter) on the base it fits, loaded if none is."""
+        key = (str(model_dir), cfg.lora.model_dump_json(), cfg.device, cfg.precision, base_name)
+        base = self._bases.get(key)
+        if base is None:
+            base = self._bases[key] = SharedBase(key)
+        try:
+            base.enter(run, model_dir, cfg, seed, base_name)
+        except BaseException:
+            if not base.users:
+                self._bases.pop(key, None)
+            raise
+        return base
+
+    def leave(self, run: object, base: SharedBase) -> None:
+        if base.leave(run):
+            self._bases.pop(base.key, None)
+
+    def __len__(self) -> int:
+        return len(self._bases)
