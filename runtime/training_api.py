@@ -28,6 +28,7 @@ NEXT = "/{session_id}/next"
 RESULT = "/{session_id}/results/{request_id}"
 HEARTBEAT = "/{session_id}/heartbeat"
 RELEASE = "/{session_id}/release"
+CLAIM_NEXT = "/claim-next"  # a worker's pool of sessions asks for one more (no session id: the API picks)
 
 
 def url(path: str, session_id: str, request_id: str = "") -> str:
@@ -49,6 +50,11 @@ class RequestKind(enum.StrEnum):
 class Claim(BaseModel):
     worker_id: str
     claim_id: str
+    shared: bool = Field(
+        False,
+        description="The worker serves several sessions at once (a pool): the session is billed the seconds its "
+        "requests held the device (``ResultPost.device_seconds``), not its lease's wall clock.",
+    )
 
 
 class SessionClaim(BaseModel):
@@ -56,6 +62,19 @@ class SessionClaim(BaseModel):
     project_id: str
     lease_seconds: int = Field(description="Renew (heartbeat) well within this, or the session is lost.")
     idle_timeout_seconds: int = Field(description="Hand the session back after this long without a request.")
+
+
+class ClaimNext(BaseModel):
+    """A worker serving sessions asks for one more that fits what it holds: the oldest waiting session no worker
+    holds whose first pending request needs one of ``bases`` (a worker's pool, worker.training_api.pool)."""
+
+    worker_id: str
+    claim_id: str
+    bases: list[str] = Field(min_length=1, max_length=64, description="Base model ids resident on the worker.")
+
+
+class ClaimNextAnswer(BaseModel):
+    claim: SessionClaim | None = None
 
 
 class Fenced(BaseModel):
@@ -288,3 +307,6 @@ class ResultPost(BaseModel):
     claim_id: str
     result: Result | None = None
     error: RequestError | None = None
+    device_seconds: float = Field(
+        0.0, ge=0, description="How long the request held the worker's device (what a shared session is billed)."
+    )

@@ -92,6 +92,10 @@ class InternalClient:
     def training_claim(self, session_id: str, body: tcc.Claim) -> tcc.SessionClaim:
         return self._post(tcc.url(tcc.CLAIM, session_id), body, tcc.SessionClaim)
 
+    def training_claim_next(self, body: tcc.ClaimNext) -> tcc.SessionClaim | None:
+        """One more session for this worker's pool (api.training_api.leases.claim_next), or None."""
+        return self._post(tcc.PREFIX + tcc.CLAIM_NEXT, body, tcc.ClaimNextAnswer).claim
+
     def training_next(self, session_id: str, body: tcc.NextRequest) -> tcc.NextAnswer:
         return self._post(tcc.url(tcc.NEXT, session_id), body, tcc.NextAnswer)
 

@@ -11,7 +11,7 @@ from worker.evals import EvalRunner
 from worker.node import JoinRun
 from worker.pool import PoolRun
 from worker.settings import get_settings
-from worker.training_api.session import SessionRunner
+from worker.training_api.pool import SessionPool
 
 log = logging.getLogger(__name__)
 
@@ -44,5 +44,6 @@ def run_eval(run_id: str) -> None:
 @app.task(name=RUN_SESSION)
 def run_session(session_id: str) -> None:
     """Claim training-API session ``session_id`` and serve its requests until it is closed or idle
-    (worker.training_api); a session another worker holds is left to it."""
-    SessionRunner(session_id, get_settings()).run()
+    (worker.training_api); a session another worker holds is left to it. A worker with room for several serves
+    more sessions of the base models it holds meanwhile (worker.training_api.pool)."""
+    SessionPool(session_id, get_settings()).run()

@@ -26,6 +26,12 @@ def claim(session_id: str, body: contract.Claim, db: SessionDep, settings: Setti
     return leases.claim(db, session_id, body, settings.training_lease_seconds, settings.training_idle_timeout_seconds)
 
 
+@router.post(contract.CLAIM_NEXT)
+def claim_next(body: contract.ClaimNext, db: SessionDep, settings: SettingsDep) -> contract.ClaimNextAnswer:
+    claim = leases.claim_next(db, body, settings.training_lease_seconds, settings.training_idle_timeout_seconds)
+    return contract.ClaimNextAnswer(claim=claim)
+
+
 @router.post(contract.NEXT)
 async def next_request(
     session_id: str, body: contract.NextRequest, request: Request, settings: SettingsDep

@@ -42,6 +42,8 @@ CLIENT_GONE_SECONDS = 60
 # A forward_backward's or sample's result (per-token numbers) is kept this long for the client to fetch; its
 # metrics stay for the run's series.
 RESULT_TTL_SECONDS = 86_400
+# How many waiting sessions a pool's claim looks at, oldest first, for one whose base model it holds.
+CLAIM_NEXT_CANDIDATES = 32
 
 
 def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle_seconds: int) -> tc.SessionClaim:
@@ -62,6 +64,8 @@ def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle
     row = db.get(TrainingSession, session_id)
     assert row is not None
     metering.open_attempt(db, _attempt(row))  # a retried claim keeps the row it opened
+    if body.shared:
+        metering.mark_shared(db, _attempt(row))
     db.commit()
     return tc.SessionClaim(
         session_id=session_id,
@@ -69,6 +73,51 @@ def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle
         lease_seconds=lease_seconds,
         idle_timeout_seconds=idle_seconds,
     )
+
+
+def claim_next(db: Session, body: tc.ClaimNext, lease_seconds: int, idle_seconds: int) -> tc.SessionClaim | None:
+    """Claim, for a worker's pool of sessions, the session no worker holds that has waited longest and whose first
+    pending request needs a base model the worker holds (``base_of``); None when there is none. Its own doorbell,
+    when a worker takes it, finds it held and is dropped (the guarded claim)."""
+    waiting = db.scalars(
+        select(TrainingSession)
+        .where(
+            TrainingSession.status == TrainingSessionStatus.active,
+            TrainingSession.claim_id.is_(None),
+            TrainingSession.enqueued_at.is_not(None),
+        )
+        .order_by(TrainingSession.enqueued_at, TrainingSession.id)
+        .limit(CLAIM_NEXT_CANDIDATES)
+    ).all()
+    for row in waiting:
+        first = db.scalars(
+            select(TrainingRequest)
+            .where(TrainingRequest.session_id == row.id, TrainingRequest.status == TrainingRequestStatus.pending)
+            .order_by(TrainingRequest.seq)
+            .limit(1)
+        ).first()
+        if first is None or base_of(stored_request(first)) not in body.bases:
+            continue
+        try:
+            body_one = tc.Claim(worker_id=body.worker_id, claim_id=body.claim_id, shared=True)  # a pool's, always
+            return claim(db, row.id, body_one, lease_seconds, idle_seconds)
+        except Conflict:  # another worker took it meanwhile
+            db.rollback()
+    db.rollback()
+    return None
+
+
+def base_of(request: tc.Request) -> str | None:
+    """The base model a session's first request needs loaded: the one it creates a run of, or samples from; None
+    for a request on a run that must already be resident (no pool can take it: only its own worker had it)."""
+    match request:
+        case tc.CreateModel():
+            return request.base.id
+        case tc.LoadWeights(create=tc.CreateModel() as create):
+            return create.base.id
+        case tc.Sample():
+            return request.sampler.base.id
+    return None
 
 
 def _attempt(row: TrainingSession) -> metering.Attempt:
@@ -217,6 +266,8 @@ def post_result(db: Session, session_id: str, request_id: str, body: tc.ResultPo
     )
     if changed and result is not None:
         _register_checkpoint(db, req, request, result)
+    if changed and body.device_seconds > 0:  # billed where the session shares its worker (metering.add_held)
+        metering.add_held(db, _attempt(row), body.device_seconds)
     db.commit()
     return tc.Ack(stop="finished" if row.status == TrainingSessionStatus.finished else None)
 

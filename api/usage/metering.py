@@ -27,7 +27,9 @@ UPDATE, so the numbers add up across retries, resumes and nodes:
   scoring the step's samples, over every sampling round).
 
 Eval runs (kind ``eval``), training-API sessions (``session``) and inference through the API (``inference``) are
-metered by the same two writes (``open_attempt``, ``contact``); see ``Attempt``.
+metered by the same two writes (``open_attempt``, ``contact``); see ``Attempt``. A session claimed by a worker that
+serves several at once (worker.training_api.pool: its claim says ``shared``) is billed the seconds its requests held
+the device (``add_held``, from each result post) instead of its lease's wall clock.
 """
 
 from __future__ import annotations
@@ -222,6 +224,25 @@ def count_steps(session: Session, job: Job, events: list[MetricsEvent]) -> None:
             )
             .execution_options(synchronize_session=False)
         )
+
+
+def mark_shared(session: Session, a: Attempt) -> None:
+    """The attempt shares its worker with others (a pool of training sessions): from now on its device-seconds are
+    what its requests held (``add_held``), not its wall clock."""
+    statement = update(UsageRecord).where(*_where(a)).values(shared=True)
+    session.execute(statement.execution_options(synchronize_session=False))
+
+
+def add_held(session: Session, a: Attempt, seconds: float) -> None:
+    """Add the ``seconds`` a request of a shared attempt held the device (a request's result is stored once, so
+    its seconds count once); an attempt that is not shared is billed its wall clock instead, and this adds
+    nothing."""
+    statement = (
+        update(UsageRecord)
+        .where(*_where(a), UsageRecord.shared.is_(True))
+        .values(device_seconds=UsageRecord.device_seconds + UsageRecord.devices * seconds)
+    )
+    session.execute(statement.execution_options(synchronize_session=False))
 
 
 def record_device(session: Session, job_id: str, epoch: int, execution: Execution) -> None:

@@ -33,6 +33,7 @@ from worker.settings import WorkerSettings
 if TYPE_CHECKING:
     from grpo_core.training_api.model import TrainingModel
     from grpo_core.training_api.sampling import SampleOutput, Sampler
+    from grpo_core.training_api.shared import SharedBases
 
 # An RL loop makes a sampling client per step (save_weights_and_get_sampling_client): the newest this many keep
 # their weights on the worker's disk; sampling an older one is an error that says to name the save instead.
@@ -44,8 +45,15 @@ MAX_LOADED_SAMPLERS = 2
 class Resident:
     """The models and samplers of one session on this worker, and the scratch folder ``work`` they use."""
 
-    def __init__(self, settings: WorkerSettings, store: ObjectStore, work: Path) -> None:
+    def __init__(
+        self, settings: WorkerSettings, store: ObjectStore, work: Path, shared: SharedBases | None = None
+    ) -> None:
+        from grpo_core.training_api.shared import SharedBases
+
         self.settings, self.store, self.work = settings, store, work
+        # the base models resident for training runs: one per base and adapter shape, shared by this session's runs
+        # and, in a pool (worker.training_api.pool), by the other sessions' runs on this worker
+        self.shared = shared if shared is not None else SharedBases()
         self.runs: dict[str, TrainingModel] = {}  # training run id -> its model
         self.live: dict[str, Sampler] = {}  # run id -> a Sampler of its resident weights
         self.loaded: OrderedDict[str, Sampler] = OrderedDict()  # sampling client -> Sampler with its own model (LRU)
@@ -139,6 +147,7 @@ class Resident:
             precision="auto",
             train_mlp=create.train_mlp,
             train_attn=create.train_attn,
+            shared=self.shared,
         )
         return self.runs[run_id]
 
@@ -243,8 +252,9 @@ class Resident:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def free(self) -> None:
-        """Drop every model and sampler, hand their device memory back, remove the scratch files."""
+    def free(self, release_cache: bool = True) -> None:
+        """Drop every model and sampler, hand their device memory back, remove the scratch files; and with
+        ``release_cache``, this process's hold on the cached base model files (a pool releases them at its end)."""
         from grpo_core.hardware.device import release_device_memory
         from worker.job import model_cache
 
@@ -257,7 +267,8 @@ class Resident:
         self.runs.clear()
         release_device_memory()
         shutil.rmtree(self.work, ignore_errors=True)
-        model_cache(self.settings).release_all()
+        if release_cache:
+            model_cache(self.settings).release_all()
 
 
 def _sample_result(out: SampleOutput) -> tc.SampleResult:

@@ -17,6 +17,8 @@ import socket
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from grpo_core.errors import UserError
 from runtime import training_api as tc
@@ -25,32 +27,59 @@ from worker.client import InternalClient, StaleLease
 from worker.settings import WorkerSettings
 from worker.training_api.resident import Resident
 
+if TYPE_CHECKING:
+    from grpo_core.training_api.shared import SharedBases
+
 log = logging.getLogger(__name__)
 NEXT_WAIT_SECONDS = 10.0  # how long one ask for the next request may be held open by the API
+
+
+def _shared_bases() -> SharedBases:
+    from grpo_core.training_api.shared import SharedBases
+
+    return SharedBases()
 
 
 class SessionRunner:
     """One claim of one session: its lease, its request loop, its models (``resident``)."""
 
-    def __init__(self, session_id: str, settings: WorkerSettings) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        settings: WorkerSettings,
+        *,
+        claim_id: str | None = None,
+        seat: Seat | None = None,
+    ) -> None:
         self.session_id = session_id
         self.settings = settings
         self.client = InternalClient(settings.api_url, settings.internal_token)
         self.store = make_store(settings)
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
-        self.claim_id = uuid.uuid4().hex
+        self.worker_id = worker_id()
+        self.claim_id = claim_id or uuid.uuid4().hex
         self.work = settings.scratch_dir / "training" / session_id / self.claim_id[:8]
-        self.resident = Resident(settings, self.store, self.work)
+        self.seat = seat or Seat()
+        self.resident = Resident(settings, self.store, self.work, self.seat.shared)
         self.stopped = threading.Event()
 
     def run(self) -> None:
+        """Claim the session and serve it."""
+        claim = self.claim()
+        if claim is not None:
+            self.serve(claim)
+
+    def claim(self) -> tc.SessionClaim | None:
+        """The session claimed by this runner, or None when another holds it (or it ended)."""
         try:
-            claim = self.client.training_claim(
-                self.session_id, tc.Claim(worker_id=self.worker_id, claim_id=self.claim_id)
-            )
+            body = tc.Claim(worker_id=self.worker_id, claim_id=self.claim_id, shared=self.seat.pooled)
+            return self.client.training_claim(self.session_id, body)
         except StaleLease as exc:
             log.info("session %s not claimed: %s", self.session_id, exc)
-            return
+            self.client.close()
+            return None
+
+    def serve(self, claim: tc.SessionClaim) -> None:
+        """Serve the claimed session until it ends, then hand it back and free what it held."""
         self.work.mkdir(parents=True, exist_ok=True)
         renew = threading.Thread(target=self._renew, args=(claim.lease_seconds,), daemon=True)
         renew.start()
@@ -65,7 +94,8 @@ class SessionRunner:
             message = f"{type(exc).__name__}: {exc}"
         finally:
             self.stopped.set()
-            self.resident.free()
+            with self.seat.device:
+                self.resident.free(release_cache=not self.seat.pooled)
             if reason:
                 try:
                     self.client.training_release(
@@ -116,33 +146,57 @@ class SessionRunner:
     def execute(self, item: tc.WorkItem) -> tc.ResultPost:
         """Run one request; a user's mistake the API could not see (a token beyond the vocabulary) fails it as
         ``user``, anything else as ``server``; the session goes on either way."""
-        started = time.perf_counter()
-        try:
-            result: tc.Result | Exception = self.resident.answer(item.request, item.target or "")
-        except Exception as exc:  # the request's boundary: it fails alone (_post says how), the session goes on
-            result = exc
-        log.info("session %s: %s in %.2f s", self.session_id, item.request.kind, time.perf_counter() - started)
-        return self._post(item, result)
+        with self.seat.device:
+            started = time.perf_counter()
+            try:
+                result: tc.Result | Exception = self.resident.answer(item.request, item.target or "")
+            except Exception as exc:  # the request's boundary: it fails alone (_post says how), the session goes on
+                result = exc
+            held = time.perf_counter() - started
+        log.info("session %s: %s in %.2f s", self.session_id, item.request.kind, held)
+        return self._post(item, result, held)
 
     def execute_samples(self, items: list[tc.WorkItem]) -> list[tc.ResultPost]:
         """Sample requests that were queued together, decoded together where they can be (Resident.sample_many);
         each fails alone."""
-        started = time.perf_counter()
         samples = [item.request for item in items if isinstance(item.request, tc.Sample)]
         assert len(samples) == len(items), "the API batches sample requests only"
-        results = self.resident.sample_many(samples)
-        log.info("session %s: %d samples in %.2f s", self.session_id, len(items), time.perf_counter() - started)
-        return [self._post(item, result) for item, result in zip(items, results, strict=True)]
+        with self.seat.device:
+            started = time.perf_counter()
+            results = self.resident.sample_many(samples)
+            held = time.perf_counter() - started
+        log.info("session %s: %d samples in %.2f s", self.session_id, len(items), held)
+        share = held / len(items)  # the decode they shared, billed evenly
+        return [self._post(item, result, share) for item, result in zip(items, results, strict=True)]
 
-    def _post(self, item: tc.WorkItem, result: tc.Result | Exception) -> tc.ResultPost:
+    def _post(self, item: tc.WorkItem, result: tc.Result | Exception, held: float = 0.0) -> tc.ResultPost:
+        """The request's result or error, with the seconds it held the device (what a pooled session is billed)."""
         from grpo_core.training_api.spec import BatchError
 
+        post = tc.ResultPost(claim_id=self.claim_id, device_seconds=held)
         if isinstance(result, UserError | BatchError):
-            return tc.ResultPost(claim_id=self.claim_id, error=tc.RequestError(message=str(result), category="user"))
+            return post.model_copy(update={"error": tc.RequestError(message=str(result), category="user")})
         if isinstance(result, Exception):
             log.error("session %s: %s %s failed", self.session_id, item.request.kind, item.id, exc_info=result)
             error = tc.RequestError(
                 message=f"{item.request.kind} failed on the worker: {type(result).__name__}: {result}"
             )
-            return tc.ResultPost(claim_id=self.claim_id, error=error)
-        return tc.ResultPost(claim_id=self.claim_id, result=result)
+            return post.model_copy(update={"error": error})
+        return post.model_copy(update={"result": result})
+
+
+def worker_id() -> str:
+    """This worker process, as the API records who holds a session."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class Seat:
+    """What a session's runner shares with the other sessions on this worker: the base models resident for their
+    training runs, and the device, which runs one request at a time (a lock: whatever is pending runs as soon as
+    it is free). A runner alone has a seat of its own; ``pooled``: the worker serves several sessions at once
+    (worker.training_api.pool), so each is billed the seconds its requests held the device, not its lease."""
+
+    shared: SharedBases = field(default_factory=_shared_bases)
+    device: threading.Lock = field(default_factory=threading.Lock)
+    pooled: bool = False
