@@ -335,3 +335,29 @@ def test_samples_queued_together_reach_the_worker_in_one_answer_up_to_the_next_o
     assert one["request"]["id"] == after[0] and one["more"] == []
     rest = internal(client, sid, "next", asked).json()
     assert rest["request"]["id"] == after[1] and rest["more"] == []
+
+
+def test_a_pool_claims_the_longest_waiting_session_of_a_base_it_holds(
+    client: TestClient, settings: ApiSettings
+) -> None:
+    first, _ = start(client)
+    second, _ = start(client)
+    sql(settings, "UPDATE training_sessions SET enqueued_at = enqueued_at - 100 WHERE id = :s", s=second)
+
+    def claim_next(bases: list[str], claim: str) -> Any:
+        body = {"worker_id": "pool", "claim_id": claim, "bases": bases}
+        got = client.post("/internal/training/sessions/claim-next", json=body, headers=WORKER)
+        assert got.status_code == 200, got.text
+        return got.json()["claim"]
+
+    assert claim_next(["another-model"], "c-x") is None  # their first requests need the tiny model
+    assert claim_next([TINY_ID], "c-1")["session_id"] == second  # the one that waited longest
+    assert claim_next([TINY_ID], "c-2")["session_id"] == first
+    assert claim_next([TINY_ID], "c-3") is None  # both held now
+    assert take(client, second)["request"]["kind"] == "create_model"  # the pool's claim id holds it
+    with create_engine(settings.db_url).connect() as conn:
+        shared = conn.execute(text("SELECT shared FROM usage_records WHERE subject_id = :s"), {"s": second}).scalar()
+    assert shared  # billed the seconds its requests hold the device
+    refused = client.post("/internal/training/sessions/claim-next", json={"worker_id": "w", "claim_id": "c"},
+                          headers=WORKER)  # fmt: skip
+    assert refused.status_code == 422
