@@ -20,6 +20,7 @@ from api.db.session import make_engine, make_read_sessionmaker, make_sessionmake
 from api.evals import internal_routes as evals_internal
 from api.evals import routes as evals
 from api.files import routes as files
+from api.fleet import routes as fleet
 from api.graders import routes as graders
 from api.inference import routes as inference
 from api.inference.service import InferenceClient
@@ -125,6 +126,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         secrets.router,
         usage.router,
         usage.admin,
+        fleet.admin,
         jobs_internal.router,
         training.runs_router,
         training_internal.router,

@@ -38,6 +38,8 @@ from .execution_rollout_engine import ExecutionRolloutEngine
 from .execution_sharding_type_0 import ExecutionShardingType0
 from .file_deleted import FileDeleted
 from .file_object import FileObject
+from .fleet import Fleet
+from .fleet_worker import FleetWorker
 from .format_grader import FormatGrader
 from .format_grader_flags_item import FormatGraderFlagsItem
 from .format_grader_mode import FormatGraderMode
@@ -241,6 +243,8 @@ __all__ = (
     "ExecutionShardingType0",
     "FileDeleted",
     "FileObject",
+    "Fleet",
+    "FleetWorker",
     "FormatGrader",
     "FormatGraderFlagsItem",
     "FormatGraderMode",
