@@ -55,3 +55,32 @@ def test_a_training_api_run_is_listed_beside_the_jobs_with_its_curves(
     assert path in page.get_by_test_id("run-checkpoints").inner_text()
     page.screenshot(path=str(artifacts / "10-training-run.png"), full_page=True)
     assert not page_errors
+
+
+def test_the_fleet_page_shows_the_worker_and_its_tenants_to_the_operator(
+    page: Page, stack: Stack, api_key: str, artifacts: Path, page_errors: list[str]
+) -> None:
+    if stack.worker is None:
+        stack.start_worker()
+    page.goto(stack.url + "/")
+    if page.locator('input[name="api_key"]').count():
+        page.fill('input[name="api_key"]', api_key)
+        page.click('button[type="submit"]')
+    page.get_by_role("link", name="Fleet").click()
+    page.get_by_test_id("fleet-token").wait_for()
+    page.fill('input[name="admin_token"]', api_key)  # a project's key is not the operator's token
+    page.get_by_test_id("fleet-token").get_by_role("button").click()
+    page.get_by_test_id("error").filter(has_text="not accepted").wait_for()
+    assert page.get_by_test_id("logout").is_visible()  # the refused token did not sign the user out
+
+    with tinker.ServiceClient(base_url=stack.url, api_key=f"tml-{api_key}") as service:
+        service.create_lora_training_client(base_model=TINY_ID, rank=4).result()  # a worker holds the session now
+        page.fill('input[name="admin_token"]', stack.env["ADMIN_TOKEN"])
+        page.get_by_test_id("fleet-token").get_by_role("button").click()
+        row = page.get_by_test_id("fleet-worker")
+        row.wait_for()
+        cells = row.locator("td").all_inner_texts()
+        assert cells[1:5] == ["1", "0", "1", "1"] and cells[5] == TINY_ID, cells  # tenants, jobs, sessions, projects
+        page.screenshot(path=str(artifacts / "11-fleet.png"), full_page=True)
+    page.get_by_test_id("fleet-empty").wait_for(timeout=30_000)  # the closed session left the worker
+    assert not page_errors

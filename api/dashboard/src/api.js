@@ -35,8 +35,11 @@ function headers(extra = {}) {
   return h;
 }
 
-export async function api(path, { method = "GET", body, form, idempotencyKey, signal } = {}) {
+// token: another bearer than the project's key (the operator's ADMIN_TOKEN on the fleet page); its 401 is that
+// token's, so it does not sign the user out
+export async function api(path, { method = "GET", body, form, idempotencyKey, signal, token } = {}) {
   const h = headers(idempotencyKey ? { "Idempotency-Key": idempotencyKey } : {});
+  if (token !== undefined) h.Authorization = `Bearer ${token}`;
   let payload;
   if (form) payload = form;
   else if (body !== undefined) {
@@ -51,7 +54,7 @@ export async function api(path, { method = "GET", body, form, idempotencyKey, si
   } catch {
     // a proxy's HTML error page: keep the text for the message
   }
-  if (r.status === 401) window.dispatchEvent(new CustomEvent("rft:unauthorized"));
+  if (r.status === 401 && token === undefined) window.dispatchEvent(new CustomEvent("rft:unauthorized"));
   if (!r.ok) throw new ApiError(r.status, data);
   return data;
 }

@@ -1,10 +1,12 @@
-// The dashboard's shell: API-key login, hash routes (#/, #/jobs/<id>, #/runs/<id>, #/new, #/usage) and the header.
+// The dashboard's shell: API-key login, hash routes (#/, #/jobs/<id>, #/runs/<id>, #/new, #/usage, #/fleet) and the
+// header.
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, api, auth } from "./api.js";
 import { CreateJob } from "./create.js";
+import { FleetPage } from "./fleet.js";
 import { JobPage } from "./job.js";
 import { JobsList } from "./jobs.js";
 import { RunPage, RunsList } from "./runs.js";
@@ -78,12 +80,13 @@ function App() {
   else if (run) page = html`<${RunPage} key=${run[1]} runId=${decodeURIComponent(run[1])} />`;
   else if (route.startsWith("#/new")) page = html`<${CreateJob} />`;
   else if (route.startsWith("#/usage")) page = html`<${UsagePage} />`;
+  else if (route.startsWith("#/fleet")) page = html`<${FleetPage} />`;
   else page = html`<${JobsList} /><${RunsList} />`;
 
   return html`<div>
     <header class="topbar">
       <a class="brand" href="#/">RFT</a>
-      <nav><a href="#/">Jobs</a><a href="#/new">New job</a><a href="#/usage">Usage</a><a href="/docs" target="_blank" rel="noreferrer">API docs</a></nav>
+      <nav><a href="#/">Jobs</a><a href="#/new">New job</a><a href="#/usage">Usage</a><a href="#/fleet">Fleet</a><a href="/docs" target="_blank" rel="noreferrer">API docs</a></nav>
       <button class="link" data-testid="logout" onClick=${() => {
         auth.clear();
         setAuthed(false);
