@@ -29,8 +29,9 @@ class WorkerSettings(CommonSettings):
         None,
         ge=1,
         le=64,
-        description="Jobs of one base model this worker process trains in turn on one resident copy (worker.pool); "
-        "unset: 4 on a GPU, 1 (no pool) on a CPU.",
+        description="Jobs of one base model this worker process trains in turn on one resident copy (worker.pool), "
+        "or training-API sessions it serves at once (worker.training_api.pool); unset: 4 on a GPU, 1 (no pool) on "
+        "a CPU.",
     )
     training_sample_batch: int = Field(
         32,
