@@ -7,6 +7,10 @@ fails its open requests (api.training_api.leases.reap), and the client restores 
 
 A lease like a job's: a thread renews it every third of ``lease_seconds`` while a request runs (a long
 forward/backward is not a lost worker), and a refused renewal (the session was taken from us) stops the loop.
+
+A runner sits in a ``Seat``: what it shares with the other sessions a worker serves at once
+(worker.training_api.pool): the resident base models, and the device, which runs one request at a time. A runner
+alone has a seat of its own.
 """
 
 from __future__ import annotations
@@ -173,16 +177,16 @@ class SessionRunner:
         """The request's result or error, with the seconds it held the device (what a pooled session is billed)."""
         from grpo_core.training_api.spec import BatchError
 
-        post = tc.ResultPost(claim_id=self.claim_id, device_seconds=held)
         if isinstance(result, UserError | BatchError):
-            return post.model_copy(update={"error": tc.RequestError(message=str(result), category="user")})
+            error = tc.RequestError(message=str(result), category="user")
+            return tc.ResultPost(claim_id=self.claim_id, error=error, device_seconds=held)
         if isinstance(result, Exception):
             log.error("session %s: %s %s failed", self.session_id, item.request.kind, item.id, exc_info=result)
             error = tc.RequestError(
                 message=f"{item.request.kind} failed on the worker: {type(result).__name__}: {result}"
             )
-            return post.model_copy(update={"error": error})
-        return post.model_copy(update={"result": result})
+            return tc.ResultPost(claim_id=self.claim_id, error=error, device_seconds=held)
+        return tc.ResultPost(claim_id=self.claim_id, result=result, device_seconds=held)
 
 
 def worker_id() -> str:
