@@ -3,8 +3,9 @@
 - Every request gets an id (``X-Request-ID`` from the caller, or a new one), returned in the response and put
   on every log line written while it is handled; logs are one JSON object per line (``LOG_FORMAT=json``).
 - ``/metrics`` (Prometheus): request latency by route and status, jobs by state, the jobs each worker process
-  trains now (``rft_worker_jobs``: a pool's tenants) and the queue depth (read at
-  scrape time), GRPO steps recorded (a counter: its rate is the service's steps/s).
+  trains now and the training-API sessions it serves (``rft_worker_jobs``, ``rft_worker_sessions``: a pool's
+  tenants) and the queue depth (read at scrape time), GRPO steps recorded (a counter: its rate is the service's
+  steps/s).
 - ``/readyz``: 200 only when the database, the broker and the object store answer; 503 names the one that
   does not. With an inference server configured, ``checks.inference`` says whether it answers (reported as
   ``degraded``, not a 503: only the inference routes need it). ``/healthz`` stays a liveness probe.
@@ -36,7 +37,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from api.core.ratelimit import Limiter, make_limiter
 from api.core.settings import ApiSettings
-from api.db.models import ACTIVE, Job, now
+from api.db.models import ACTIVE, Job, TrainingSession, TrainingSessionStatus, now
 from runtime.queue import GPU_QUEUE
 
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
@@ -86,6 +87,9 @@ class _StateCollector:
         tenants = GaugeMetricFamily(
             "rft_worker_jobs", "Jobs each worker process trains now (a pool's tenants), by worker id", labels=["worker"]
         )
+        sessions = GaugeMetricFamily(
+            "rft_worker_sessions", "Training-API sessions each worker process serves now, by worker", labels=["worker"]
+        )
         try:
             with self.app.state.sessionmaker() as s:
                 for state, n in s.execute(select(Job.status, func.count()).group_by(Job.status)):
@@ -93,10 +97,20 @@ class _StateCollector:
                 live = (Job.status.in_(list(ACTIVE)), Job.lease_expires_at >= now(), Job.worker_id.is_not(None))
                 for worker, n in s.execute(select(Job.worker_id, func.count()).where(*live).group_by(Job.worker_id)):
                     tenants.add_metric([worker], n)
+                held = (
+                    TrainingSession.status == TrainingSessionStatus.active,
+                    TrainingSession.claim_id.is_not(None),
+                    TrainingSession.lease_expires_at >= now(),
+                    TrainingSession.worker_id.is_not(None),
+                )
+                by_worker = select(TrainingSession.worker_id, func.count()).where(*held)
+                for worker, n in s.execute(by_worker.group_by(TrainingSession.worker_id)):
+                    sessions.add_metric([worker], n)
         except Exception:  # a scrape during a database restart reports nothing rather than failing
             log.exception("metrics: jobs by state")
         yield jobs
         yield tenants
+        yield sessions
         depth = queue_depth(self.app.state.settings)
         if depth is not None:
             yield GaugeMetricFamily("rft_queue_depth", "Messages waiting in the gpu queue", value=depth)

@@ -55,6 +55,10 @@ def test_the_fleet_shows_each_workers_tenants_and_what_waits(client: TestClient,
         ("host:2", 0, 1, 1, 1),
     ]
     assert {m for w in fleet["workers"] for m in w["base_models"]} == {TINY_ID}
+    scraped = client.get("/metrics").text  # the same, for Prometheus
+    assert 'rft_worker_jobs{worker="host:1"} 2.0' in scraped
+    assert 'rft_worker_sessions{worker="host:1"} 1.0' in scraped
+    assert 'rft_worker_sessions{worker="host:2"} 1.0' in scraped
 
     with create_engine(settings.db_url).begin() as conn:  # host:1's leases run out: it is gone from the fleet
         conn.execute(text("UPDATE jobs SET lease_expires_at = 1 WHERE worker_id = 'host:1'"))
