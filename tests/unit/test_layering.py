@@ -246,7 +246,7 @@ FLOORS: dict[str, list[set[str]]] = {
     ],
     "api": [
         {"core", "db"},  # the kit and the tables: no domain
-        {"checkpoints", "files", "graders", "models", "secrets", "tenants", "usage", "webhooks"},
+        {"checkpoints", "files", "fleet", "graders", "models", "secrets", "tenants", "usage", "webhooks"},
         {"evals", "inference", "jobs", "training_api"},
         {"admin", "main", "reaper"},  # what wires the domains together, above them all
     ],
