@@ -129,6 +129,7 @@ class Sampler:
     ) -> None:
         self.model, self.tokenizer, self.version, self.owns_model = model, tokenizer, version, owns_model
         self.hold = hold
+        self.training: TrainingModel | None = None  # the run whose resident weights it samples (for_training)
         hold()
         self.engine = MergedEngine(model, tokenizer, dtype=_sampling_dtype(model), decode_mode=decode_mode)
         self.synced = version()  # the engine merged the weights as they are now
@@ -140,13 +141,15 @@ class Sampler:
     @classmethod
     def for_training(cls, training: TrainingModel, *, decode_mode: DecodeMode = "auto") -> Sampler:
         """A sampler of ``training``'s resident weights: whatever its last optim_step or load_state left."""
-        return cls(
+        sampler = cls(
             training.model,
             training.tokenizer,
             version=lambda: training.version,
             decode_mode=decode_mode,
             hold=training.hold,
         )
+        sampler.training = training
+        return sampler
 
     @classmethod
     def load(

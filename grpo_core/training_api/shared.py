@@ -88,6 +88,13 @@ class SharedBase:
         parked.grads = []
         self.holder = run
 
+    def values_of(self, run: object) -> list[Tensor]:
+        """``run``'s adapter values in slot order, wherever they are now (the slot, or its parked buffers): what a
+        decode with one adapter per row reads (grpo_core.training_api.batched)."""
+        if self.holder is run:
+            return [p.detach() for p in self.slot]
+        return self.parked[id(run)].values.adapter
+
     def _park(self) -> None:
         """The holder leaves the slot: its values are copied into its buffers (made at its first park), its
         gradients moved out."""

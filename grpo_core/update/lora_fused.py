@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -82,11 +82,13 @@ _lora_linear: Callable[..., Tensor] = LoRALinearFn.apply
 @dataclass
 class LoRASwitch:
     """Shared by the fused layers of one model: ``off`` runs them as their base layers (``reference_pass``).
-    ``complete``: every LoRA layer of the model is fused, so the flag alone disables the adapter."""
+    ``complete``: every LoRA layer of the model is fused, so the flag alone disables the adapter. ``rows``: each
+    batch row's adapter (``row_adapters``), None outside it."""
 
     off: bool = False
     complete: bool = False
     layers: list[Any] = field(default_factory=list)
+    rows: Tensor | None = None
 
 
 _SWITCH = "_grpo_lora_switch"
@@ -129,6 +131,8 @@ def _fusable(module: Any) -> bool:
 def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if getattr(self, _SWITCH).off:  # the reference pass (never merged: reference_pass checks): the base layer alone
         return cast(Tensor, self.base_layer(x, *args, **kwargs))
+    if getattr(self, _SWITCH).rows is not None:  # several adapters, one per row (row_adapters)
+        return _row_forward(self, x)
     if args or kwargs or self.merged:  # anything unusual: peft's own path
         return cast(Tensor, self._peft_forward(x, *args, **kwargs))
     if self.disable_adapters:  # peft's disable_adapter(): the base layer alone, without its per-call checks
@@ -150,6 +154,57 @@ def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             x, self.base_layer.weight, self.base_layer.bias, self.lora_A[name].weight, self.lora_B[name].weight,
             a, b_scaled, float(self.scaling[name]),
         )  # fmt: skip
+
+
+_ROWS = "_grpo_row_weights"  # a fused layer's stacked (A, s·B) of every adapter, while row_adapters holds
+
+
+def _row_forward(self: Any, x: Tensor) -> Tensor:
+    """y = x Wᵀ (+ bias) + (x A_kᵀ) (s·B_k)ᵀ with k the row's adapter: each row of the batch through its own adapter
+    (no gradient: sampling only)."""
+    rows: Tensor = getattr(self, _SWITCH).rows
+    a, b_scaled = getattr(self, _ROWS)  # (n, r, in), (n, out, r) in the base weight's dtype
+    if x.dim() != 3 or x.shape[0] != rows.shape[0]:
+        raise ValueError(f"row adapters need (rows, tokens, features) inputs of {rows.shape[0]} rows, not {x.shape}")
+    x = x.to(a.dtype)
+    out = cast(Tensor, self.base_layer(x))
+    u = torch.bmm(x, a.index_select(0, rows).transpose(1, 2))  # (B, T, r)
+    return out.baddbmm_(u, b_scaled.index_select(0, rows).transpose(1, 2))
+
+
+@contextlib.contextmanager
+def row_adapters(
+    model: Any, adapters: Sequence[Sequence[Tensor]], slot: Sequence[Tensor], rows: Tensor
+) -> Iterator[None]:
+    """Inside, the forward of ``model`` (the peft model ``fuse_lora`` fused) runs batch row i through adapter
+    ``rows[i]``: ``adapters[k]`` holds adapter k's values in the order of ``slot`` (the model's LoRA parameters,
+    each layer's A and B among them; the slot's own values are not read). Several training runs that share one
+    resident base (grpo_core.training_api.shared) sample in one decode this way. Every LoRA layer must be fused
+    (``fuse_lora``), none merged, and the inputs (rows, tokens, features): the caller decodes one row per sequence.
+
+    Rounding: a row computes W x + (x A_k)(s B_k) in the base weight's dtype, where a sampler of its own adapter
+    computes (W + s B_k A_k) x with the product merged into W, and the batch's shape can change a matmul's
+    blocking; the two agree to a few units in the last place of the logits, not bit for bit."""
+    switch = _switch_alone(model)
+    if switch is None:
+        raise ValueError(rows_problem(model))
+    where = {id(p): i for i, p in enumerate(slot)}
+    try:
+        with torch.no_grad():
+            for layer in switch.layers:
+                name = next(iter(layer.lora_A))
+                ia, ib = where[id(layer.lora_A[name].weight)], where[id(layer.lora_B[name].weight)]
+                dtype, scale = layer.base_layer.weight.dtype, float(layer.scaling[name])
+                a = torch.stack([values[ia] for values in adapters]).to(dtype)
+                b = (torch.stack([values[ib] for values in adapters]) * scale).to(dtype)
+                setattr(layer, _ROWS, (a, b))
+        switch.rows = rows
+        yield
+    finally:
+        switch.rows = None
+        for layer in switch.layers:
+            if hasattr(layer, _ROWS):
+                delattr(layer, _ROWS)
 
 
 @contextlib.contextmanager
@@ -180,6 +235,11 @@ def _switch_alone(model: Any) -> LoRASwitch | None:
     if switch is None or not switch.complete or any(m.merged for m in switch.layers):
         return None
     return switch
+
+
+def rows_problem(model: Any) -> str | None:
+    """Why ``row_adapters`` cannot run ``model`` (the peft model ``fuse_lora`` fused), or None."""
+    return None if _switch_alone(model) is not None else "row adapters need every LoRA layer fused and none merged"
 
 
 def capture_problem(model: Any) -> str | None:

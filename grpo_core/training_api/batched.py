@@ -1,0 +1,103 @@
+"""Sample calls of several training runs decoded together, each row through its own run's adapter.
+
+Runs that share one resident base (grpo_core.training_api.shared: the sessions a worker serves at once, or one
+session's runs) each sample through a merged engine of their own: the adapter folded into a copy of the adapted
+weights, one decode per run. When several runs' clients sample at the same time, their calls can instead share one
+decode on the shared base: every row computes W x + (x A_k)(s B_k) with its own run's adapter k
+(grpo_core.update.lora_fused.row_adapters), one batch of all their rows, one forward per token for all of them.
+
+What may share (``join_key``): unseeded calls at temperature > 0 without prompt log-probs, sampled from a run's own
+resident weights, at one temperature, nucleus and set of stop ids, on one base. Each row keeps the noise its call
+draws alone (its own seed and row number, grpo_core.rollout.engines.decode), and each call is cut at its own length
+and stop strings.
+
+Exactness: a row of a joint decode is its run's sample within rounding, not bit for bit: the run alone computes
+(W + s B A) x in its merged copy, here W x + (x A)(s B), and a matmul's blocking can depend on the batch. In fp32 the
+log-probs agree to ~1e-6 and a sampled token differs only where two tokens' cumulative probabilities straddle the
+row's uniform draw within that rounding (tests/unit/test_training_batched.py holds the bound). A call that must
+draw exactly what it draws any other time gives a seed: seeded calls never join (grpo_core.training_api.sampling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import torch
+
+from grpo_core.rollout.engines.base import Sampling
+from grpo_core.rollout.engines.decode import decode_continuations
+from grpo_core.training_api.model import TrainingModel
+from grpo_core.training_api.sampling import _UNSEEDED, SampleCall, SampleOutput, Sampler
+from grpo_core.training_api.spec import BatchError, stop_lists
+from grpo_core.update.lora_fused import row_adapters, rows_problem
+
+
+def join_key(sampler: Sampler, call: SampleCall) -> Hashable | None:
+    """The key of the joint decode ``call`` (a valid call of ``sampler``) may share with other runs' calls, or
+    None when it decodes on its run's own sampler (see the module docstring)."""
+    run = sampler.training
+    if run is None or run.base is None or call.seed is not None or call.temperature == 0 or call.prompt_logprobs:
+        return None
+    if rows_problem(run.model) is not None:
+        return None
+    _, ids = stop_lists(call.stop)
+    return (id(run.base), call.temperature, call.top_p, tuple(sorted(set(sampler.eos) | set(ids))))
+
+
+def sample_together(items: Sequence[tuple[Sampler, SampleCall]]) -> list[SampleOutput | BatchError]:
+    """Each call's output, from one decode of all their rows on the base their runs share (every item's
+    ``join_key`` equal and not None), or the BatchError that refuses the call."""
+    out: list[SampleOutput | BatchError | None] = [None] * len(items)
+    ok: list[int] = []
+    for i, (sampler, call) in enumerate(items):
+        try:
+            sampler._check(call)
+            ok.append(i)
+        except BatchError as exc:
+            out[i] = exc
+    if ok:
+        for i, result in zip(ok, _decode([items[i] for i in ok]), strict=True):
+            out[i] = result
+    return [o for o in out if o is not None]
+
+
+def _decode(items: list[tuple[Sampler, SampleCall]]) -> list[SampleOutput]:
+    runs: list[TrainingModel] = []
+    for sampler, _ in items:
+        assert sampler.training is not None and sampler.training.base is not None, "join_key admits live runs only"
+        if sampler.training not in runs:
+            runs.append(sampler.training)
+    base = runs[0].base
+    assert base is not None and all(r.base is base for r in runs), "one joint decode, one shared base"
+    first_sampler, first = items[0]
+    stop_ids = sorted(set(first_sampler.eos) | set(stop_lists(first.stop)[1]))
+    calls = [call for _, call in items]
+    seeds = [next(_UNSEEDED) for _ in calls]  # unseeded calls only (join_key)
+    sampling = Sampling(
+        group_size=1,
+        max_new_tokens=max(c.max_tokens for c in calls),
+        temperature=first.temperature,
+        top_p=first.top_p,
+        seed=seeds[0],
+    )
+    adapter = [runs.index(s.training) for s, c in items for _ in range(c.num_samples)]  # type: ignore[arg-type]
+    model = base.model.get_base_model()  # the decode runs the transformers model (its LoRA layers fused)
+    rows = torch.tensor(adapter, dtype=torch.long, device=next(model.parameters()).device)
+    pad = first_sampler.tokenizer.pad_token_id
+    with row_adapters(base.model, [base.values_of(r) for r in runs], base.slot, rows):
+        raw = decode_continuations(
+            model,
+            [list(c.prompt) for c in calls for _ in range(c.num_samples)],
+            sampling,
+            [j for c in calls for j in range(c.num_samples)],
+            stop_ids=stop_ids,
+            pad_id=pad if pad is not None else first_sampler.eos[0],
+            seeds=[seed for c, seed in zip(calls, seeds, strict=True) for _ in range(c.num_samples)],
+        )
+    outputs, start = [], 0
+    for sampler, call in items:
+        outputs.append(sampler._output(call, raw[start : start + call.num_samples], stop_ids, len(items)))
+        start += call.num_samples
+    for sampler in {id(s): s for s, _ in items}.values():
+        sampler.decodes += 1
+    return outputs
