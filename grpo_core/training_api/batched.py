@@ -44,6 +44,41 @@ def join_key(sampler: Sampler, call: SampleCall) -> Hashable | None:
     return (id(run.base), call.temperature, call.top_p, tuple(sorted(set(sampler.eos) | set(ids))))
 
 
+def sample_jointly(parts: Sequence[tuple[Sampler, SampleCall]]) -> list[SampleOutput | Exception]:
+    """Each call's output, or the exception that failed it (a BatchError refusing it, or whatever failed its decode;
+    the others go on). Calls of two or more runs that may share a decode (``join_key``) share one
+    (``sample_together``); every other call goes to its own sampler with the calls that came with it, which
+    decodes those that can share a decode in one (Sampler.sample_many): a run sampling alone keeps its merged
+    engine and what it draws alone."""
+    joint: dict[Hashable, list[int]] = {}
+    alone: dict[int, list[int]] = {}  # id(sampler) -> the calls it decodes itself
+    for i, (sampler, call) in enumerate(parts):
+        key = join_key(sampler, call)
+        if key is None:
+            alone.setdefault(id(sampler), []).append(i)
+        else:
+            joint.setdefault(key, []).append(i)
+    batches: list[tuple[list[int], bool]] = [(idx, False) for idx in alone.values()]
+    for idx in joint.values():
+        if len({id(parts[i][0].training) for i in idx}) > 1:
+            batches.append((idx, True))
+        else:  # one run: its own sampler, as alone
+            batches.append((idx, False))
+    out: list[SampleOutput | Exception | None] = [None] * len(parts)
+    for idx, together in batches:
+        results: Sequence[SampleOutput | Exception]
+        try:
+            if together:
+                results = sample_together([parts[i] for i in idx])
+            else:
+                results = parts[idx[0]][0].sample_many([parts[i][1] for i in idx])
+        except Exception as exc:  # these calls' decode failed (their weights, their memory): the others go on
+            results = [exc] * len(idx)
+        for i, result in zip(idx, results, strict=True):
+            out[i] = result
+    return [o for o in out if o is not None]
+
+
 def sample_together(items: Sequence[tuple[Sampler, SampleCall]]) -> list[SampleOutput | BatchError]:
     """Each call's output, from one decode of all their rows on the base their runs share (every item's
     ``join_key`` equal and not None), or the BatchError that refuses the call."""

@@ -78,3 +78,50 @@ def test_a_session_on_the_worker_answers_each_request_with_a_result_of_its_kind(
     refused = do(runner, "forward_backward", {"loss_fn": "cross_entropy", "data": [bad]})
     assert refused.error is not None and refused.error.category == "user"
     assert do(runner, "optim_step", {"adam": {}}).error is None
+
+
+def test_sessions_on_one_worker_sample_their_runs_in_one_decode(tmp_path: Path, catalog_dir: Path) -> None:
+    """Two sessions in one seat (a worker's pool): sample work both queue while the device is busy runs as one
+    decode when it frees, each run through its own adapter (grpo_core.training_api.batched), and each session is
+    billed its share of that decode."""
+    import threading
+    import time
+
+    from worker.training_api.session import Seat
+
+    settings = WorkerSettings(state_dir=tmp_path, worker_token="t", model_catalog_dir=catalog_dir)
+    seat = Seat(pooled=True)
+    runners = [SessionRunner(f"sess-{n}", settings, seat=seat) for n in (1, 2)]
+    items = []
+    for n, r in enumerate(runners, start=1):
+        r.work.mkdir(parents=True)
+        run = f"sess-{n}:train:0"
+        assert do(r, "create_model", {"base": {"id": TINY_ID}, "rank": 4, "seed": n}, run).error is None
+        assert do(r, "save_weights_for_sampler", {"sampler_id": f"sess-{n}:sample:0"}, run).error is None
+        spec = {"id": f"sess-{n}:sample:0", "base": {"id": TINY_ID}, "snapshot_of": run}
+        body = {"sampler": spec, "prompt": [1, 3], "num_samples": 3, "max_tokens": 5, "temperature": 1.0, "top_p": 1.0}
+        request = tc.parse_request({"kind": "sample", **body})
+        items.append(tc.WorkItem(id=f"req-{n}", target=f"sess-{n}:sample:0", request=request))
+    assert len(seat.shared) == 1  # one base for both sessions' runs
+    posts: dict[int, list[tc.ResultPost]] = {}
+    with seat.device:  # the device busy: both sessions' samples queue
+        threads = [
+            threading.Thread(target=lambda i=i: posts.__setitem__(i, runners[i].execute_samples([items[i]])))
+            for i in (0, 1)
+        ]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while len(seat._waiting) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    for t in threads:
+        t.join(timeout=60)
+    for i in (0, 1):
+        (post,) = posts[i]
+        assert post.error is None and isinstance(post.result, tc.SampleResult), post
+        assert post.result.decoded_with == 2 and len(post.result.sequences) == 3  # one decode for both sessions
+        assert post.device_seconds > 0
+    for r in runners:
+        r.resident.free(release_cache=False)
+    assert len(seat.shared) == 0

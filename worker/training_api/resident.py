@@ -32,7 +32,7 @@ from worker.settings import WorkerSettings
 
 if TYPE_CHECKING:
     from grpo_core.training_api.model import TrainingModel
-    from grpo_core.training_api.sampling import SampleOutput, Sampler
+    from grpo_core.training_api.sampling import SampleCall, SampleOutput, Sampler
     from grpo_core.training_api.shared import SharedBases
 
 # An RL loop makes a sampling client per step (save_weights_and_get_sampling_client): the newest this many keep
@@ -166,29 +166,27 @@ class Resident:
         return result
 
     def sample_many(self, requests: list[tc.Sample]) -> list[tc.SampleResult | Exception]:
-        """Each request's result, or the exception that failed it alone: the requests of one sampling client go
-        to its Sampler together, which decodes those that can share a decode in one (Sampler.sample_many)."""
+        """Each request's result, or the exception that failed it alone: the requests that can share a decode
+        share one (``sample_jointly``)."""
+        return sample_jointly([(self, requests)])[0]
+
+    def calls(self, requests: list[tc.Sample]) -> list[tuple[Sampler | Exception, SampleCall]]:
+        """Each request's sampler (or why it has none: its weights are gone) and its call."""
         from grpo_core.training_api.sampling import SampleCall
 
-        results: list[tc.SampleResult | Exception | None] = [None] * len(requests)
-        by_client: dict[str, list[int]] = {}
-        for i, request in enumerate(requests):
-            by_client.setdefault(request.sampler.id, []).append(i)
-        for idx in by_client.values():
-            calls = [
-                SampleCall(
-                    r.prompt, r.num_samples, r.max_tokens, r.temperature, r.top_p, r.seed, r.stop, r.prompt_logprobs
-                )
-                for r in (requests[i] for i in idx)
-            ]
-            outs: list[SampleOutput | Exception]
-            try:
-                outs = list(self._sampler(requests[idx[0]].sampler).sample_many(calls))
-            except Exception as exc:  # this client's requests fail together (its weights are gone); others go on
-                outs = [exc] * len(idx)
-            for i, out in zip(idx, outs, strict=True):
-                results[i] = out if isinstance(out, Exception) else _sample_result(out)
-        return [r for r in results if r is not None]
+        out: list[tuple[Sampler | Exception, SampleCall]] = []
+        samplers: dict[str, Sampler | Exception] = {}
+        for r in requests:
+            if r.sampler.id not in samplers:
+                try:
+                    samplers[r.sampler.id] = self._sampler(r.sampler)
+                except Exception as exc:  # this client's requests fail together; others go on
+                    samplers[r.sampler.id] = exc
+            call = SampleCall(
+                r.prompt, r.num_samples, r.max_tokens, r.temperature, r.top_p, r.seed, r.stop, r.prompt_logprobs
+            )
+            out.append((samplers[r.sampler.id], call))
+        return out
 
     def _sampler(self, spec: tc.SamplerSpec) -> Sampler:
         """What samples for sampling client ``spec``: the resident run itself while its weights are the ones the
@@ -276,3 +274,24 @@ def _sample_result(out: SampleOutput) -> tc.SampleResult:
         tc.SampledSequence(tokens=s.tokens, logprobs=list(s.logprobs), stop_reason=s.stop_reason) for s in out.sequences
     ]
     return tc.SampleResult(sequences=sequences, prompt_logprobs=out.prompt_logprobs, decoded_with=out.decoded_with)
+
+
+def sample_jointly(work: list[tuple[Resident, list[tc.Sample]]]) -> list[list[tc.SampleResult | Exception]]:
+    """The sample requests of one or several sessions on this worker (each with its Resident), decoded together
+    where they can be (grpo_core.training_api.batched.sample_jointly: calls of several runs on one shared base in
+    one decode, a run's own calls on its sampler); each request's result or the exception that failed it alone,
+    by session."""
+    from grpo_core.training_api.batched import sample_jointly as decode_jointly
+
+    parts = [part for resident, requests in work for part in resident.calls(requests)]
+    results: list[SampleOutput | Exception | None] = [s if isinstance(s, Exception) else None for s, _ in parts]
+    ready = [(i, sampler, call) for i, (sampler, call) in enumerate(parts) if not isinstance(sampler, Exception)]
+    decoded = decode_jointly([(sampler, call) for _, sampler, call in ready])
+    for (i, _, _), out in zip(ready, decoded, strict=True):
+        results[i] = out
+    flat = [r if isinstance(r, Exception) else _sample_result(r) for r in results if r is not None]
+    by_session, start = [], 0
+    for _, requests in work:
+        by_session.append(flat[start : start + len(requests)])
+        start += len(requests)
+    return by_session

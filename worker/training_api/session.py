@@ -165,11 +165,8 @@ class SessionRunner:
         each fails alone."""
         samples = [item.request for item in items if isinstance(item.request, tc.Sample)]
         assert len(samples) == len(items), "the API batches sample requests only"
-        with self.seat.device:
-            started = time.perf_counter()
-            results = self.resident.sample_many(samples)
-            held = time.perf_counter() - started
-        log.info("session %s: %d samples in %.2f s", self.session_id, len(items), held)
+        results, held = self.seat.sample(self.resident, samples)
+        log.info("session %s: %d samples in %.2f s of a decode", self.session_id, len(items), held)
         share = held / len(items)  # the decode they shared, billed evenly
         return [self._post(item, result, share) for item, result in zip(items, results, strict=True)]
 
@@ -204,3 +201,42 @@ class Seat:
     shared: SharedBases = field(default_factory=_shared_bases)
     device: threading.Lock = field(default_factory=threading.Lock)
     pooled: bool = False
+    _waiting: list[_SampleWork] = field(default_factory=list)  # sample work queued for the device
+    _queue: threading.Lock = field(default_factory=threading.Lock)
+
+    def sample(self, resident: Resident, requests: list[tc.Sample]) -> tuple[list[tc.SampleResult | Exception], float]:
+        """``requests``' results and the seconds of the device billed to them: whoever holds the device next
+        decodes every session's sample work queued by then, together where it can
+        (worker.training_api.resident.sample_jointly: calls of several runs on one shared base in one decode), and
+        splits the decode's seconds among the sessions by their requests. No cycle: the work queued while the
+        device was busy runs as soon as it frees."""
+        from worker.training_api.resident import sample_jointly
+
+        work = _SampleWork(resident, requests)
+        with self._queue:
+            self._waiting.append(work)
+        with self.device:
+            if not work.done:  # nobody took it meanwhile: this thread decodes everything queued
+                with self._queue:
+                    batch, self._waiting = self._waiting, []
+                started = time.perf_counter()
+                try:
+                    outs = sample_jointly([(w.resident, w.requests) for w in batch])
+                except Exception as exc:  # the decode's boundary: these requests fail, the sessions go on
+                    outs = [[exc] * len(w.requests) for w in batch]
+                held = time.perf_counter() - started
+                total = sum(len(w.requests) for w in batch)
+                for w, out in zip(batch, outs, strict=True):
+                    w.results, w.held, w.done = out, held * len(w.requests) / total, True
+        return work.results, work.held
+
+
+@dataclass
+class _SampleWork:
+    """One session's sample requests waiting for the device, and once decoded, their results."""
+
+    resident: Resident
+    requests: list[tc.Sample]
+    results: list[tc.SampleResult | Exception] = field(default_factory=list)
+    held: float = 0.0
+    done: bool = False
