@@ -27,7 +27,7 @@ import torch
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.engines.decode import decode_continuations
 from grpo_core.training_api.model import TrainingModel
-from grpo_core.training_api.sampling import _UNSEEDED, SampleCall, SampleOutput, Sampler
+from grpo_core.training_api.sampling import SampleCall, SampleOutput, Sampler, unseeded
 from grpo_core.training_api.spec import BatchError, stop_lists
 from grpo_core.update.lora_fused import row_adapters, rows_problem
 
@@ -86,7 +86,7 @@ def sample_together(items: Sequence[tuple[Sampler, SampleCall]]) -> list[SampleO
     ok: list[int] = []
     for i, (sampler, call) in enumerate(items):
         try:
-            sampler._check(call)
+            sampler.check(call)
             ok.append(i)
         except BatchError as exc:
             out[i] = exc
@@ -98,16 +98,19 @@ def sample_together(items: Sequence[tuple[Sampler, SampleCall]]) -> list[SampleO
 
 def _decode(items: list[tuple[Sampler, SampleCall]]) -> list[SampleOutput]:
     runs: list[TrainingModel] = []
-    for sampler, _ in items:
-        assert sampler.training is not None and sampler.training.base is not None, "join_key admits live runs only"
-        if sampler.training not in runs:
-            runs.append(sampler.training)
+    adapter: list[int] = []  # each row's run: its index in ``runs``
+    for sampler, call in items:
+        run = sampler.training
+        assert run is not None and run.base is not None, "join_key admits live runs only"
+        if run not in runs:
+            runs.append(run)
+        adapter += [runs.index(run)] * call.num_samples
     base = runs[0].base
     assert base is not None and all(r.base is base for r in runs), "one joint decode, one shared base"
     first_sampler, first = items[0]
     stop_ids = sorted(set(first_sampler.eos) | set(stop_lists(first.stop)[1]))
     calls = [call for _, call in items]
-    seeds = [next(_UNSEEDED) for _ in calls]  # unseeded calls only (join_key)
+    seeds = [unseeded() for _ in calls]  # unseeded calls only (join_key)
     sampling = Sampling(
         group_size=1,
         max_new_tokens=max(c.max_tokens for c in calls),
@@ -115,7 +118,6 @@ def _decode(items: list[tuple[Sampler, SampleCall]]) -> list[SampleOutput]:
         top_p=first.top_p,
         seed=seeds[0],
     )
-    adapter = [runs.index(s.training) for s, c in items for _ in range(c.num_samples)]  # type: ignore[arg-type]
     model = base.model.get_base_model()  # the decode runs the transformers model (its LoRA layers fused)
     rows = torch.tensor(adapter, dtype=torch.long, device=next(model.parameters()).device)
     pad = first_sampler.tokenizer.pad_token_id
@@ -131,7 +133,7 @@ def _decode(items: list[tuple[Sampler, SampleCall]]) -> list[SampleOutput]:
         )
     outputs, start = [], 0
     for sampler, call in items:
-        outputs.append(sampler._output(call, raw[start : start + call.num_samples], stop_ids, len(items)))
+        outputs.append(sampler.output(call, raw[start : start + call.num_samples], stop_ids, len(items)))
         start += call.num_samples
     for sampler in {id(s): s for s, _ in items}.values():
         sampler.decodes += 1

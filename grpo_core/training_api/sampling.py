@@ -54,6 +54,12 @@ StopReason = Literal["stop", "length"]
 _UNSEEDED = itertools.count(secrets.randbits(32))  # the seeds of calls that give none (the module docstring)
 
 
+def unseeded() -> int:
+    """The seed of a call that gives none: the next value of one counter for the whole process, so no two unseeded
+    calls share noise, whichever decode they run in (grpo_core.training_api.batched's too)."""
+    return next(_UNSEEDED)
+
+
 @dataclass(frozen=True)
 class SampledSequence:
     tokens: list[int]
@@ -203,7 +209,7 @@ class Sampler:
         groups: dict[tuple[object, ...], list[int]] = {}
         for i, call in enumerate(calls):
             try:
-                self._check(call)
+                self.check(call)
             except BatchError as exc:
                 out[i] = exc
                 continue
@@ -215,7 +221,8 @@ class Sampler:
                 out[i] = result
         return [o for o in out if o is not None]
 
-    def _check(self, call: SampleCall) -> None:
+    def check(self, call: SampleCall) -> None:
+        """Raise the BatchError that refuses ``call`` on this sampler's model, if any."""
         check_sampling(
             call.max_tokens,
             call.temperature,
@@ -243,7 +250,7 @@ class Sampler:
         stop strings, scored when greedy."""
         first = calls[0]
         stop_ids = sorted(set(self.eos) | set(stop_lists(first.stop)[1]))
-        seeds = [c.seed if c.seed is not None else next(_UNSEEDED) for c in calls]
+        seeds = [c.seed if c.seed is not None else unseeded() for c in calls]
         sampling = Sampling(
             group_size=1,
             max_new_tokens=max(c.max_tokens for c in calls),
@@ -268,10 +275,10 @@ class Sampler:
         for call in calls:
             rows = raw[start : start + call.num_samples]
             start += call.num_samples
-            outputs.append(self._output(call, rows, stop_ids, len(calls)))
+            outputs.append(self.output(call, rows, stop_ids, len(calls)))
         return outputs
 
-    def _output(
+    def output(
         self, call: SampleCall, raw: list[tuple[list[int], list[float] | None]], stop_ids: list[int], shared: int
     ) -> SampleOutput:
         strings, _ = stop_lists(call.stop)

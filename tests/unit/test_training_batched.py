@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grpo_core.training_api import batched
+from grpo_core.training_api import sampling
 from grpo_core.training_api.batched import join_key, sample_together
 from grpo_core.training_api.model import TrainingModel
 from grpo_core.training_api.sampling import SampleCall, SampleOutput, Sampler
@@ -58,7 +58,7 @@ def test_calls_of_two_runs_share_one_decode_each_as_its_own_sampler_draws(
     a.hold()
     before = [p.detach().clone() for p in a.params], a.version
     b.hold()  # b's values in the slot, a's parked: the joint decode reads both where they are
-    monkeypatch.setattr(batched, "_UNSEEDED", itertools.count(100))
+    monkeypatch.setattr(sampling, "_UNSEEDED", itertools.count(100))  # the seeds unseeded() hands out
     together = sample_together([items[i] for i in (0, 1, 4)]) + sample_together(items[2:4])
     assert isinstance(together[2], BatchError)
     outs = [together[0], together[1], together[3], together[4]]
