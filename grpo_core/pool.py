@@ -33,7 +33,7 @@ from typing import Any
 from grpo_core.errors import UserError
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_placement
 from grpo_core.hardware.distributed import World
-from grpo_core.resident import Resident, Snapshot
+from grpo_core.resident import Resident
 from grpo_core.rewards.base import Grader
 from grpo_core.run import Callbacks, MainRank, Run, RunInputs, build_run, check_layout
 from grpo_core.schemas.config import GRPOConfig
@@ -65,7 +65,6 @@ class _Tenant:
     index: int
     run: Run
     steps: Generator[None, None, TrainResult]
-    saved: Snapshot
     cleanup: contextlib.ExitStack
 
 
@@ -82,7 +81,6 @@ class TurnPool:
     results: list[TrainResult | Exception | None] = field(default_factory=list)
     _active: list[_Tenant] = field(default_factory=list)
     _key: str | None = None  # the first tenant's pool key (grpo_core.schemas.pooling): every tenant's must match
-    _current: _Tenant | None = None  # whose values the slot, the RNG states and the engine hold now
 
     def __enter__(self) -> TurnPool:
         return self
@@ -114,7 +112,7 @@ class TurnPool:
         )  # fmt: skip
         cleanup = contextlib.ExitStack()
         alone = self.resident.model is None  # the first tenant loads what the pool keeps
-        self._park()  # building the run fills the slot with the new tenant's adapter
+        self.resident.park()  # building the run fills the slot with the new tenant's adapter
         try:
             run = build_run(cfg, inputs, self.placement, world, MainRank(spec.callbacks, world, self.placement.device),
                             cleanup, self.resident)  # fmt: skip
@@ -125,7 +123,9 @@ class TurnPool:
                 self.resident.close()
             return index
         self._key = key
-        self._active.append(_Tenant(index, run, turns(run), self.resident.snapshot(), cleanup))
+        tenant = _Tenant(index, run, turns(run), cleanup)
+        self.resident.seat(tenant, run.state.step)
+        self._active.append(tenant)
         return index
 
     def round(self) -> list[tuple[int, TrainResult | Exception]]:
@@ -133,10 +133,7 @@ class TurnPool:
         leaves the pool. What ended in this round: (index, its result or error)."""
         ended: list[tuple[int, TrainResult | Exception]] = []
         for tenant in list(self._active):
-            if tenant is not self._current:  # a tenant that kept the slot since its last turn goes on as it is
-                self._park()
-                self.resident.activate(tenant.saved, tenant.run.state.step)
-                self._current = tenant
+            self.resident.hold(tenant, tenant.run.state.step)  # nothing to do for one that kept the slot
             outcome: TrainResult | Exception | None = None
             try:
                 next(tenant.steps)
@@ -149,18 +146,11 @@ class TurnPool:
                 self.results[tenant.index] = outcome
                 ended.append((tenant.index, outcome))
                 self._active.remove(tenant)
-                self._current = None
+                self.resident.leave(tenant)
                 tenant.cleanup.close()
                 if isinstance(outcome, Exception):
                     release_device_memory()
         return ended
-
-    def _park(self) -> None:
-        """The tenant in the slot leaves it: its values are saved into its buffers (nothing is copied for a tenant
-        that keeps the slot round after round, a pool of one)."""
-        if self._current is not None:
-            self.resident.save(self._current.saved)
-            self._current = None
 
     def run(self) -> list[TrainResult | Exception | None]:
         """Rounds until every tenant has finished, stopped or failed."""

@@ -1,18 +1,19 @@
-"""The base model resident once for several tenants (grpo_core.pool): one adapter slot, the tokenizer, the engine.
+"""The base model resident once for several owners: one adapter slot, the tokenizer, the engine. A pool's job tenants
+(grpo_core.pool) and the training API's runs (grpo_core.training_api.shared) take turns in it the same way.
 
 Every tenant of a pool trains an adapter of the same shape on the same base weights, so the policy is loaded once
-(``grpo_core.policy.load_policy``, for the first tenant) and its LoRA parameters are a *slot*: the Parameter
-objects every tenant's optimizer holds, filled with the tenant's values while its turn runs (``activate``) and
-read back when another tenant takes the slot (``save``). Copying values in and out of the same tensors, instead
-of one PEFT adapter per tenant, keeps everything that holds those tensors valid across tenants: the fused LoRA layers
-(grpo_core.update.lora_fused, whose casts are keyed by the tensors' versions), captured graphs (keyed by their
-addresses), the optimizers. A turn computes with exactly the values the tenant computes with alone, so the pool
+(``grpo_core.policy.load_policy``, for the first tenant) and its LoRA parameters are a *slot*: the Parameter objects
+every tenant's optimizer holds, filled with the tenant's values while it computes (``hold``) and copied out when another
+tenant takes the slot (``park``: into buffers made at the owner's first park). Copying values in and out of the same
+tensors, instead of one PEFT adapter per tenant, keeps everything that holds those tensors valid across tenants: the
+fused LoRA layers (grpo_core.update.lora_fused, whose casts are keyed by the tensors' versions), captured graphs (keyed
+by their addresses), the optimizers. A turn computes with exactly the values the tenant computes with alone, so the pool
 changes no number (tests/unit/test_pool.py holds adapters bit-identical to runs alone).
 
 A new tenant's adapter starts as its run alone would start it: ``fresh`` seeds torch with the tenant's seed and
 lets PEFT create an adapter of the same config (the same layers, in the same order, drawing the same numbers as
 ``get_peft_model`` did), copies it into the slot and deletes it. The merged rollout engine is shared too: it holds
-W + ΔW of whatever adapter it last synced, and ``activate`` syncs it to the tenant's (a pure function of the slot's
+W + ΔW of whatever adapter it last synced, and ``hold`` syncs it to the tenant's (a pure function of the slot's
 values: ``MergedEngine.sync`` rebuilds every adapted weight from W).
 """
 
@@ -33,21 +34,26 @@ _FRESH = "grpo-pool-fresh"  # the name of the adapter ``fresh`` creates for a mo
 
 @dataclass
 class Snapshot:
-    """A tenant's values while another's turn runs: its adapter and its RNG states."""
+    """An owner's values while another holds the slot: its adapter, its RNG states, and the gradients it had
+    accumulated (moved out of the slot, not copied; a training-API run may hold some between its calls)."""
 
     adapter: list[Tensor]
     rng: dict[str, Any]
+    grads: list[Tensor | None] = field(default_factory=list)
 
 
 @dataclass
 class Resident:
     """The pool's policy (a PEFT model with one adapter, "default"), tokenizer and rollout engine; None until the
-    first tenant loads them (grpo_core.run.build_run)."""
+    first tenant loads them (grpo_core.run.build_run). ``holder``: whose values the slot, the RNG states and the
+    engine hold now (any object: a pool's tenant, a training-API run); ``parked``: every other owner's, by id."""
 
     model: Any = None
     tokenizer: Any = None
     engine: RolloutEngine | None = None
     slot: list[torch.nn.Parameter] = field(default_factory=list)
+    holder: object | None = None
+    parked: dict[int, Snapshot] = field(default_factory=dict)
 
     def adopt(self, model: Any, tokenizer: Any) -> None:
         """The first tenant's freshly loaded policy becomes the pool's."""
@@ -79,28 +85,67 @@ class Resident:
         return names
 
     @torch.no_grad()
-    def snapshot(self) -> Snapshot:
-        """A copy of the slot's values and the RNG states now (a new tenant's, once its run is built)."""
-        return Snapshot([p.detach().clone() for p in self.slot], rng_state())
+    def seat(self, owner: object, version: int) -> None:
+        """``owner`` holds the slot as it is now: the values just put there for it (loaded, ``fresh``, resumed),
+        the engine synced to them at ``version``."""
+        assert self.holder is None, "park the holder before filling the slot for another"
+        if self.engine is not None:
+            self.engine.sync(self.model, version)
+        self.holder = owner
 
     @torch.no_grad()
-    def save(self, saved: Snapshot) -> None:
-        """Write the slot's values and the RNG states into ``saved`` (the tenant leaving the slot), in place."""
-        for value, p in zip(saved.adapter, self.slot, strict=True):
-            value.copy_(p)
-        saved.rng = rng_state()
-
-    @torch.no_grad()
-    def activate(self, saved: Snapshot, version: int) -> None:
-        """Put a tenant's values back: its adapter into the slot, its RNG states, and the engine synced to them."""
-        for p, value in zip(self.slot, saved.adapter, strict=True):
+    def hold(self, owner: object, version: int) -> None:
+        """Put ``owner``'s values back (its adapter into the slot, its gradients and RNG states, the engine synced
+        to ``version``), parking the holder's; nothing to do when ``owner`` holds the slot already (a pool of one
+        copies nothing)."""
+        if self.holder is owner:
+            return
+        self.park()
+        saved = self.parked[id(owner)]
+        for p, value, grad in zip(self.slot, saved.adapter, saved.grads, strict=True):
             p.copy_(value)
+            p.grad = grad
+        saved.grads = []
         set_rng_state(saved.rng)
         if self.engine is not None:
             self.engine.sync(self.model, version)
+        self.holder = owner
+
+    @torch.no_grad()
+    def park(self) -> None:
+        """The holder leaves the slot: its values and RNG states are copied into its snapshot (made at its first
+        park, reused after), its gradients moved out."""
+        if self.holder is None:
+            return
+        saved = self.parked.get(id(self.holder))
+        if saved is None:
+            saved = self.parked[id(self.holder)] = Snapshot([p.detach().clone() for p in self.slot], rng_state())
+        else:
+            for value, p in zip(saved.adapter, self.slot, strict=True):
+                value.copy_(p)
+            saved.rng = rng_state()
+        saved.grads = [p.grad for p in self.slot]
+        for p in self.slot:
+            p.grad = None
+        self.holder = None
+
+    def values_of(self, owner: object) -> list[Tensor]:
+        """``owner``'s adapter values in slot order, wherever they are now (the slot, or its snapshot)."""
+        if self.holder is owner:
+            return [p.detach() for p in self.slot]
+        return self.parked[id(owner)].adapter
+
+    def leave(self, owner: object) -> None:
+        """``owner`` is done: its values are dropped (the slot's gradients too, when it held it)."""
+        if self.holder is owner:
+            for p in self.slot:
+                p.grad = None
+            self.holder = None
+        self.parked.pop(id(owner), None)
 
     def close(self) -> None:
         if self.engine is not None:
             self.engine.close()
-        self.engine = self.model = self.tokenizer = None
+        self.engine = self.model = self.tokenizer = self.holder = None
         self.slot = []
+        self.parked.clear()

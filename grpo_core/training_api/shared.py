@@ -21,33 +21,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor
 
 from grpo_core.hardware.device import release_device_memory
 from grpo_core.policy import load_policy
-from grpo_core.resident import Resident, Snapshot
+from grpo_core.resident import Resident
 from grpo_core.schemas.config import GRPOConfig
-
-
-@dataclass
-class _Parked:
-    """A run's values while another holds the slot."""
-
-    values: Snapshot
-    grads: list[Tensor | None]
 
 
 @dataclass(eq=False)
 class SharedBase:
-    """One base model and adapter shape, resident once, and which run (any object: a TrainingModel) holds its
-    slot."""
+    """One base model and adapter shape, resident once (``resident``: its slot, and which run holds it), and the
+    runs on it."""
 
     key: tuple[Any, ...]
     resident: Resident = field(default_factory=Resident)
-    holder: object | None = None
     users: set[int] = field(default_factory=set)  # id() of each run on it
-    parked: dict[int, _Parked] = field(default_factory=dict)
 
     @property
     def model(self) -> Any:
@@ -58,7 +47,7 @@ class SharedBase:
         return self.resident.tokenizer
 
     @property
-    def slot(self) -> list[torch.nn.Parameter]:
+    def slot(self) -> list[Any]:
         return self.resident.slot
 
     def enter(self, run: object, model_dir: Path, cfg: GRPOConfig, seed: int, base_name: str | None) -> None:
@@ -68,56 +57,24 @@ class SharedBase:
             model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
             self.resident.adopt(model, tokenizer)
         else:
-            self._park()
+            self.resident.park()
             self.resident.fresh(seed)
-            for p in self.slot:
-                p.grad = None
-        self.holder = run
+        self.resident.seat(run, 0)
         self.users.add(id(run))
 
     def hold(self, run: object) -> None:
         """Put ``run``'s values, gradients and RNG states in the slot (nothing to do when it holds it already)."""
-        if self.holder is run:
-            return
         assert id(run) in self.users, "a run holds the slot only after it entered"
-        self._park()
-        parked = self.parked[id(run)]
-        self.resident.activate(parked.values, 0)
-        for p, g in zip(self.slot, parked.grads, strict=True):
-            p.grad = g
-        parked.grads = []
-        self.holder = run
+        self.resident.hold(run, 0)
 
     def values_of(self, run: object) -> list[Tensor]:
-        """``run``'s adapter values in slot order, wherever they are now (the slot, or its parked buffers): what a
-        decode with one adapter per row reads (grpo_core.training_api.batched)."""
-        if self.holder is run:
-            return [p.detach() for p in self.slot]
-        return self.parked[id(run)].values.adapter
-
-    def _park(self) -> None:
-        """The holder leaves the slot: its values are copied into its buffers (made at its first park), its
-        gradients moved out."""
-        if self.holder is None:
-            return
-        key = id(self.holder)
-        parked = self.parked.get(key)
-        if parked is None:
-            parked = self.parked[key] = _Parked(self.resident.snapshot(), [])
-        else:
-            self.resident.save(parked.values)
-        parked.grads = [p.grad for p in self.slot]
-        for p in self.slot:
-            p.grad = None
-        self.holder = None
+        """``run``'s adapter values in slot order, wherever they are now: what a decode with one adapter per row
+        reads (grpo_core.training_api.batched)."""
+        return self.resident.values_of(run)
 
     def leave(self, run: object) -> bool:
         """``run`` is done with the base; True when it was the last and the base was freed."""
-        if self.holder is run:
-            for p in self.slot:
-                p.grad = None
-            self.holder = None
-        self.parked.pop(id(run), None)
+        self.resident.leave(run)
         self.users.discard(id(run))
         if self.users:
             return False
