@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-import torch
-
 from grpo_core.rollout.engines.base import Sampling
 from grpo_core.rollout.engines.decode import decode_continuations
 from grpo_core.training_api.model import TrainingModel
@@ -97,20 +95,23 @@ def sample_together(items: Sequence[tuple[Sampler, SampleCall]]) -> list[SampleO
 
 
 def _decode(items: list[tuple[Sampler, SampleCall]]) -> list[SampleOutput]:
+    """One decode of every row of ``items``, their rows grouped by run (row_adapters' spans), then each call's rows
+    cut to its own length and stop strings, in the order of ``items``."""
     runs: list[TrainingModel] = []
-    adapter: list[int] = []  # each row's run: its index in ``runs``
-    for sampler, call in items:
+    for sampler, _ in items:
         run = sampler.training
         assert run is not None and run.base is not None, "join_key admits live runs only"
         if run not in runs:
             runs.append(run)
-        adapter += [runs.index(run)] * call.num_samples
     base = runs[0].base
     assert base is not None and all(r.base is base for r in runs), "one joint decode, one shared base"
     first_sampler, first = items[0]
     stop_ids = sorted(set(first_sampler.eos) | set(stop_lists(first.stop)[1]))
-    calls = [call for _, call in items]
-    seeds = [unseeded() for _ in calls]  # unseeded calls only (join_key)
+    seeds = [unseeded() for _ in items]  # unseeded calls only (join_key), in the order they came
+    run_of = [next(k for k, r in enumerate(runs) if r is sampler.training) for sampler, _ in items]
+    order = sorted(range(len(items)), key=run_of.__getitem__)  # stable: each run's calls in the order they came
+    calls = [items[i][1] for i in order]
+    counts = [sum(items[i][1].num_samples for i in order if run_of[i] == k) for k in range(len(runs))]
     sampling = Sampling(
         group_size=1,
         max_new_tokens=max(c.max_tokens for c in calls),
@@ -118,23 +119,23 @@ def _decode(items: list[tuple[Sampler, SampleCall]]) -> list[SampleOutput]:
         top_p=first.top_p,
         seed=seeds[0],
     )
-    model = base.model.get_base_model()  # the decode runs the transformers model (its LoRA layers fused)
-    rows = torch.tensor(adapter, dtype=torch.long, device=next(model.parameters()).device)
     pad = first_sampler.tokenizer.pad_token_id
-    with row_adapters(base.model, [base.values_of(r) for r in runs], base.slot, rows):
+    with row_adapters(base.model, [base.values_of(r) for r in runs], base.slot, counts):
         raw = decode_continuations(
-            model,
+            base.model.get_base_model(),  # the transformers model, its LoRA layers fused
             [list(c.prompt) for c in calls for _ in range(c.num_samples)],
             sampling,
             [j for c in calls for j in range(c.num_samples)],
             stop_ids=stop_ids,
             pad_id=pad if pad is not None else first_sampler.eos[0],
-            seeds=[seed for c, seed in zip(calls, seeds, strict=True) for _ in range(c.num_samples)],
+            seeds=[seeds[i] for i, c in zip(order, calls, strict=True) for _ in range(c.num_samples)],
         )
-    outputs, start = [], 0
-    for sampler, call in items:
-        outputs.append(sampler.output(call, raw[start : start + call.num_samples], stop_ids, len(items)))
+    outputs: list[SampleOutput | None] = [None] * len(items)
+    start = 0
+    for i, call in zip(order, calls, strict=True):
+        sampler = items[i][0]
+        outputs[i] = sampler.output(call, raw[start : start + call.num_samples], stop_ids, len(items))
         start += call.num_samples
     for sampler in {id(s): s for s, _ in items}.values():
         sampler.decodes += 1
-    return outputs
+    return [o for o in outputs if o is not None]

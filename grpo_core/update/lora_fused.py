@@ -25,6 +25,7 @@ half of an update's Python calls) on entry and on exit.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -83,12 +84,12 @@ _lora_linear: Callable[..., Tensor] = LoRALinearFn.apply
 class LoRASwitch:
     """Shared by the fused layers of one model: ``off`` runs them as their base layers (``reference_pass``).
     ``complete``: every LoRA layer of the model is fused, so the flag alone disables the adapter. ``rows``: each
-    batch row's adapter (``row_adapters``), None outside it."""
+    adapter's span of the batch's rows (``row_adapters``), None outside it."""
 
     off: bool = False
     complete: bool = False
     layers: list[Any] = field(default_factory=list)
-    rows: Tensor | None = None
+    rows: list[tuple[int, int]] | None = None  # each adapter's span of the batch's rows
 
 
 _SWITCH = "_grpo_lora_switch"
@@ -160,27 +161,31 @@ _ROWS = "_grpo_row_weights"  # a fused layer's stacked (A, s·B) of every adapte
 
 
 def _row_forward(self: Any, x: Tensor) -> Tensor:
-    """y = x Wᵀ (+ bias) + (x A_kᵀ) (s·B_k)ᵀ with k the row's adapter: each row of the batch through its own adapter
-    (no gradient: sampling only)."""
-    rows: Tensor = getattr(self, _SWITCH).rows
+    """y = x Wᵀ (+ bias) + (x A_kᵀ) (s·B_k)ᵀ with k the row's adapter: each span of rows through its own adapter, two
+    small matmuls per span and no gathered weights (no gradient: sampling only)."""
+    spans: list[tuple[int, int]] = getattr(self, _SWITCH).rows
     a, b_scaled = getattr(self, _ROWS)  # (n, r, in), (n, out, r) in the base weight's dtype
-    if x.dim() != 3 or x.shape[0] != rows.shape[0]:
-        raise ValueError(f"row adapters need (rows, tokens, features) inputs of {rows.shape[0]} rows, not {x.shape}")
+    if x.dim() != 3 or x.shape[0] != spans[-1][1]:
+        raise ValueError(f"row adapters need (rows, tokens, features) inputs of {spans[-1][1]} rows, not {x.shape}")
     x = x.to(a.dtype)
     out = cast(Tensor, self.base_layer(x))
-    u = torch.bmm(x, a.index_select(0, rows).transpose(1, 2))  # (B, T, r)
-    return out.baddbmm_(u, b_scaled.index_select(0, rows).transpose(1, 2))
+    for k, (start, end) in enumerate(spans):
+        if end > start:
+            out[start:end] += (x[start:end] @ a[k].t()) @ b_scaled[k].t()
+    return out
 
 
 @contextlib.contextmanager
 def row_adapters(
-    model: Any, adapters: Sequence[Sequence[Tensor]], slot: Sequence[Tensor], rows: Tensor
+    model: Any, adapters: Sequence[Sequence[Tensor]], slot: Sequence[Tensor], counts: Sequence[int]
 ) -> Iterator[None]:
-    """Inside, the forward of ``model`` (the peft model ``fuse_lora`` fused) runs batch row i through adapter
-    ``rows[i]``: ``adapters[k]`` holds adapter k's values in the order of ``slot`` (the model's LoRA parameters,
-    each layer's A and B among them; the slot's own values are not read). Several training runs that share one
-    resident base (grpo_core.training_api.shared) sample in one decode this way. Every LoRA layer must be fused
-    (``fuse_lora``), none merged, and the inputs (rows, tokens, features): the caller decodes one row per sequence.
+    """Inside, the forward of ``model`` (the peft model ``fuse_lora`` fused) runs its batch's rows through several
+    adapters: the first ``counts[0]`` rows through adapter 0, the next ``counts[1]`` through adapter 1, and so on.
+    ``adapters[k]`` holds adapter k's values in the order of ``slot`` (the model's LoRA parameters, each layer's A
+    and B among them; the slot's own values are not read). Several training runs that share one resident base
+    (grpo_core.training_api.shared) sample in one decode this way. Every LoRA layer must be fused (``fuse_lora``),
+    none merged, and the inputs (rows, tokens, features): the caller decodes one row per sequence, its rows grouped
+    by adapter.
 
     Rounding: a row computes W x + (x A_k)(s B_k) in the base weight's dtype, where a sampler of its own adapter
     computes (W + s B_k A_k) x with the product merged into W, and the batch's shape can change a matmul's
@@ -188,6 +193,9 @@ def row_adapters(
     switch = _switch_alone(model)
     if switch is None:
         raise ValueError(rows_problem(model))
+    if len(counts) != len(adapters):
+        raise ValueError(f"{len(counts)} row counts for {len(adapters)} adapters")
+    ends = list(itertools.accumulate(counts))
     where = {id(p): i for i, p in enumerate(slot)}
     try:
         with torch.no_grad():
@@ -198,7 +206,7 @@ def row_adapters(
                 a = torch.stack([values[ia] for values in adapters]).to(dtype)
                 b = (torch.stack([values[ib] for values in adapters]) * scale).to(dtype)
                 setattr(layer, _ROWS, (a, b))
-        switch.rows = rows
+        switch.rows = list(zip([0, *ends[:-1]], ends, strict=True))
         yield
     finally:
         switch.rows = None

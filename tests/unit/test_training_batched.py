@@ -52,19 +52,20 @@ def test_calls_of_two_runs_share_one_decode_each_as_its_own_sampler_draws(
         (sa, SampleCall([1, 5], 2, 5, 0.7, top_p=0.9)),  # another temperature: a decode of its own
         (sb, SampleCall([1, 5], 2, 5, 0.7, top_p=0.9)),
         (sa, SampleCall([1, 5], 1, 99_999, 1.0)),  # refused alone
+        (sa, SampleCall([1, 20, 21], 2, 4, 1.0)),  # a's again after b's: the decode groups each run's rows
     ]
     keys = [join_key(s, c) for s, c in items]
-    assert None not in keys and keys[0] == keys[1] == keys[4] and keys[2] == keys[3] != keys[0]
+    assert None not in keys and keys[0] == keys[1] == keys[4] == keys[5] and keys[2] == keys[3] != keys[0]
     a.hold()
     before = [p.detach().clone() for p in a.params], a.version
     b.hold()  # b's values in the slot, a's parked: the joint decode reads both where they are
     monkeypatch.setattr(sampling, "_UNSEEDED", itertools.count(100))  # the seeds unseeded() hands out
-    together = sample_together([items[i] for i in (0, 1, 4)]) + sample_together(items[2:4])
+    together = sample_together([items[i] for i in (0, 1, 4, 5)]) + sample_together(items[2:4])
     assert isinstance(together[2], BatchError)
-    outs = [together[0], together[1], together[3], together[4]]
-    seeds = [100, 101, 102, 103]  # the refused call drew none
-    assert [o.decoded_with for o in outs if isinstance(o, SampleOutput)] == [2, 2, 2, 2]
-    for (sampler, call), seed, out in zip([items[i] for i in (0, 1, 2, 3)], seeds, outs, strict=True):
+    outs = [together[0], together[1], together[3], together[4], together[5]]
+    seeds = [100, 101, 102, 103, 104]  # in the order the calls came; the refused call drew none
+    assert [o.decoded_with for o in outs if isinstance(o, SampleOutput)] == [3, 3, 3, 2, 2]
+    for (sampler, call), seed, out in zip([items[i] for i in (0, 1, 5, 2, 3)], seeds, outs, strict=True):
         assert isinstance(out, SampleOutput)
         alone = sampler.sample(call.prompt, call.num_samples, call.max_tokens, call.temperature, call.top_p, seed,
                                call.stop)  # fmt: skip
