@@ -37,7 +37,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from api.core.ratelimit import Limiter, make_limiter
 from api.core.settings import ApiSettings
-from api.db.models import ACTIVE, Job, TrainingSession, TrainingSessionStatus, now
+from api.db.models import Job, TrainingSession, job_leased, now, session_held
 from runtime.queue import GPU_QUEUE
 
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
@@ -94,17 +94,12 @@ class _StateCollector:
             with self.app.state.sessionmaker() as s:
                 for state, n in s.execute(select(Job.status, func.count()).group_by(Job.status)):
                     jobs.add_metric([state], n)
-                live = (Job.status.in_(list(ACTIVE)), Job.lease_expires_at >= now(), Job.worker_id.is_not(None))
-                for worker, n in s.execute(select(Job.worker_id, func.count()).where(*live).group_by(Job.worker_id)):
+                t = now()
+                leased = select(Job.worker_id, func.count()).where(*job_leased(t)).group_by(Job.worker_id)
+                for worker, n in s.execute(leased):
                     tenants.add_metric([worker], n)
-                held = (
-                    TrainingSession.status == TrainingSessionStatus.active,
-                    TrainingSession.claim_id.is_not(None),
-                    TrainingSession.lease_expires_at >= now(),
-                    TrainingSession.worker_id.is_not(None),
-                )
-                by_worker = select(TrainingSession.worker_id, func.count()).where(*held)
-                for worker, n in s.execute(by_worker.group_by(TrainingSession.worker_id)):
+                held = select(TrainingSession.worker_id, func.count()).where(*session_held(t))
+                for worker, n in s.execute(held.group_by(TrainingSession.worker_id)):
                     sessions.add_metric([worker], n)
         except Exception:  # a scrape during a database restart reports nothing rather than failing
             log.exception("metrics: jobs by state")

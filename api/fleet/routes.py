@@ -16,7 +16,16 @@ from sqlalchemy.orm import Session
 
 from api.core.deps import ReadSessionDep, require_admin
 from api.core.errors import ERROR_RESPONSES, ErrorResponse
-from api.db.models import ACTIVE, Job, JobStatus, TrainingRun, TrainingSession, TrainingSessionStatus, now
+from api.db.models import (
+    Job,
+    JobStatus,
+    TrainingRun,
+    TrainingSession,
+    TrainingSessionStatus,
+    job_leased,
+    now,
+    session_held,
+)
 
 _RESPONSES = {**ERROR_RESPONSES, 403: {"model": ErrorResponse, "description": "ADMIN_TOKEN is not configured"}}
 admin = APIRouter(prefix="/v1/admin/fleet", tags=["admin"], dependencies=[Depends(require_admin)], responses=_RESPONSES)
@@ -55,19 +64,14 @@ class _Tally:
 def fleet(db: Session) -> Fleet:
     t = now()
     tally: dict[str, _Tally] = defaultdict(_Tally)
-    live_jobs = select(Job.worker_id, Job.model, Job.project_id).where(
-        Job.status.in_(list(ACTIVE)), Job.lease_expires_at >= t, Job.worker_id.is_not(None)
-    )
+    live_jobs = select(Job.worker_id, Job.model, Job.project_id).where(*job_leased(t))
     for worker, model, project in db.execute(live_jobs):
         w = tally[str(worker)]
         w.jobs += 1
         w.bases.add(model)
         w.projects.add(project)
     live_sessions = select(TrainingSession.id, TrainingSession.worker_id, TrainingSession.project_id).where(
-        TrainingSession.status == TrainingSessionStatus.active,
-        TrainingSession.claim_id.is_not(None),
-        TrainingSession.lease_expires_at >= t,
-        TrainingSession.worker_id.is_not(None),
+        *session_held(t)
     )
     held: dict[str, _Tally] = {}  # session id -> its worker's tally
     for sid, worker, project in db.execute(live_sessions):

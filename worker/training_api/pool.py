@@ -5,7 +5,7 @@ A session spends most of its life waiting for its client (computing rewards, bui
 session per worker leaves the device idle. A pool of up to ``POOL_TENANTS`` sessions (worker.pool.pool_slots: 4 on
 a GPU, 1 on a CPU) fixes that: the first session comes from its doorbell; while the pool has room, it asks the API
 for more (api.training_api.leases.claim_next: the session waiting longest whose first request needs a base model
-already resident here), at most every ``FILL_EVERY`` seconds.
+already resident here), at most every ``FILL_EVERY`` seconds (worker.pool's).
 
 Each session is served as alone (worker.training_api.session.SessionRunner, in a thread of its own): its lease and
 renewals, its requests in order, its failures (a request fails alone; a session that fails or is lost ends alone).
@@ -26,19 +26,17 @@ import uuid
 
 from runtime import training_api as tc
 from worker.client import InternalClient
+from worker.pool import FILL_EVERY, pool_slots
 from worker.settings import WorkerSettings
 from worker.training_api.session import Seat, SessionRunner, worker_id
 
 log = logging.getLogger(__name__)
-FILL_EVERY = 2.0  # seconds between asks for another session while the pool has room
 
 
 class SessionPool:
     """One worker process's sessions from a doorbell: ``session_id`` first, then more that fit, while it has room."""
 
     def __init__(self, session_id: str, settings: WorkerSettings) -> None:
-        from worker.pool import pool_slots
-
         self.session_id, self.settings = session_id, settings
         self.slots = pool_slots(settings)
         self.seat = Seat(pooled=self.slots > 1)

@@ -24,6 +24,7 @@ from api.db.models.jobs import (
     JobStatus,
     ReinforcementSpec,
     ResumeReason,
+    job_leased,
 )
 from api.db.models.models import RegisteredModel
 from api.db.models.secrets import ProjectSecret
@@ -36,6 +37,7 @@ from api.db.models.training_api import (
     TrainingRunMetrics,
     TrainingSession,
     TrainingSessionStatus,
+    session_held,
 )
 from api.db.models.usage import UsageKind, UsageRecord
 from api.db.models.webhooks import WebhookDelivery, WebhookEndpoint
@@ -76,6 +78,8 @@ __all__ = [
     "UsageRecord",
     "WebhookDelivery",
     "WebhookEndpoint",
+    "job_leased",
     "new_id",
     "now",
+    "session_held",
 ]

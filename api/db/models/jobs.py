@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.sql.elements import ColumnElement
 
 from api.db.models.base import Base, now
 
@@ -147,3 +148,8 @@ class JobEvent(Base):
     message: Mapped[str] = mapped_column(Text)
     step: Mapped[int | None] = mapped_column(Integer)
     data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+def job_leased(t: int) -> list[ColumnElement[bool]]:
+    """A job a worker holds at ``t``: active, its lease live, a worker named (the fleet view, the /metrics gauge)."""
+    return [Job.status.in_(ACTIVE), Job.lease_expires_at >= t, Job.worker_id.is_not(None)]

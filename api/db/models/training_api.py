@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.sql.elements import ColumnElement
 
 from api.db.models.base import Base, now
 
@@ -123,3 +124,13 @@ class TrainingRunMetrics(Base):
     step: Mapped[int] = mapped_column(Integer, primary_key=True)
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
+
+
+def session_held(t: int) -> list[ColumnElement[bool]]:
+    """A training session a worker holds at ``t``: active, claimed, its lease live (the fleet view, /metrics)."""
+    return [
+        TrainingSession.status == TrainingSessionStatus.active,
+        TrainingSession.claim_id.is_not(None),
+        TrainingSession.lease_expires_at >= t,
+        TrainingSession.worker_id.is_not(None),
+    ]
