@@ -7,10 +7,16 @@ tenant in turn runs one optimizer step (grpo_core.trainer.turns) on its own valu
 the turn and saved back when another tenant takes it (a tenant alone in the pool keeps the slot: no copy, no
 engine re-sync between its steps).
 
+Sampling together (``together``; by default on a GPU, ``sample_together``): while two or more tenants train, each round's turns run in threads,
+one per tenant, and the tenants' rollouts share one decode, each row through its own tenant's adapter
+(grpo_core.joint); everything else in a turn (scoring, the update, the checkpoint) still runs one tenant at a time.
+
 Exactness: a turn computes what the tenant's run alone computes at that step, bit for bit (the same values in the
-same tensors, the same RNG states, the same kernels), so a tenant's adapter never depends on who shared the pool.
-tests/unit/test_pool.py holds two tenants' adapters equal to their runs alone in fp32. Batching several tenants'
-work into one pass (per-row adapters) is faster and only equal within rounding; it is not done here.
+same tensors, the same RNG states, the same kernels), except for rollouts decoded together, which equal the run
+alone's within rounding (grpo_core.joint). A tenant whose config asks for it (``pool_exact``), or every tenant of a
+pool with ``together`` off, samples alone in turn, so its adapter never depends on who shared the pool:
+tests/unit/test_pool.py holds adapters equal to their runs alone in fp32, bit for bit in turn and within a stated
+bound together.
 
 Faults: a tenant whose build or step raises (its grader, its data, its memory) ends with that exception as its
 result, and the others go on; a tenant asked to stop (cancel, pause, shutdown: its callbacks) stops at its next turn
@@ -25,7 +31,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +41,7 @@ from typing import Any
 from grpo_core.errors import UserError
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_placement
 from grpo_core.hardware.distributed import World
+from grpo_core.joint import JointDecoder, TenantEngine
 from grpo_core.resident import Resident
 from grpo_core.rewards.base import Grader
 from grpo_core.run import Callbacks, MainRank, Run, RunInputs, build_run, check_layout
@@ -40,6 +49,7 @@ from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.pooling import pool_key, pool_problem
 from grpo_core.trainer import TrainResult, turns
+from grpo_core.update.lora_fused import rows_problem
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +73,7 @@ class TenantSpec:
 @dataclass
 class _Tenant:
     index: int
+    engine: TenantEngine  # what it samples on; also its key in the resident's slot
     run: Run
     steps: Generator[None, None, TrainResult]
     cleanup: contextlib.ExitStack
@@ -72,23 +83,35 @@ class _Tenant:
 class TurnPool:
     """A pool of tenants of the base model in ``model_dir`` on ``placement``. Use as a context manager; ``add``
     tenants, then ``run`` (or ``round`` at a time, adding tenants between rounds); ``results`` holds each tenant's
-    ``TrainResult`` or the exception that ended it, by the order they were added."""
+    ``TrainResult`` or the exception that ended it, by the order they were added. ``together``: tenants' rollouts
+    share one decode while several train (see the module docstring); None: on a GPU, not on a CPU (``sample_together``
+    says why)."""
 
     model_dir: Path
     placement: Placement
     sandbox_tier: str = "auto"
+    together: bool | None = None
     resident: Resident = field(default_factory=Resident)
     results: list[TrainResult | Exception | None] = field(default_factory=list)
     _active: list[_Tenant] = field(default_factory=list)
     _key: str | None = None  # the first tenant's pool key (grpo_core.schemas.pooling): every tenant's must match
+    _baton: threading.Lock = field(default_factory=threading.Lock)  # held by the tenant that computes now
+    _decoder: JointDecoder | None = None
+    _threads: ThreadPoolExecutor | None = None
+    _thread_count: int = 0
 
     def __enter__(self) -> TurnPool:
+        self._decoder = JointDecoder(self.resident, self._baton)
+        if self.together is None:
+            self.together = sample_together(self.placement)
         return self
 
     def __exit__(self, *exc: object) -> None:
         for tenant in self._active:
             tenant.cleanup.close()
         self._active.clear()
+        if self._threads is not None:
+            self._threads.shutdown()
         self.resident.close()
         release_device_memory()
 
@@ -97,9 +120,15 @@ class TurnPool:
         """Tenants still training."""
         return len(self._active)
 
+    @property
+    def joint_decodes(self) -> int:
+        """Decodes that sampled several tenants' rollouts together so far."""
+        return 0 if self._decoder is None else self._decoder.decodes
+
     def add(self, spec: TenantSpec) -> int:
         """Build ``spec``'s run on the pool's policy (its first step waits for its turn); its index in ``results``.
         A tenant the pool cannot hold raises UserError; one whose build fails ends with that error as its result."""
+        assert self._decoder is not None, "a pool is used as a context manager"
         cfg = self._placed(spec.cfg)
         key = check_tenant(cfg, spec.base_name, self._key)
         world = World()
@@ -112,10 +141,11 @@ class TurnPool:
         )  # fmt: skip
         cleanup = contextlib.ExitStack()
         alone = self.resident.model is None  # the first tenant loads what the pool keeps
+        engine = TenantEngine(self._decoder, object(), together=bool(self.together) and not cfg.pool_exact)
         self.resident.park()  # building the run fills the slot with the new tenant's adapter
         try:
-            run = build_run(cfg, inputs, self.placement, world, MainRank(spec.callbacks, world, self.placement.device),
-                            cleanup, self.resident)  # fmt: skip
+            main = MainRank(spec.callbacks, world, self.placement.device)
+            run = build_run(cfg, inputs, self.placement, world, main, cleanup, self.resident, engine)
         except Exception as exc:  # the tenant's boundary: it ends with its error, the pool goes on
             cleanup.close()
             self.results[index] = exc
@@ -123,33 +153,28 @@ class TurnPool:
                 self.resident.close()
             return index
         self._key = key
-        tenant = _Tenant(index, run, turns(run), cleanup)
-        self.resident.seat(tenant, run.state.step)
+        tenant = _Tenant(index, engine, run, turns(run), cleanup)
+        self.resident.seat(engine.owner, run.state.step)
         self._active.append(tenant)
         return index
 
     def round(self) -> list[tuple[int, TrainResult | Exception]]:
-        """One turn of every tenant still training, in the order they came; a tenant that finishes or fails
-        leaves the pool. What ended in this round: (index, its result or error)."""
+        """One turn of every tenant still training, in the order they came (in threads, their rollouts decoded
+        together, when ``_joint``); a tenant that finishes or fails leaves the pool. What ended in this round:
+        (index, its result or error)."""
+        active = list(self._active)
+        outcomes = self._turns_together(active) if self._joint() else [self._turn(tenant) for tenant in active]
         ended: list[tuple[int, TrainResult | Exception]] = []
-        for tenant in list(self._active):
-            self.resident.hold(tenant, tenant.run.state.step)  # nothing to do for one that kept the slot
-            outcome: TrainResult | Exception | None = None
-            try:
-                next(tenant.steps)
-            except StopIteration as done:
-                outcome = done.value
-            except Exception as exc:  # the tenant's boundary: its failure ends it alone
-                log.warning("pool tenant %d failed: %s: %s", tenant.index, type(exc).__name__, exc)
-                outcome = exc
-            if outcome is not None:
-                self.results[tenant.index] = outcome
-                ended.append((tenant.index, outcome))
-                self._active.remove(tenant)
-                self.resident.leave(tenant)
-                tenant.cleanup.close()
-                if isinstance(outcome, Exception):
-                    release_device_memory()
+        for tenant, outcome in zip(active, outcomes, strict=True):
+            if outcome is None:
+                continue
+            self.results[tenant.index] = outcome
+            ended.append((tenant.index, outcome))
+            self._active.remove(tenant)
+            self.resident.leave(tenant.engine.owner)
+            tenant.cleanup.close()
+            if isinstance(outcome, Exception):
+                release_device_memory()
         return ended
 
     def run(self) -> list[TrainResult | Exception | None]:
@@ -157,6 +182,50 @@ class TurnPool:
         while self._active:
             self.round()
         return self.results
+
+    def _joint(self) -> bool:
+        """Whether this round's turns run together: two tenants or more, one of them sampling together, on a
+        policy whose LoRA layers can run per row (grpo_core.update.lora_fused.rows_problem)."""
+        return (
+            len(self._active) > 1
+            and any(t.engine.together for t in self._active)
+            and rows_problem(self.resident.model) is None
+        )
+
+    def _turns_together(self, active: list[_Tenant]) -> list[TrainResult | Exception | None]:
+        """Every tenant's turn in a thread of its own, one computing at a time (the baton), their rollouts decoded
+        together (grpo_core.joint)."""
+        assert self._decoder is not None
+        if self._threads is None or self._thread_count < len(active):
+            if self._threads is not None:
+                self._threads.shutdown()
+            self._threads = ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="pool-tenant")
+            self._thread_count = len(active)
+        self._decoder.begin(len(active))
+        futures = [self._threads.submit(self._turn_in_thread, tenant) for tenant in active]
+        return [f.result() for f in futures]
+
+    def _turn_in_thread(self, tenant: _Tenant) -> TrainResult | Exception | None:
+        assert self._decoder is not None
+        with self._baton:
+            try:
+                return self._turn(tenant)
+            finally:
+                self._decoder.end()  # the others may be waiting for this turn to sample or end
+
+    def _turn(self, tenant: _Tenant) -> TrainResult | Exception | None:
+        """The tenant's next optimizer step on its own values; its result when it finished or failed (its failure
+        ends it alone), None when it goes on."""
+        self.resident.hold(tenant.engine.owner, tenant.run.state.step)  # nothing to do if it kept the slot
+        try:
+            next(tenant.steps)
+        except StopIteration as done:
+            result: TrainResult = done.value
+            return result
+        except Exception as exc:  # the tenant's boundary: its failure ends it alone
+            log.warning("pool tenant %d failed: %s: %s", tenant.index, type(exc).__name__, exc)
+            return exc
+        return None
 
     def _placed(self, cfg: GRPOConfig) -> GRPOConfig:
         """The tenant's config on the pool's device and precision, sampling on the engine the pool shares, and
@@ -167,6 +236,14 @@ class TurnPool:
         if cfg.capture_update is None:
             update["capture_update"] = False
         return cfg.model_copy(update=update)
+
+
+def sample_together(placement: Placement) -> bool:
+    """Whether a pool on ``placement`` decodes its tenants' rollouts together by default: on a GPU, where a decode of
+    one job's rows is launch-bound and more rows cost little more; not on a CPU, where a decode step's arithmetic
+    grows with its rows (four demo jobs' 128 rows took 6.1 s in one decode against 4 x 1.75 s apart on a 2-core
+    AVX-512 EPYC: attention and the matmuls are compute-bound there), so threads would buy nothing."""
+    return placement.is_cuda
 
 
 def check_tenant(cfg: GRPOConfig, base_name: str | None, pool: str | None) -> str:
@@ -185,16 +262,21 @@ def check_tenant(cfg: GRPOConfig, base_name: str | None, pool: str | None) -> st
 
 
 def train_in_turn(
-    model_dir: Path, tenants: Sequence[TenantSpec], *, placement: Placement | None = None, sandbox_tier: str = "auto"
+    model_dir: Path,
+    tenants: Sequence[TenantSpec],
+    *,
+    placement: Placement | None = None,
+    sandbox_tier: str = "auto",
+    together: bool | None = None,
 ) -> list[TrainResult | Exception | None]:
-    """Train ``tenants`` (one base model, ``model_dir``) in turn on one resident copy of it; each one's
-    ``TrainResult``, or the exception that ended it. ``placement``: default resolved from the first tenant's
-    config."""
+    """Train ``tenants`` (one base model, ``model_dir``) in turn on one resident copy of it, their rollouts decoded
+    together as ``together`` says (TurnPool); each one's ``TrainResult``, or the exception that ended it.
+    ``placement``: default resolved from the first tenant's config."""
     if not tenants:
         return []
     first = tenants[0].cfg
     placement = placement or resolve_placement(first.device, first.precision)
-    with TurnPool(model_dir, placement, sandbox_tier) as pool:
+    with TurnPool(model_dir, placement, sandbox_tier, together) as pool:
         for spec in tenants:
             pool.add(spec)
         return pool.run()

@@ -175,6 +175,7 @@ def build_run(
     callbacks: MainRank,
     cleanup: contextlib.ExitStack,
     resident: Resident | None = None,
+    sampler_of: RolloutEngine | None = None,
 ) -> Run:
     """Load the policy, resume its state, start the rollout engine and size the update; each thing started here is
     closed by ``cleanup`` when the run ends, however it ends. ``cfg`` is placed (device and precision); the run's
@@ -182,7 +183,8 @@ def build_run(
     checkpointing once the model is loaded (grpo_core.policy.resolve_execution), the micro-batches once the engine
     holds its memory (``_size_update``). ``resident``: a tenant of a pool (grpo_core.pool): the pool's policy and
     engine (loaded and started here for its first tenant, then kept by the pool), the tenant's fresh adapter in
-    its slot (grpo_core.resident)."""
+    its slot (grpo_core.resident). ``sampler_of``: what such a tenant samples on instead of the pool's engine itself
+    (grpo_core.joint.TenantEngine: a decode together with the other tenants')."""
     if resident is None or resident.model is None:
         model, tokenizer = load_policy(inputs.model_dir, cfg, inputs.seed, base_name=inputs.base_name)
         if resident is not None:
@@ -217,7 +219,7 @@ def build_run(
     cfg = resolve_execution(cfg, model, placement, own_gpu=own_gpu, completion_tokens=sample_tokens)
     rollout = _rollout_shape(cfg, world, tokenizer, longest, episode_tokens, inputs.valid_rows, agent)
     if resident is not None and resident.engine is not None:  # synced to this tenant when its turn comes
-        engine, sampler = resident.engine, None
+        engine, sampler = sampler_of or resident.engine, None
     else:
         engine, sampler, placement = _start_engine(
             cfg,
@@ -235,6 +237,7 @@ def build_run(
             cleanup.callback(engine.close)
         else:
             resident.engine = engine  # the pool closes it after its last tenant
+            engine = sampler_of or engine
     if agent is not None:
         agent.engine = engine
     if sharded(cfg, world):  # after the engine: the merged sampler copies the whole weights first

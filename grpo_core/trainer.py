@@ -158,6 +158,8 @@ def _step(run: Run) -> StepMetrics:
         raise out_of_memory(state.step + 1, "sampling", placement, cfg) from None  # frees the frames
     t1 = time.perf_counter()
     batch = ready.batch
+    waited = waited_on_others(run.engine)  # a pool's tenant: the step's timing is its own work
+    t0, batch.sampling_seconds = t0 + waited, max(0.0, batch.sampling_seconds - waited)
     run.engine.suspend()  # what sampling holds on the device goes to the update (vLLM's sleep mode)
     ro = batch.ro
     # DAPO's overlong filtering: a truncated completion keeps its place in the group but gets no loss.
@@ -193,6 +195,13 @@ def _step(run: Run) -> StepMetrics:
         dropped=ready.dropped,
         decode=lambda ids: run.tokenizer.decode(ids, skip_special_tokens=False),
     )
+
+
+def waited_on_others(engine: object) -> float:
+    """The seconds a pool's tenant waited on other tenants' work since the last call (grpo_core.joint: a step's
+    timing is what usage metering bills a shared job), 0 for an engine of the run's own."""
+    take = getattr(engine, "take_waited", None)
+    return float(take()) if take is not None else 0.0
 
 
 def _save(run: Run) -> Path:
@@ -247,7 +256,7 @@ def _validate(run: Run, valid_rows: list[dict[str, Any]], metrics: StepMetrics) 
     metrics.scores.valid_reward_mean = reward
     metrics.scores.valid_pass_at_k = best_of_k
     metrics.scores.valid_reward_stderr = standard_error(total, sum(p[3] for p in parts), n // k, k)
-    metrics.timing.step.eval = round(time.perf_counter() - t, 3)
+    metrics.timing.step.eval = round(time.perf_counter() - t - waited_on_others(run.engine), 3)
     if state.best_valid_reward is not None and reward <= state.best_valid_reward:
         return False
     state.best_valid_reward, state.best_step = reward, state.step

@@ -281,6 +281,12 @@ class ExecutionConfig(BaseModel):
         "once more); transformers = the trainer's own model through generate() (no copy, exact log-probs); "
         "vllm = a vLLM engine (optional extra); auto = vllm on a GPU when it is installed, merged otherwise.",
     )
+    pool_exact: bool = Field(
+        False,
+        description="On a worker shared with other jobs of the same base model (docs/pooling.md): true samples this "
+        "job's rollouts alone, in turn, so its adapter is bit-identical to the job run alone; false lets them share "
+        "one decode with the other jobs' rollouts (faster; each row equal to alone within rounding).",
+    )
     vllm_weight_sync: WeightSync = Field(
         "auto",
         description="How the vLLM engine gets each step's policy: LoRA hot swap (fast on GPU), merged weights "

@@ -161,17 +161,28 @@ _ROWS = "_grpo_row_weights"  # a fused layer's stacked (A, s·B) of every adapte
 
 
 def _row_forward(self: Any, x: Tensor) -> Tensor:
-    """y = x Wᵀ (+ bias) + (x A_kᵀ) (s·B_k)ᵀ with k the row's adapter: each span of rows through its own adapter, two
-    small matmuls per span and no gathered weights (no gradient: sampling only)."""
+    """y = x Wᵀ (+ bias) + (x A_kᵀ) (s·B_k)ᵀ with k the row's adapter (no gradient: sampling only). The spans count
+    rows of the batch, or units of several rows each (a batch of ``f`` times their total rows: every span ``f``
+    times as long, as when a sampler prefills each prompt once and decodes G rows of it). Spans of one length run
+    as two batched matmuls for every adapter at once; others as two small matmuls per span."""
     spans: list[tuple[int, int]] = getattr(self, _SWITCH).rows
     a, b_scaled = getattr(self, _ROWS)  # (n, r, in), (n, out, r) in the base weight's dtype
-    if x.dim() != 3 or x.shape[0] != spans[-1][1]:
-        raise ValueError(f"row adapters need (rows, tokens, features) inputs of {spans[-1][1]} rows, not {x.shape}")
+    total = spans[-1][1]
+    if x.dim() != 3 or not total or x.shape[0] % total:
+        raise ValueError(
+            f"row adapters need (rows, tokens, features) inputs of a multiple of {total} rows, not {x.shape}"
+        )
+    f = x.shape[0] // total
     x = x.to(a.dtype)
     out = cast(Tensor, self.base_layer(x))
+    widths = {end - start for start, end in spans}
+    if len(widths) == 1:  # every adapter as many rows: (n, rows·tokens, in) through (n, in, r) and (n, r, out)
+        u = torch.bmm(x.reshape(len(spans), -1, x.shape[-1]), a.transpose(1, 2))
+        out += torch.bmm(u, b_scaled.transpose(1, 2)).view(out.shape)
+        return out
     for k, (start, end) in enumerate(spans):
         if end > start:
-            out[start:end] += (x[start:end] @ a[k].t()) @ b_scaled[k].t()
+            out[start * f : end * f] += (x[start * f : end * f] @ a[k].t()) @ b_scaled[k].t()
     return out
 
 
@@ -180,7 +191,9 @@ def row_adapters(
     model: Any, adapters: Sequence[Sequence[Tensor]], slot: Sequence[Tensor], counts: Sequence[int]
 ) -> Iterator[None]:
     """Inside, the forward of ``model`` (the peft model ``fuse_lora`` fused) runs its batch's rows through several
-    adapters: the first ``counts[0]`` rows through adapter 0, the next ``counts[1]`` through adapter 1, and so on.
+    adapters: the first ``counts[0]`` rows through adapter 0, the next ``counts[1]`` through adapter 1, and so on
+    (or, for a batch of ``f`` times ``sum(counts)`` rows, the first ``f·counts[0]`` rows: a sampler's prefill of each
+    prompt once, then its G rows, grpo_core.rollout.engines.decode.decode_together).
     ``adapters[k]`` holds adapter k's values in the order of ``slot`` (the model's LoRA parameters, each layer's A
     and B among them; the slot's own values are not read). Several training runs that share one resident base
     (grpo_core.training_api.shared) sample in one decode this way. Every LoRA layer must be fused (``fuse_lora``),

@@ -13,7 +13,7 @@ on any rank, and the global RNG is untouched.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 import torch
@@ -206,15 +206,7 @@ def decode(
     """
     with torch.inference_mode():
         ro = _decode(model, tokenizer, prompts, sampling, stop_ids, static)
-    return Rollout(
-        prompt_ids=ro.prompt_ids.clone(),
-        prompt_mask=ro.prompt_mask.clone(),
-        completion_ids=ro.completion_ids.clone(),
-        completion_mask=ro.completion_mask.clone(),
-        truncated=ro.truncated.clone(),
-        texts=ro.texts,
-        sampling_logp=None if ro.sampling_logp is None else ro.sampling_logp.clone(),
-    )
+    return _cloned(ro)
 
 
 def _decode(
@@ -226,20 +218,32 @@ def _decode(
     static: StaticDecoder | None,
 ) -> Rollout:
     stop = stop_ids or eos_ids(model, tokenizer)
-    if tokenizer.pad_token is None:  # masks never depend on the pad id (grpo_core.rollout.batch)
-        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(stop[0])
-    tokenizer.padding_side = "left"
-    device = next(model.parameters()).device
-    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    ids, mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)
+    ids, mask = _encode(model, tokenizer, prompts, stop)
     # Prompts of one length (no left padding): no attention mask at all, so the model builds none per token;
     # tokens after a row's EOS are masked out of the loss later and, attention being causal, change nothing.
     padding_free = bool(mask.all())
     if sampling.step_prompts:  # a rank's share: the whole step's shapes (Sampling.step_prompts says why)
         ids, mask, padding_free = _step_shapes(tokenizer, ids, mask, sampling.step_prompts)
     steps, ids, mask = _steps(model, ids, mask, sampling.group_size, sampling.max_new_tokens, padding_free, static)
-    rows = torch.arange(sampling.first_row, sampling.first_row + ids.shape[0], device=device)
+    rows = torch.arange(sampling.first_row, sampling.first_row + ids.shape[0], device=ids.device)
     completion_ids, logps = _sample_tokens(steps, rows, sampling, stop)
+    return _rollout(tokenizer, ids, mask, completion_ids, logps, stop)
+
+
+def _encode(model: Any, tokenizer: Any, prompts: list[str], stop: list[int]) -> tuple[Tensor, Tensor]:
+    """``prompts`` tokenized and left-padded on the model's device: (ids, mask)."""
+    if tokenizer.pad_token is None:  # masks never depend on the pad id (grpo_core.rollout.batch)
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(stop[0])
+    tokenizer.padding_side = "left"
+    device = next(model.parameters()).device
+    enc = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    return enc["input_ids"].to(device), enc["attention_mask"].to(device)
+
+
+def _rollout(
+    tokenizer: Any, ids: Tensor, mask: Tensor, completion_ids: Tensor, logps: Tensor | None, stop: list[int]
+) -> Rollout:
+    """The rollout of rows ``ids``/``mask`` that sampled ``completion_ids`` (with ``logps``), on the host."""
     cmask, truncated = completion_mask(completion_ids, stop)
     texts = [
         tokenizer.decode(row[: int(m.sum())], skip_special_tokens=True)
@@ -254,6 +258,72 @@ def _decode(
         truncated=truncated.cpu(),
         texts=texts,
         sampling_logp=sampling_logp,
+    )
+
+
+def decode_together(
+    model: Any, tokenizer: Any, requests: Sequence[tuple[list[str], Sampling]], *, stop_ids: list[int]
+) -> list[Rollout]:
+    """Each request's rollout (``decode``'s), from one decode of all their rows: several pool tenants' rollouts
+    (grpo_core.joint), each request's rows drawing from its own seed and row numbers. The requests share
+    ``group_size``, ``max_new_tokens``, ``temperature`` and ``top_p`` (the first's are used) and sample no share of a
+    step (``step_prompts``). Each rollout comes back in the shapes the request alone decodes: its prompts padded to
+    its own widest, its completions as long as its own longest row.
+
+    Rounding: the prompts are left-padded to the widest of all the requests, and the batch is larger than any
+    request's alone, so a row's logits agree with the request decoded alone within rounding, not bit for bit."""
+    first = requests[0][1]
+    keys = [(s.group_size, s.max_new_tokens, s.temperature, s.top_p) for _, s in requests]
+    if len(set(keys)) > 1 or any(s.step_prompts for _, s in requests):
+        raise ValueError("requests decoded together share group_size, max_new_tokens, temperature and top_p")
+    with torch.inference_mode():
+        ids, mask = _encode(model, tokenizer, [p for prompts, _ in requests for p in prompts], stop_ids)
+        G = first.group_size
+        steps, rows_ids, rows_mask = _steps(model, ids, mask, G, first.max_new_tokens, bool(mask.all()), None)
+        device = ids.device
+        counts = [len(prompts) * G for prompts, _ in requests]
+        rows = torch.cat(
+            [
+                torch.arange(s.first_row, s.first_row + n, device=device)
+                for (_, s), n in zip(requests, counts, strict=True)
+            ]
+        )
+        seeds = torch.cat(
+            [torch.full((n,), s.seed & 0xFFFFFFFF, device=device) for (_, s), n in zip(requests, counts, strict=True)]
+        )
+        completion_ids, logps = _sample_tokens(steps, rows, first, stop_ids, seeds)
+        lengths = completion_mask(completion_ids, stop_ids)[0].sum(dim=1).tolist()
+        out: list[Rollout] = []
+        start = 0
+        for n in counts:
+            end = start + n
+            own_mask = rows_mask[start:end]
+            width = int(own_mask.sum(dim=1).max())  # the request's widest prompt: what it pads to alone
+            length = max(lengths[start:end])  # its longest row: where a decode of its rows alone stops
+            lp = None if logps is None else logps[start:end, :length]
+            part = _rollout(
+                tokenizer,
+                rows_ids[start:end, -width:],
+                own_mask[:, -width:],
+                completion_ids[start:end, :length],
+                lp,
+                stop_ids,
+            )
+            out.append(_cloned(part))
+            start = end
+    return out
+
+
+def _cloned(ro: Rollout) -> Rollout:
+    """``ro`` with its tensors cloned outside inference mode (the trainer uses the ids inside autograd)."""
+    return Rollout(
+        prompt_ids=ro.prompt_ids.clone(),
+        prompt_mask=ro.prompt_mask.clone(),
+        completion_ids=ro.completion_ids.clone(),
+        completion_mask=ro.completion_mask.clone(),
+        truncated=ro.truncated.clone(),
+        texts=ro.texts,
+        sampling_logp=None if ro.sampling_logp is None else ro.sampling_logp.clone(),
     )
 
 

@@ -1,0 +1,233 @@
+"""A pool's tenants' rollouts decoded together: one decode of every tenant's rows, each row through its own adapter.
+
+Tenants in turn (grpo_core.pool) sample one after another, each a decode of its own: on a GPU a decode of one job's
+32 rows leaves the device nearly idle (each token is one launch-bound forward), and on a CPU a small batch reads
+every weight once per token for few rows. When several tenants sample at once, their rows can share one decode on
+the resident base: every adapted layer computes W x + (x A_k)(s B_k) with the row's own tenant's adapter k
+(grpo_core.update.lora_fused.row_adapters), and every row draws the noise it draws alone (its tenant's seed and
+row numbers, grpo_core.rollout.engines.noise).
+
+How the tenants meet: a pool that decodes together runs each round's turns in threads, one per tenant, each holding
+the pool's *baton* (a lock: one tenant computes at a time, with its own values in the slot, grpo_core.resident)
+from its turn's start to its end, except while it waits here. A tenant that samples (``TenantEngine.generate`` or
+``continue_turns``) asks this decoder, gives the baton up and waits; when every tenant still in its turn waits here,
+the last one to ask (or the last turn to end) decodes every ask at once, grouped by what must match
+(``_key``: group size, length, temperature, nucleus). Which asks share a decode therefore follows from the
+tenants' programs, never from thread timing: the same pool samples the same rollouts every time.
+
+Exactness: a row decoded together is its tenant's sample within rounding, not bit for bit (the batch is wider, the
+prompts padded to the widest of all, and the adapter is applied beside W instead of merged into it); the update
+and everything else run in turn with the tenant's own values, bit for bit as alone. A tenant that asks for exact
+reproduction (``GRPOConfig.pool_exact``) samples alone, in turn, on the pool's merged engine.
+
+Billing (usage metering counts each step's own time): the seconds a tenant waits here, less its share of the
+decode (its rows over the decode's), are what it did not cause; ``take_waited`` hands them to the trainer, which
+leaves them out of the step's timing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from grpo_core.resident import Resident
+from grpo_core.rollout.batch import Rollout, eos_ids
+from grpo_core.rollout.engines.base import RolloutEngine, Sampling
+from grpo_core.rollout.engines.decode import decode_continuations, decode_together
+from grpo_core.update.lora_fused import row_adapters
+
+
+@dataclass
+class _Ask:
+    """One tenant's sampling call, waiting for a joint decode: prompts to sample (``generate``) or token sequences to
+    continue (``continue_turns``, with their ``rows``)."""
+
+    owner: object
+    sampling: Sampling
+    prompts: list[str] | None = None
+    sequences: list[list[int]] | None = None
+    rows: list[int] | None = None
+    ready: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+    share: float = 0.0  # the seconds of its decode this ask's rows account for
+
+    @property
+    def units(self) -> int:
+        """What row_adapters counts for this ask: its prompts (a prefill each, then G rows), or its sequences."""
+        return len(self.prompts) if self.prompts is not None else len(self.sequences or [])
+
+    def key(self) -> Hashable:
+        s = self.sampling
+        kind = "turns" if self.prompts is None else f"generate:{s.group_size}"
+        return (kind, s.max_new_tokens, s.temperature, s.top_p)
+
+
+class JointDecoder:
+    """The decodes of one pool's tenants that ask at once (see the module docstring). ``baton``: the lock each
+    tenant holds while it computes; ``together``: whether a round's turns run in threads now (``begin``)."""
+
+    def __init__(self, resident: Resident, baton: threading.Lock) -> None:
+        self.resident, self.baton = resident, baton
+        self._lock = threading.Lock()
+        self._running = 0
+        self._waiting: list[_Ask] = []
+        self.decodes = 0  # joint decodes run (tests count them)
+
+    @property
+    def together(self) -> bool:
+        return self._running > 0
+
+    def begin(self, tenants: int) -> None:
+        """A round of ``tenants`` turns starts, each in a thread of its own."""
+        with self._lock:
+            assert not self._waiting, "a round begins with no ask left"
+            self._running = tenants
+
+    def end(self) -> None:
+        """A turn ended (its thread holds the baton): when every turn still running waits here, decode now."""
+        with self._lock:
+            self._running -= 1
+            due = self._due()
+        if due:
+            self._decode(due)
+
+    def ask(self, ask: _Ask, version: int) -> tuple[Any, float]:
+        """``ask``'s result and the seconds its tenant waited on others' work. The caller holds the baton and has it
+        back, with its own values in the slot, when this returns."""
+        t = time.perf_counter()
+        with self._lock:
+            self._waiting.append(ask)
+            due = self._due()
+        if due:  # the last to ask decodes every ask, still holding the baton
+            self._decode(due)
+        else:
+            self.baton.release()
+            try:
+                ask.ready.wait()
+            finally:
+                self.baton.acquire()
+                self.resident.hold(ask.owner, version)
+        waited = max(0.0, time.perf_counter() - t - ask.share)
+        if ask.error is not None:
+            raise ask.error
+        return ask.result, waited
+
+    def _due(self) -> list[_Ask]:
+        """Every waiting ask, taken, when every running turn waits (under ``_lock``); else none."""
+        if not self._waiting or len(self._waiting) < self._running:
+            return []
+        due, self._waiting = self._waiting, []
+        return due
+
+    def _decode(self, asks: list[_Ask]) -> None:
+        """One decode per group of asks that may share one; each ask gets its result or the error that failed its
+        group's decode (the other groups go on)."""
+        groups: dict[Hashable, list[_Ask]] = {}
+        for a in asks:
+            groups.setdefault(a.key(), []).append(a)
+        try:
+            for group in groups.values():
+                t = time.perf_counter()
+                try:
+                    results = self._run(group)
+                except Exception as exc:  # their weights, their memory: these asks fail, each tenant alone
+                    for a in group:
+                        a.error = exc
+                else:
+                    for a, result in zip(group, results, strict=True):
+                        a.result = result
+                seconds, rows = time.perf_counter() - t, sum(a.units for a in group)
+                for a in group:
+                    a.share = seconds * a.units / rows
+        finally:
+            for a in asks:
+                a.ready.set()
+
+    def _run(self, group: list[_Ask]) -> list[Any]:
+        """The group's results from one decode of all its rows, each ask's through its owner's adapter."""
+        resident = self.resident
+        model, tokenizer = resident.model, resident.tokenizer
+        stop = eos_ids(model, tokenizer)
+        values = [resident.values_of(a.owner) for a in group]
+        base = model.get_base_model()  # the transformers model, its LoRA layers fused
+        self.decodes += 1
+        with row_adapters(model, values, resident.slot, [a.units for a in group]):
+            if group[0].prompts is not None:
+                return list(
+                    decode_together(base, tokenizer, [(a.prompts or [], a.sampling) for a in group], stop_ids=stop)
+                )
+            pad = tokenizer.pad_token_id
+            out = decode_continuations(
+                base,
+                [s for a in group for s in a.sequences or []],
+                group[0].sampling,
+                [r for a in group for r in a.rows or []],
+                stop_ids=stop,
+                pad_id=pad if pad is not None else stop[0],
+                seeds=[a.sampling.seed for a in group for _ in a.sequences or []],
+            )
+        parts, start = [], 0
+        for a in group:
+            parts.append(out[start : start + a.units])
+            start += a.units
+        return parts
+
+
+class TenantEngine:
+    """What a pool's tenant samples on (a RolloutEngine): a joint decode while the pool's round runs together and
+    the tenant allows it (``together``), else the pool's merged engine, which holds this tenant's weights whenever
+    it holds the baton (grpo_core.resident syncs it on each change of holder)."""
+
+    name = "merged"
+
+    def __init__(self, decoder: JointDecoder, owner: object, *, together: bool) -> None:
+        self.decoder, self.owner, self.together = decoder, owner, together
+        self.version = 0  # the policy version of the last sync: what the slot holds for this tenant
+        self._waited = 0.0
+
+    @property
+    def merged(self) -> RolloutEngine:
+        engine = self.decoder.resident.engine
+        assert engine is not None, "the pool's first tenant starts its engine"
+        return engine
+
+    def _joins(self, sampling: Sampling) -> bool:
+        return self.together and self.decoder.together and not sampling.step_prompts
+
+    def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
+        if not self._joins(sampling):
+            return self.merged.generate(prompts, sampling)
+        result, waited = self.decoder.ask(_Ask(self.owner, sampling, prompts=prompts), self.version)
+        self._waited += waited
+        ro: Rollout = result
+        return ro
+
+    def continue_turns(
+        self, sequences: list[list[int]], sampling: Sampling, rows: list[int]
+    ) -> list[tuple[list[int], list[float] | None]]:
+        if not self._joins(sampling):
+            return self.merged.continue_turns(sequences, sampling, rows)
+        result, waited = self.decoder.ask(_Ask(self.owner, sampling, sequences=sequences, rows=rows), self.version)
+        self._waited += waited
+        turns: list[tuple[list[int], list[float] | None]] = result
+        return turns
+
+    def take_waited(self) -> float:
+        """The seconds this tenant waited on other tenants' work since the last call (the trainer leaves them out of
+        its step's timing)."""
+        waited, self._waited = self._waited, 0.0
+        return waited
+
+    def sync(self, model: Any, step: int) -> None:
+        self.version = step
+        self.merged.sync(model, step)
+
+    def suspend(self) -> None:
+        self.merged.suspend()
+
+    def close(self) -> None:
+        """Nothing of its own: the pool closes its engine after its last tenant."""
