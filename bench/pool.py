@@ -1,15 +1,17 @@
-"""Jobs pooled on one worker (grpo_core.pool: tenants in turn on one resident model) against the same jobs one after
-the other in one process, as a worker without a pool runs them.
+"""Jobs pooled on one worker (grpo_core.pool: tenants in turn on one resident model, their rollouts decoded together
+or in turn) against the same jobs one after the other in one process, as a worker without a pool runs them.
 
     .venv/bin/python -m bench.pool [--jobs 4] [--steps 3] [--model SmolLM2-135M-Instruct] [--device cpu]
+                                   [--together auto|on|off]
 
 Each side runs in a fresh process of its own (its peak RSS is its own), and so does one job alone (the memory
 reference). Prints wall time, peak memory (RSS on a CPU, peak allocated on a GPU) and aggregate steps/s of each
 side, and the ratios issue 45 names: pooled wall / sequential wall (target ≤ 0.6) and pooled peak / one job's peak
-(target ≤ 1.5). Tenants in turn run every step's arithmetic as a job alone does; what a pool saves is the model
-load and engine start per job, and whatever a worker alone leaves idle. The GPU target (eight 0.5B-shape jobs on one
-H100, aggregate steps/s ≥ 4x one job's: ``--model qwen2.5-0.5b --jobs 8 --device cuda``) needs work batched across
-tenants, which in-turn pooling does not do.
+(target ≤ 1.5). ``--together``: the pool decodes its tenants' rollouts in one pass (grpo_core.joint; auto: on a
+GPU). Updates run in turn either way, every step's arithmetic as a job alone computes it, so on a CPU, where the
+update and the decode are compute-bound, a pool saves little more than the model load and the warm-up per job. The
+GPU target (eight 0.5B-shape jobs on one H100, aggregate steps/s ≥ 4x one job's) is
+``--model qwen2.5-0.5b --jobs 8 --device cuda``.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def peak_gb(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
-def side(kind: str, jobs: int, steps: int, model: str, device: str) -> dict[str, float]:
+def side(kind: str, jobs: int, steps: int, model: str, device: str, together: bool | None) -> dict[str, float]:
     """One side in this process: ``pooled`` (one TurnPool), ``sequential`` (train() per job, each loading its
     model), or ``one`` (a single job)."""
     from grpo_core.pool import TenantSpec, train_in_turn
@@ -84,7 +86,7 @@ def side(kind: str, jobs: int, steps: int, model: str, device: str) -> dict[str,
         t = time.perf_counter()
         if kind == "pooled":
             specs = [TenantSpec(cfg, ROWS, [DigitShare()], Recorder(), Path(tmp) / str(i), seed=i) for i in range(n)]
-            results = train_in_turn(folder, specs)
+            results = train_in_turn(folder, specs, together=together)
             assert all(not isinstance(r, Exception) for r in results), results
         else:
             for i in range(n):
@@ -95,7 +97,7 @@ def side(kind: str, jobs: int, steps: int, model: str, device: str) -> dict[str,
 
 def run_side(kind: str, a: argparse.Namespace) -> dict[str, float]:
     cmd = [sys.executable, "-m", "bench.pool", "--side", kind, "--jobs", str(a.jobs), "--steps", str(a.steps)]
-    cmd += ["--model", a.model, "--device", a.device]
+    cmd += ["--model", a.model, "--device", a.device, "--together", a.together]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
     return result
@@ -107,13 +109,15 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--model", default="SmolLM2-135M-Instruct")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--together", choices=["auto", "on", "off"], default="auto")
     p.add_argument("--side", choices=["pooled", "sequential", "one"], help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.side:
-        print(json.dumps(side(a.side, a.jobs, a.steps, a.model, a.device)))
+        together = {"auto": None, "on": True, "off": False}[a.together]
+        print(json.dumps(side(a.side, a.jobs, a.steps, a.model, a.device, together)))
         return
     got = {kind: run_side(kind, a) for kind in ("one", "sequential", "pooled")}
-    print(f"{a.jobs} jobs × {a.steps} steps of {a.model} on {a.device} ({CONFIG})")
+    print(f"{a.jobs} jobs × {a.steps} steps of {a.model} on {a.device} ({CONFIG}), together: {a.together}")
     for kind, r in got.items():
         print(f"  {kind:<10} wall {r['wall_s']:7.1f} s   peak {r['peak_gb']:6.2f} GB   {r['steps_per_s']:.3f} steps/s")
     print(

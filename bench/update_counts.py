@@ -65,7 +65,7 @@ NO_KERNEL = frozenset(
 HOST_READS = ("_local_scalar_dense", "nonzero", "is_nonzero", "equal", "masked_select", "unique", "_unique2")
 
 
-def _launches(func: Any) -> bool:
+def launches(func: Any) -> bool:
     """Whether ``func`` (an aten OpOverload) runs a kernel: a view or one of ``NO_KERNEL`` does not."""
     if func.is_view:
         return False
@@ -106,7 +106,7 @@ class CountOps(TorchDispatchMode):
             return func(*args, **(kwargs or {}))
         self.counts.dispatches += 1
         name = func._schema.name.split("::")[-1]
-        if _launches(func):
+        if launches(func):
             self.counts.launches += 1
             self.ops[name] += 1
         if name in HOST_READS:

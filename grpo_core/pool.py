@@ -7,9 +7,10 @@ tenant in turn runs one optimizer step (grpo_core.trainer.turns) on its own valu
 the turn and saved back when another tenant takes it (a tenant alone in the pool keeps the slot: no copy, no
 engine re-sync between its steps).
 
-Sampling together (``together``; by default on a GPU, ``sample_together``): while two or more tenants train, each round's turns run in threads,
-one per tenant, and the tenants' rollouts share one decode, each row through its own tenant's adapter
-(grpo_core.joint); everything else in a turn (scoring, the update, the checkpoint) still runs one tenant at a time.
+Sampling together (``together``; by default on a GPU, ``sample_together``): while two or more tenants train, each
+round's turns run in threads, one per tenant, and the tenants' rollouts share one decode, each row through its own
+tenant's adapter (grpo_core.joint); everything else in a turn (scoring, the update, the checkpoint) still runs one
+tenant at a time.
 
 Exactness: a turn computes what the tenant's run alone computes at that step, bit for bit (the same values in the
 same tensors, the same RNG states, the same kernels), except for rollouts decoded together, which equal the run
@@ -37,6 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from grpo_core.errors import UserError
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_placement
@@ -207,7 +210,9 @@ class TurnPool:
 
     def _turn_in_thread(self, tenant: _Tenant) -> TrainResult | Exception | None:
         assert self._decoder is not None
-        with self._baton:
+        # a thread's current CUDA device starts at 0: the tenant's work follows the pool's device
+        device = torch.cuda.device(self.placement.device) if self.placement.is_cuda else contextlib.nullcontext()
+        with self._baton, device:
             try:
                 return self._turn(tenant)
             finally:

@@ -1,4 +1,5 @@
-"""A worker's pool: jobs of one base model trained in turn on one resident copy of it (grpo_core.pool).
+"""A worker's pool: jobs of one base model trained in turn on one resident copy of it (grpo_core.pool), their rollouts
+decoded together where ``POOL_SAMPLE_TOGETHER`` says (by default on a GPU).
 
 The first job a worker process claims decides: a job that may share a worker (grpo_core.schemas.pooling) opens a
 pool of up to ``POOL_TENANTS`` tenants; any other runs alone (worker.runner.JobRun.serve). Between rounds the pool
@@ -10,7 +11,8 @@ Each tenant is a job as ``JobRun`` runs it: its own lease and heartbeat, its eve
 (worker.reporting.Reporter), its finish; a cancel, pause, preemption or this worker's shutdown stops it at its
 next turn; its failure (its grader, its data, its memory) ends it alone. A worker that dies loses no tenant: each
 lease expires and each job resumes from its own last checkpoint wherever it is claimed next, pooled or not,
-exactly as a run alone would (grpo_core.pool trains a tenant bit for bit as alone).
+as a run alone would (grpo_core.pool trains a tenant bit for bit as alone in turn, within rounding when its rollouts
+are decoded together).
 """
 
 from __future__ import annotations
@@ -82,6 +84,13 @@ class Tenant:
             shutil.rmtree(job.work_dir(), ignore_errors=True)
 
 
+def _sampling(pool: TurnPool, spec: TenantSpec | None) -> str:
+    """How the tenant's rollouts are sampled, as its event says it (grpo_core.pool: together or in turn)."""
+    if pool.together and spec is not None and not spec.cfg.pool_exact:
+        return "its rollouts decoded together with theirs (equal to alone within rounding; pool_exact: bit for bit)"
+    return "exactly as alone"
+
+
 def pool_slots(settings: WorkerSettings) -> int:
     """Tenants per worker process: POOL_TENANTS, else 4 on a GPU (tenants in turn hold one step's activations at a
     time; each more costs its adapter and optimizer state) and 1 on a CPU (no idle device to share)."""
@@ -139,7 +148,8 @@ class PoolRun:
         cfg = first.spec.cfg
         placement = resolve_placement(cfg.device, cfg.precision)  # also sets torch's threads
         try:
-            with TurnPool(first.model_dir, placement, self.settings.reward_sandbox) as pool:
+            together = self.settings.pool_sample_together
+            with TurnPool(first.model_dir, placement, self.settings.reward_sandbox, together) as pool:
                 self._add(pool, first)
                 while True:
                     self._fill(pool)
@@ -210,7 +220,7 @@ class PoolRun:
         if others:
             tenant.reporter.on_message(
                 f"Sharing this worker's resident {tenant.claim.model} with {others} other job(s): each trains its "
-                "own adapter, in turn, exactly as alone"
+                f"own adapter, in turn, {_sampling(pool, tenant.spec)}"
             )
         assert tenant.spec is not None, "a tenant is added once its inputs are in (_tenant)"
         try:

@@ -33,6 +33,12 @@ class WorkerSettings(CommonSettings):
         "or training-API sessions it serves at once (worker.training_api.pool); unset: 4 on a GPU, 1 (no pool) on "
         "a CPU.",
     )
+    pool_sample_together: bool | None = Field(
+        None,
+        description="A pool of jobs decodes its tenants' rollouts in one pass, each row through its own adapter "
+        "(equal to each job alone within rounding; a job with pool_exact samples alone); unset: on a GPU, not on a "
+        "CPU (where a decode's arithmetic grows with its rows and sampling together saves nothing).",
+    )
     training_sample_batch: int = Field(
         32,
         ge=1,

@@ -11,10 +11,14 @@ from typing import Any
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench.update_counts import launches
 from grpo_core.hardware.device import resolve_placement
+from grpo_core.policy import load_policy
 from grpo_core.pool import TenantSpec, TurnPool
 from grpo_core.trainer import TrainResult, train
+from grpo_core.update.lora_fused import row_adapters
 from tests.training import ROWS, DigitShare, Recorder
 from tests.unit.test_pool import FailsOnCall, adapter, cfg, same_adapter
 
@@ -88,3 +92,30 @@ def test_a_failing_tenant_ends_alone_while_the_others_sample_together(tiny_model
     assert decodes == 3  # one per round, whoever was left in it
     first, second = (adapter(r.final_checkpoint) for r in done if isinstance(r, TrainResult))
     assert any(not torch.equal(first[k], second[k]) for k in first)  # each its own adapter
+
+
+class _Launches(TorchDispatchMode):
+    """Counts the aten ops that launch a kernel (bench.update_counts' rule)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.n += int(launches(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_decode_step_of_more_tenants_launches_no_more_kernels(tiny_model_dir: Path) -> None:
+    """What makes sampling together pay on a GPU, where a decode step of one job's rows is launch-bound: a forward of
+    every tenant's rows (spans of one length) launches what a forward of one tenant's rows launches."""
+    model, _ = load_policy(tiny_model_dir, cfg(), 1)
+    slot = [p for p in model.parameters() if p.requires_grad]
+    values = [p.detach().clone() for p in slot]
+    counted = []
+    for tenants in (1, 4):
+        ids = torch.randint(0, 50, (8 * tenants, 1))
+        with row_adapters(model, [values] * tenants, slot, [8] * tenants), torch.inference_mode(), _Launches() as c:
+            model.get_base_model()(input_ids=ids)
+        counted.append(c.n)
+    assert counted[0] == counted[1] > 0
