@@ -1,8 +1,10 @@
 """Jobs of one base model pooled on one worker process (worker.pool, grpo_core.pool), on the real stack: the API,
-Postgres, Redis, moto's S3 and a Celery worker with POOL_TENANTS=4. Four jobs of two projects share the worker;
-one is cancelled and one has a failing grader, and they end alone while the other two go on; the worker is killed
-mid-run and the survivors resume and finish with every step once; each trained adapter is bit-identical (fp32) to
-the same job trained alone in this process."""
+Postgres, Redis, moto's S3 and a Celery worker with POOL_TENANTS=4 that decodes its tenants' rollouts together
+(POOL_SAMPLE_TOGETHER). Four jobs of two projects share the worker; one is cancelled and one has a failing grader,
+and they end alone while the other two go on; the worker is killed mid-run and the survivors resume and finish with
+every step once. The survivor that asks for exact reproduction (``pool_exact``) trains an adapter bit-identical
+(fp32) to the same job trained alone in this process; the other, whose rollouts were decoded together with the
+others', one within the stated bound of it (tests/unit/test_pool_together.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 DONE = {"succeeded", "failed", "cancelled"}
 FAILING = {"type": "python", "name": "broken", "source": "def grade(sample, item):\n    return 1 / 0\n"}
 STEPS = 12
+ADAPTER_BOUND = 1e-4  # fp32, a job whose rollouts were decoded together against the job alone (test_pool_together)
 
 
 @dataclass
@@ -51,7 +54,7 @@ def pooled(
 ) -> Iterator[Pooled]:
     with fresh_database() as pg_url:
         env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
-        env |= {"POOL_TENANTS": "4"}
+        env |= {"POOL_TENANTS": "4", "POOL_SAMPLE_TOGETHER": "true"}
         with running_api(env, logs_dir) as stack:
             yield Pooled(stack, {name: stack.project_key(name)[1] for name in ("team-a", "team-b")})
 
@@ -114,7 +117,7 @@ def test_four_jobs_of_two_projects_share_a_worker_and_each_trains_as_alone(
 ) -> None:
     stack = pooled.stack
     with pooled.client("team-a") as a, pooled.client("team-b") as b:
-        a1 = submit(a, 7, PY_GRADER, max_steps=STEPS, checkpoint_interval=1)
+        a1 = submit(a, 7, PY_GRADER, max_steps=STEPS, checkpoint_interval=1, pool_exact=True)
         a2 = submit(a, 8, PY_GRADER, max_steps=200, checkpoint_interval=1)  # cancelled
         b1 = submit(b, 9, FAILING, max_steps=STEPS)  # its grader fails every sample
         b2 = submit(b, 10, PY_GRADER, max_steps=STEPS, checkpoint_interval=1)
@@ -146,9 +149,12 @@ def test_four_jobs_of_two_projects_share_a_worker_and_each_trains_as_alone(
             messages = [e["message"] for e in events]
             assert any("shares this worker" in m or "Sharing this worker" in m for m in messages), messages
             assert not any("team-a" in m or "team-b" in m for m in messages)  # how many, never whose
-        for client, job in ((a, a2), (b, b1)):
+        said = []
+        for client, job in ((a, a1), (a, a2), (b, b1), (b, b2)):
             messages = [e["message"] for e in all_events(client, job["id"])]
             assert any("shares this worker" in m or "Sharing this worker" in m for m in messages), messages
+            said += messages
+        assert any("decoded together" in m for m in said), said  # the jobs that joined a pool were told how
         # another project's jobs are not found
         assert a.get(f"/v1/fine_tuning/jobs/{b2['id']}").status_code == 404
         for client, job in ((a, a1), (b, b2)):
@@ -156,4 +162,7 @@ def test_four_jobs_of_two_projects_share_a_worker_and_each_trains_as_alone(
             alone = trained_alone(job, tiny_model_dir, tmp_path / f"alone-{job['id']}")
             assert got.keys() == alone.keys()
             for k in got:
-                assert torch.equal(got[k], alone[k]), (job["id"], k)
+                if job is a1:  # sampled alone, in turn: bit for bit
+                    assert torch.equal(got[k], alone[k]), (job["id"], k)
+                else:  # sampled together with the others: within rounding
+                    assert float((got[k] - alone[k]).abs().max()) <= ADAPTER_BOUND, (job["id"], k)

@@ -161,6 +161,10 @@ class GRPOConfig:
                 shared by its G completions computed once. The gradient is the same. Models it is not checked for (sliding-
                 window attention, post-processed logits) and FSDP sharding run padded micro-batches instead, as does false.
                 Default: True.
+            pool_exact (bool | Unset): On a worker shared with other jobs of the same base model (docs/pooling.md): true
+                samples this job's rollouts alone, in turn, so its adapter is bit-identical to the job run alone; false lets
+                them share one decode with the other jobs' rollouts (faster; each row equal to alone within rounding). Default:
+                False.
             precision (GRPOConfigPrecision | Unset): bf16: base weights stored in bf16, LoRA weights and optimizer in fp32,
                 forward/backward under bf16 autocast, a bf16 sampler; fp32 is exact. auto = bf16 on GPUs that have it and on
                 CPUs whose measured bf16 matmul is at least 1.5x fp32 (AMX, AVX512-BF16), fp32 elsewhere; the job's `execution`
@@ -262,6 +266,7 @@ class GRPOConfig:
     overlong_buffer_fraction: float | None | Unset = UNSET
     overlong_penalty: float | Unset = 1.0
     packing: bool | Unset = True
+    pool_exact: bool | Unset = False
     precision: GRPOConfigPrecision | Unset = "auto"
     preflight: None | PreflightConfig | Unset = UNSET
     reasoning_effort: GRPOConfigReasoningEffort | Unset = "default"
@@ -443,6 +448,8 @@ class GRPOConfig:
         overlong_penalty = self.overlong_penalty
 
         packing = self.packing
+
+        pool_exact = self.pool_exact
 
         precision: str | Unset = UNSET
         if not isinstance(self.precision, Unset):
@@ -628,6 +635,8 @@ class GRPOConfig:
             field_dict["overlong_penalty"] = overlong_penalty
         if packing is not UNSET:
             field_dict["packing"] = packing
+        if pool_exact is not UNSET:
+            field_dict["pool_exact"] = pool_exact
         if precision is not UNSET:
             field_dict["precision"] = precision
         if preflight is not UNSET:
@@ -905,6 +914,8 @@ class GRPOConfig:
 
         packing = d.pop("packing", UNSET)
 
+        pool_exact = d.pop("pool_exact", UNSET)
+
         _precision = d.pop("precision", UNSET)
         precision: GRPOConfigPrecision | Unset
         if isinstance(_precision, Unset):
@@ -1095,6 +1106,7 @@ class GRPOConfig:
             overlong_buffer_fraction=overlong_buffer_fraction,
             overlong_penalty=overlong_penalty,
             packing=packing,
+            pool_exact=pool_exact,
             precision=precision,
             preflight=preflight,
             reasoning_effort=reasoning_effort,
