@@ -5,9 +5,11 @@
 # machine without network it runs as it is, with the machine's own python3 and torch and the packages
 # scripts/gpu_wheels.py carried there (docs/guides/gpu.md, "A GPU machine without network"):
 #
-#   bash scripts/gpu_checks.sh [--install /tmp/gpu-parts] [--real-models qwen2.5-0.5b,...] [--only tests|benches]
+#   bash scripts/gpu_checks.sh [--install /tmp/gpu-parts] [--real-models qwen2.5-0.5b,...] [--only tests|benches|pool]
 #                              [--budget SECONDS] [--real-args "--trl-vllm --prompts 8 --max-tokens 1024"]
 #
+# --only pool: issue 45's bench alone, eight 0.5B-shape jobs pooled on the GPU (their rollouts decoded together)
+# against the same eight one after the other (bench.pool).
 # --real-args: more arguments for `bench.real_models run` (issue 44's run: TRL with and without its vLLM colocate
 # mode, at the bench's shape and at 8 prompts x 8 x 1024 tokens).
 # --install PARTS: first check and install the parts in PARTS into PARTS/site (skipped when already installed).
@@ -53,6 +55,10 @@ piece() {  # piece LOG CMD...: CMD under the time left, its output in LOG as it 
   fi
   timeout "$left" "$@" 2>&1 | tee "$log" || { echo "gpu_checks: exit ${PIPESTATUS[0]}: $*"; status=1; }
 }
+if [ "$ONLY" = pool ]; then
+  piece "$RESULTS/pool-cuda-$stamp.log" "$PY" -m bench.pool --model qwen2.5-0.5b --jobs 8 --device cuda
+  exit $status
+fi
 if [ "$ONLY" != benches ]; then
   # shellcheck disable=SC2086  # GPU_TESTS is a list of pytest arguments
   GPU_RESULTS="$RESULTS/gpu-tests-$stamp.json" piece "$RESULTS/gpu-tests-$stamp.log" \

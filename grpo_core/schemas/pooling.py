@@ -1,7 +1,8 @@
 """Which jobs may share a worker's resident base model (grpo_core.pool), decided once for the API's scheduler and
 the worker; no torch here.
 
-A pool runs its tenants in turn on one process's merged engine, one rank, one adapter slot. So a job pools when it
+A pool runs its tenants in turn on one process's merged engine (or their rollouts in one decode on its resident base,
+grpo_core.joint), one rank, one adapter slot. So a job pools when it
 trains on one device of one node, samples in turn (``max_staleness`` 0) on the merged engine (``auto`` becomes
 merged in a pool), and runs no readiness probe (the probe opens policies of its own around training); and two jobs
 share a pool when they have the same base model and the same adapter shape (``pool_key``).
