@@ -1,4 +1,5 @@
-"""A pool's tenants' rollouts decoded together: one decode of every tenant's rows, each row through its own adapter.
+"""A pool's tenants' work done together: one decode of every tenant's rollouts, each row through its own adapter, and
+one forward/backward of every tenant's update micro-batches, each token through its own adapter.
 
 Tenants in turn (grpo_core.pool) sample one after another, each a decode of its own: on a GPU a decode of one job's
 32 rows leaves the device nearly idle (each token is one launch-bound forward), and on a CPU a small batch reads
@@ -7,22 +8,28 @@ the resident base: every adapted layer computes W x + (x A_k)(s B_k) with the ro
 (grpo_core.update.lora_fused.row_adapters), and every row draws the noise it draws alone (its tenant's seed and
 row numbers, grpo_core.rollout.engines.noise).
 
-How the tenants meet: a pool that decodes together runs each round's turns in threads, one per tenant, each holding
+Updates the same way: a step's ``policy_update`` (``TenantEngine.update``, the run's ``update``) asks here too, and
+every tenant's update micro-batches run in shared passes (grpo_core.update.together), each tenant's gradient handed
+to it through the slot (``Resident.give_grads``), where its own clipping and optimizer step find it.
+
+How the tenants meet: a pool that works together runs each round's turns in threads, one per tenant, each holding
 the pool's *baton* (a lock: one tenant computes at a time, with its own values in the slot, grpo_core.resident)
 from its turn's start to its end, except while it waits here. A tenant that samples (``TenantEngine.generate`` or
-``continue_turns``) asks this decoder, gives the baton up and waits; when every tenant still in its turn waits here,
-the last one to ask (or the last turn to end) decodes every ask at once, grouped by what must match
-(``_key``: group size, length, temperature, nucleus). Which asks share a decode therefore follows from the
-tenants' programs, never from thread timing: the same pool samples the same rollouts every time.
+``continue_turns``) or updates asks, gives the baton up and waits; when every tenant still in its turn waits here,
+the last one to ask (or the last turn to end) runs every ask at once, grouped by what must match (``_Ask.key``:
+for a decode its group size, length, temperature and nucleus; for an update grpo_core.update.together's key).
+Which asks share a pass therefore follows from the tenants' programs, never from thread timing: the same pool
+computes the same numbers every time.
 
 Exactness: a row decoded together is its tenant's sample within rounding, not bit for bit (the batch is wider, the
-prompts padded to the widest of all, and the adapter is applied beside W instead of merged into it); the update
-and everything else run in turn with the tenant's own values, bit for bit as alone. A tenant that asks for exact
-reproduction (``GRPOConfig.pool_exact``) samples alone, in turn, on the pool's merged engine.
+prompts padded to the widest of all, and the adapter is applied beside W instead of merged into it), and so is a
+gradient computed together; everything else (scoring, clipping, the optimizer step, checkpoints) runs in turn with
+the tenant's own values, bit for bit as alone. A tenant that asks for exact reproduction
+(``GRPOConfig.pool_exact``) samples and updates alone, in turn, on the pool's merged engine and its own slot.
 
 Billing (usage metering counts each step's own time): the seconds a tenant waits here, less its share of the
-decode (its rows over the decode's), are what it did not cause; ``take_waited`` hands them to the trainer, which
-leaves them out of the step's timing.
+pass (its rows, or its update's loss tokens, over the pass's), are what it did not cause; ``take_waited`` hands them
+to the trainer, which leaves them out of the step's timing.
 """
 
 from __future__ import annotations
@@ -33,42 +40,74 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
+from grpo_core.hardware.distributed import World
 from grpo_core.resident import Resident
 from grpo_core.rollout.batch import Rollout, eos_ids
 from grpo_core.rollout.engines.base import RolloutEngine, Sampling
 from grpo_core.rollout.engines.decode import decode_continuations, decode_together
+from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.lora_fused import row_adapters
+from grpo_core.update.step import UpdatePath, policy_update, update_path
+from grpo_core.update.tally import UpdateSums
+from grpo_core.update.together import Part, policy_updates_together, together_key
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Update:
+    """A tenant's update, as ``policy_update`` takes it (its values come from the slot when it runs)."""
+
+    ro: Rollout
+    adv: torch.Tensor
+    cfg: GRPOConfig
+    autocast: torch.dtype | None
+    old_logp: torch.Tensor | None
+    path: UpdatePath
+    world: World
+    key: Hashable
+
+
+@dataclass(eq=False)
 class _Ask:
-    """One tenant's sampling call, waiting for a joint decode: prompts to sample (``generate``) or token sequences to
-    continue (``continue_turns``, with their ``rows``)."""
+    """One tenant's call, waiting for a joint pass: prompts to sample (``generate``), token sequences to continue
+    (``continue_turns``, with their ``rows``), or an update."""
 
     owner: object
-    sampling: Sampling
+    sampling: Sampling | None = None
     prompts: list[str] | None = None
     sequences: list[list[int]] | None = None
     rows: list[int] | None = None
+    update: _Update | None = None
     ready: threading.Event = field(default_factory=threading.Event)
     result: Any = None
     error: BaseException | None = None
-    share: float = 0.0  # the seconds of its decode this ask's rows account for
+    share: float = 0.0  # the seconds of its pass this ask accounts for
 
     @property
     def units(self) -> int:
         """What row_adapters counts for this ask: its prompts (a prefill each, then G rows), or its sequences."""
         return len(self.prompts) if self.prompts is not None else len(self.sequences or [])
 
+    @property
+    def weight(self) -> float:
+        """Its part of its pass's work: its rows, or its update's loss tokens."""
+        if self.update is not None:
+            return float(self.update.ro.completion_mask.sum())
+        return float(self.units)
+
     def key(self) -> Hashable:
+        if self.update is not None:
+            return ("update", self.update.key)
         s = self.sampling
+        assert s is not None
         kind = "turns" if self.prompts is None else f"generate:{s.group_size}"
         return (kind, s.max_new_tokens, s.temperature, s.top_p)
 
 
-class JointDecoder:
-    """The decodes of one pool's tenants that ask at once (see the module docstring). ``baton``: the lock each
-    tenant holds while it computes; ``together``: whether a round's turns run in threads now (``begin``)."""
+class JointWork:
+    """The decodes and updates of one pool's tenants that ask at once (see the module docstring). ``baton``: the
+    lock each tenant holds while it computes; ``together``: whether a round's turns run in threads now (``begin``)."""
 
     def __init__(self, resident: Resident, baton: threading.Lock) -> None:
         self.resident, self.baton = resident, baton
@@ -76,6 +115,7 @@ class JointDecoder:
         self._running = 0
         self._waiting: list[_Ask] = []
         self.decodes = 0  # joint decodes run (tests count them)
+        self.updates = 0  # joint updates run
 
     @property
     def together(self) -> bool:
@@ -140,35 +180,38 @@ class JointDecoder:
                 else:
                     for a, result in zip(group, results, strict=True):
                         a.result = result
-                seconds, rows = time.perf_counter() - t, sum(a.units for a in group)
+                seconds, total = time.perf_counter() - t, sum(a.weight for a in group)
                 for a in group:
-                    a.share = seconds * a.units / rows
+                    a.share = seconds * a.weight / max(total, 1.0)
         finally:
             for a in asks:
                 a.ready.set()
 
     def _run(self, group: list[_Ask]) -> list[Any]:
-        """The group's results from one decode of all its rows, each ask's through its owner's adapter."""
+        """The group's results from one decode of all its rows, each ask's through its owner's adapter, or from its
+        updates' shared passes."""
+        if group[0].update is not None:
+            return self._update(group)
         resident = self.resident
         model, tokenizer = resident.model, resident.tokenizer
         stop = eos_ids(model, tokenizer)
         values = [resident.values_of(a.owner) for a in group]
         base = model.get_base_model()  # the transformers model, its LoRA layers fused
         self.decodes += 1
+        samplings = [a.sampling for a in group if a.sampling is not None]
         with row_adapters(model, values, resident.slot, [a.units for a in group]):
             if group[0].prompts is not None:
-                return list(
-                    decode_together(base, tokenizer, [(a.prompts or [], a.sampling) for a in group], stop_ids=stop)
-                )
+                asks = [(a.prompts or [], s) for a, s in zip(group, samplings, strict=True)]
+                return list(decode_together(base, tokenizer, asks, stop_ids=stop))
             pad = tokenizer.pad_token_id
             out = decode_continuations(
                 base,
                 [s for a in group for s in a.sequences or []],
-                group[0].sampling,
+                samplings[0],
                 [r for a in group for r in a.rows or []],
                 stop_ids=stop,
                 pad_id=pad if pad is not None else stop[0],
-                seeds=[a.sampling.seed for a in group for _ in a.sequences or []],
+                seeds=[s.seed for a, s in zip(group, samplings, strict=True) for _ in a.sequences or []],
             )
         parts, start = [], 0
         for a in group:
@@ -176,15 +219,33 @@ class JointDecoder:
             start += a.units
         return parts
 
+    def _update(self, group: list[_Ask]) -> list[UpdateSums]:
+        """The group's update sums from shared passes (grpo_core.update.together), each owner's gradient given to it
+        through the slot."""
+        resident = self.resident
+        parts = []
+        for a in group:
+            u = a.update
+            assert u is not None
+            parts.append(Part(u.ro, u.adv, u.cfg, u.autocast, u.old_logp, u.path, resident.values_of(a.owner)))
+        first = group[0].update
+        assert first is not None
+        self.updates += 1
+        out = policy_updates_together(resident.model, resident.slot, parts, first.world)
+        for a, (_, grads) in zip(group, out, strict=True):
+            resident.give_grads(a.owner, grads)
+        return [sums for sums, _ in out]
+
 
 class TenantEngine:
-    """What a pool's tenant samples on (a RolloutEngine): a joint decode while the pool's round runs together and
-    the tenant allows it (``together``), else the pool's merged engine, which holds this tenant's weights whenever
-    it holds the baton (grpo_core.resident syncs it on each change of holder)."""
+    """What a pool's tenant samples on (a RolloutEngine) and updates with (``update``, the run's): a joint pass while
+    the pool's round runs together and the tenant allows it (``together``), else the pool's merged engine, which
+    holds this tenant's weights whenever it holds the baton (grpo_core.resident syncs it on each change of holder),
+    and ``policy_update`` on the slot, which holds them too."""
 
     name = "merged"
 
-    def __init__(self, decoder: JointDecoder, owner: object, *, together: bool) -> None:
+    def __init__(self, decoder: JointWork, owner: object, *, together: bool) -> None:
         self.decoder, self.owner, self.together = decoder, owner, together
         self.version = 0  # the policy version of the last sync: what the slot holds for this tenant
         self._waited = 0.0
@@ -195,8 +256,8 @@ class TenantEngine:
         assert engine is not None, "the pool's first tenant starts its engine"
         return engine
 
-    def _joins(self, sampling: Sampling) -> bool:
-        return self.together and self.decoder.together and not sampling.step_prompts
+    def _joins(self, sampling: Sampling | None = None) -> bool:
+        return self.together and self.decoder.together and not (sampling is not None and sampling.step_prompts)
 
     def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         if not self._joins(sampling):
@@ -215,6 +276,30 @@ class TenantEngine:
         self._waited += waited
         turns: list[tuple[list[int], list[float] | None]] = result
         return turns
+
+    def update(
+        self,
+        model: Any,
+        ro: Rollout,
+        adv: torch.Tensor,
+        cfg: GRPOConfig,
+        autocast: torch.dtype | None,
+        old_logp: torch.Tensor | None = None,
+        world: World | None = None,
+        path: UpdatePath | None = None,
+    ) -> UpdateSums:
+        """``policy_update``'s sums, its gradient left in the slot: in passes shared with the other tenants' updates
+        when they may share them (grpo_core.update.together.together_key), else alone."""
+        world = world or World()
+        path = path or update_path(model, cfg, world)
+        key = together_key(cfg, autocast, path, world)
+        if key is None or not self._joins():
+            return policy_update(model, ro, adv, cfg, autocast, old_logp, world, path)
+        ask = _Ask(self.owner, update=_Update(ro, adv, cfg, autocast, old_logp, path, world, key))
+        result, waited = self.decoder.ask(ask, self.version)
+        self._waited += waited
+        sums: UpdateSums = result
+        return sums
 
     def take_waited(self) -> float:
         """The seconds this tenant waited on other tenants' work since the last call (the trainer leaves them out of

@@ -7,17 +7,18 @@ tenant in turn runs one optimizer step (grpo_core.trainer.turns) on its own valu
 the turn and saved back when another tenant takes it (a tenant alone in the pool keeps the slot: no copy, no
 engine re-sync between its steps).
 
-Sampling together (``together``; by default on a GPU, ``sample_together``): while two or more tenants train, each
+Working together (``together``; by default on a GPU, ``sample_together``): while two or more tenants train, each
 round's turns run in threads, one per tenant, and the tenants' rollouts share one decode, each row through its own
-tenant's adapter (grpo_core.joint); everything else in a turn (scoring, the update, the checkpoint) still runs one
-tenant at a time.
+tenant's adapter, and their updates share forward/backward passes, each token through its own tenant's adapter
+(grpo_core.joint); everything else in a turn (scoring, the optimizer step, the checkpoint) still runs one tenant at
+a time.
 
 Exactness: a turn computes what the tenant's run alone computes at that step, bit for bit (the same values in the
-same tensors, the same RNG states, the same kernels), except for rollouts decoded together, which equal the run
-alone's within rounding (grpo_core.joint). A tenant whose config asks for it (``pool_exact``), or every tenant of a
-pool with ``together`` off, samples alone in turn, so its adapter never depends on who shared the pool:
-tests/unit/test_pool.py holds adapters equal to their runs alone in fp32, bit for bit in turn and within a stated
-bound together.
+same tensors, the same RNG states, the same kernels), except for rollouts and gradients computed together, which
+equal the run alone's within rounding (grpo_core.joint). A tenant whose config asks for it (``pool_exact``), or
+every tenant of a pool with ``together`` off, works alone in turn, so its adapter never depends on who shared the
+pool: tests/unit/test_pool.py holds adapters equal to their runs alone in fp32, bit for bit in turn, and
+tests/unit/test_pool_together.py within a stated bound together.
 
 Faults: a tenant whose build or step raises (its grader, its data, its memory) ends with that exception as its
 result, and the others go on; a tenant asked to stop (cancel, pause, shutdown: its callbacks) stops at its next turn
@@ -44,7 +45,7 @@ import torch
 from grpo_core.errors import UserError
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_placement
 from grpo_core.hardware.distributed import World
-from grpo_core.joint import JointDecoder, TenantEngine
+from grpo_core.joint import JointWork, TenantEngine
 from grpo_core.resident import Resident
 from grpo_core.rewards.base import Grader
 from grpo_core.run import Callbacks, MainRank, Run, RunInputs, build_run, check_layout
@@ -99,12 +100,12 @@ class TurnPool:
     _active: list[_Tenant] = field(default_factory=list)
     _key: str | None = None  # the first tenant's pool key (grpo_core.schemas.pooling): every tenant's must match
     _baton: threading.Lock = field(default_factory=threading.Lock)  # held by the tenant that computes now
-    _decoder: JointDecoder | None = None
+    _decoder: JointWork | None = None
     _threads: ThreadPoolExecutor | None = None
     _thread_count: int = 0
 
     def __enter__(self) -> TurnPool:
-        self._decoder = JointDecoder(self.resident, self._baton)
+        self._decoder = JointWork(self.resident, self._baton)
         if self.together is None:
             self.together = sample_together(self.placement)
         return self
@@ -125,8 +126,13 @@ class TurnPool:
 
     @property
     def joint_decodes(self) -> int:
-        """Decodes that sampled several tenants' rollouts together so far."""
+        """Joint decodes of the tenants' rollouts so far (grpo_core.joint)."""
         return 0 if self._decoder is None else self._decoder.decodes
+
+    @property
+    def joint_updates(self) -> int:
+        """Joint updates of the tenants so far, each one or more shared passes (grpo_core.update.together)."""
+        return 0 if self._decoder is None else self._decoder.updates
 
     def add(self, spec: TenantSpec) -> int:
         """Build ``spec``'s run on the pool's policy (its first step waits for its turn); its index in ``results``.
@@ -156,6 +162,7 @@ class TurnPool:
                 self.resident.close()
             return index
         self._key = key
+        run.update = engine.update  # its updates in passes shared with the others' when they may share them
         tenant = _Tenant(index, engine, run, turns(run), cleanup)
         self.resident.seat(engine.owner, run.state.step)
         self._active.append(tenant)

@@ -129,6 +129,15 @@ class Resident:
             p.grad = None
         self.holder = None
 
+    def give_grads(self, owner: object, grads: list[Tensor]) -> None:
+        """Gradients computed for ``owner`` away from the slot (a pool's joint update, grpo_core.update.together): into
+        the slot when it holds it, else with its snapshot, where ``hold`` puts them back."""
+        if self.holder is owner:
+            for p, g in zip(self.slot, grads, strict=True):
+                p.grad = g
+        else:
+            self.parked[id(owner)].grads = list(grads)
+
     def values_of(self, owner: object) -> list[Tensor]:
         """``owner``'s adapter values in slot order, wherever they are now (the slot, or its snapshot)."""
         if self.holder is owner:

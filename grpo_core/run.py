@@ -24,7 +24,7 @@ however it ends.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,7 +44,7 @@ from grpo_core.policy import load_policy, prompts_of, resolve_execution, start_e
 from grpo_core.resident import Resident
 from grpo_core.rewards.base import Grader
 from grpo_core.rollout.agent.episodes import AgentRollouts, make_agent
-from grpo_core.rollout.batch import eos_ids
+from grpo_core.rollout.batch import Rollout, eos_ids
 from grpo_core.rollout.engines.base import RolloutEngine
 from grpo_core.rollout.engines.shared import SharedEngine
 from grpo_core.rollout.pipeline import BatchSource, batch_source
@@ -53,7 +53,12 @@ from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.metrics import Execution, Level, ResolvedEngine, StepMetrics
 from grpo_core.update.schedule import make_scheduler
-from grpo_core.update.step import UpdatePath, unpacked_reason, update_path
+from grpo_core.update.step import UpdatePath, policy_update, unpacked_reason, update_path
+from grpo_core.update.tally import UpdateSums
+
+# policy_update's signature: (model, rollout, advantages, config, autocast, π_old, world, path) -> the step's sums
+UpdateFn = Callable[[Any, Rollout, torch.Tensor, GRPOConfig, "torch.dtype | None", "torch.Tensor | None", World,
+                     "UpdatePath | None"], UpdateSums]  # fmt: skip
 
 
 class Callbacks(Protocol):
@@ -144,6 +149,7 @@ class Run:
     passes: UpdatePath
     source: BatchSource
     health: HealthMonitor
+    update: UpdateFn = policy_update  # a pool's tenant: its pool's (grpo_core.joint.TenantEngine.update)
 
 
 def check_layout(cfg: GRPOConfig, rows: list[dict[str, Any]], world: World, split: DeviceSplit | None) -> None:

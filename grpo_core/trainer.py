@@ -44,7 +44,7 @@ from grpo_core.sampler_process import engine_notes
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.metrics import MemoryStats, StepMetrics
-from grpo_core.update.step import old_logprobs, policy_update
+from grpo_core.update.step import old_logprobs
 
 
 @dataclass
@@ -171,7 +171,7 @@ def _step(run: Run) -> StepMetrics:
         old = old_logprobs(run.model, ro, batch.adv, cfg, autocast, world, passes) if cfg.num_iterations > 1 else None
         for _ in range(cfg.num_iterations):
             run.optimizer.zero_grad(set_to_none=True)
-            sums = policy_update(run.model, ro, batch.adv, cfg, autocast, old, world, passes)
+            sums = run.update(run.model, ro, batch.adv, cfg, autocast, old, world, passes)
             grad_norm = float(torch.nn.utils.clip_grad_norm_(run.params, cfg.max_grad_norm))
             if not math.isfinite(grad_norm):
                 raise RuntimeError(f"non-finite gradient norm at step {state.step + 1}; lower learning_rate")
@@ -179,6 +179,8 @@ def _step(run: Run) -> StepMetrics:
             run.scheduler.step()
     except torch.OutOfMemoryError:
         raise out_of_memory(state.step + 1, "update", placement, cfg, packed=passes.packing) from None
+    waited = waited_on_others(run.engine)  # the update's wait on other tenants' work: not this step's
+    t0, t1 = t0 + waited, t1 + waited
     state.step += 1
     state.cursor = ready.cursor  # the trained batch's position: batches sampled ahead are not saved
     run.source.advance(run.model, state.step)

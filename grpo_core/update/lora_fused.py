@@ -90,6 +90,7 @@ class LoRASwitch:
     complete: bool = False
     layers: list[Any] = field(default_factory=list)
     rows: list[tuple[int, int]] | None = None  # each adapter's span of the batch's rows
+    tokens: bool = False  # a packed sequence's tokens through several adapters (``token_adapters``)
 
 
 _SWITCH = "_grpo_lora_switch"
@@ -132,6 +133,8 @@ def _fusable(module: Any) -> bool:
 def _fused_forward(self: Any, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if getattr(self, _SWITCH).off:  # the reference pass (never merged: reference_pass checks): the base layer alone
         return cast(Tensor, self.base_layer(x, *args, **kwargs))
+    if getattr(self, _SWITCH).tokens:  # several adapters, by token, with gradients (token_adapters)
+        return _token_forward(self, x)
     if getattr(self, _SWITCH).rows is not None:  # several adapters, one per row (row_adapters)
         return _row_forward(self, x)
     if args or kwargs or self.merged:  # anything unusual: peft's own path
@@ -226,6 +229,88 @@ def row_adapters(
         for layer in switch.layers:
             if hasattr(layer, _ROWS):
                 delattr(layer, _ROWS)
+
+
+_TOKENS = "_grpo_token_weights"  # a fused layer's every adapter's (A, B) as leaves, while token_adapters holds
+
+
+def _token_forward(self: Any, x: Tensor) -> Tensor:
+    """y = x Wᵀ + ((x Aᵀ) ⊙ M) (s·B)ᵀ, A and B every adapter's stacked ((n·r, in), (out, n·r)) and M (T, n·r) one on
+    the r columns of the token's own adapter: two matmuls whatever the number of adapters, and since M zeroes the
+    other adapters' columns, each token's output and each adapter's gradient are its own. In the compute dtype
+    (autocast's, else the base weight's), the fp32 leaves cast as ``LoRALinearFn``'s are."""
+    a, b, mask, scale = getattr(self, _TOKENS)
+    if x.dim() != 3 or x.shape[0] != 1 or x.shape[1] != mask.shape[1]:
+        raise ValueError(f"token adapters need one packed sequence of {mask.shape[1]} tokens, not {tuple(x.shape)}")
+    device = x.device.type
+    autocast = device in ("cpu", "cuda") and torch.is_autocast_enabled(device)
+    dtype = torch.get_autocast_dtype(device) if autocast else self.base_layer.weight.dtype
+    bias = self.base_layer.bias
+    with torch.autocast(device, enabled=False) if autocast else contextlib.nullcontext():
+        x = x.to(dtype)
+        out = F.linear(x, self.base_layer.weight.to(dtype), None if bias is None else bias.to(dtype))
+        u = (x @ a.to(dtype).t()) * mask.to(dtype)
+        y: Tensor = out + (u @ b.to(dtype).t()) * scale
+        return y
+
+
+@dataclass
+class TokenAdapters:
+    """What ``token_adapters`` yields: every fused layer's stacked leaves, and after a backward each adapter's
+    gradients (``grads``)."""
+
+    leaves: list[tuple[int, int, Tensor, Tensor, int]]  # (slot index of A, of B, A leaf, B leaf, rank)
+    size: int  # the slot's length
+
+    def grads(self, k: int) -> list[Tensor | None]:
+        """Adapter ``k``'s gradients in slot order (views of the leaves' gradients)."""
+        out: list[Tensor | None] = [None] * self.size
+        for ia, ib, a, b, r in self.leaves:
+            out[ia] = None if a.grad is None else a.grad[k * r : (k + 1) * r]
+            out[ib] = None if b.grad is None else b.grad[:, k * r : (k + 1) * r]
+        return out
+
+
+@contextlib.contextmanager
+def token_adapters(
+    model: Any, adapters: Sequence[Sequence[Tensor]], slot: Sequence[Tensor], counts: Sequence[int]
+) -> Iterator[TokenAdapters]:
+    """Inside, a forward of ``model`` on one packed sequence (grpo_core.update.packing) and its backward run its
+    tokens through several adapters, the first ``counts[0]`` tokens through adapter 0, the next ``counts[1]`` through
+    adapter 1, and so on, each adapter's values (``adapters[k]``, in slot order, as ``row_adapters`` takes them)
+    copied into leaves whose gradients the yielded ``TokenAdapters`` hands out: several pool tenants' micro-batches
+    in one forward/backward (grpo_core.update.together). The values themselves are not touched.
+
+    Rounding: the adapter runs beside W in two matmuls over every adapter's rank, where an adapter alone runs in
+    ``LoRALinearFn``; the two agree within rounding, not bit for bit."""
+    switch = _switch_alone(model)
+    if switch is None:
+        raise ValueError(rows_problem(model))
+    if len(counts) != len(adapters):
+        raise ValueError(f"{len(counts)} token counts for {len(adapters)} adapters")
+    where = {id(p): i for i, p in enumerate(slot)}
+    device = slot[0].device
+    owner = torch.repeat_interleave(torch.arange(len(counts), device=device), torch.tensor(counts, device=device))
+    masks: dict[int, Tensor] = {}
+    leaves = []
+    try:
+        for layer in switch.layers:
+            name = next(iter(layer.lora_A))
+            ia, ib = where[id(layer.lora_A[name].weight)], where[id(layer.lora_B[name].weight)]
+            a = torch.cat([values[ia] for values in adapters]).detach().requires_grad_()
+            b = torch.cat([values[ib] for values in adapters], dim=1).detach().requires_grad_()
+            r = a.shape[0] // len(adapters)
+            if r not in masks:  # (1, T, n·r): token t's own adapter's r columns
+                masks[r] = (owner.unsqueeze(1) == torch.arange(a.shape[0], device=device) // r).unsqueeze(0)
+            setattr(layer, _TOKENS, (a, b, masks[r], float(layer.scaling[name])))
+            leaves.append((ia, ib, a, b, r))
+        switch.tokens = True
+        yield TokenAdapters(leaves, len(slot))
+    finally:
+        switch.tokens = False
+        for layer in switch.layers:
+            if hasattr(layer, _TOKENS):
+                delattr(layer, _TOKENS)
 
 
 @contextlib.contextmanager

@@ -59,7 +59,7 @@ class UpdatePath:
     graphs: bool = False
 
     def pack(self, args: tuple[Tensor, ...], device: torch.device, dtype: torch.dtype) -> Packed | None:
-        """The micro-batch ``args`` (``_micro_args``, on the host) packed there once for all its passes (reference,
+        """The micro-batch ``args`` (``micro_args``, on the host) packed there once for all its passes (reference,
         policy, π_old) and moved to ``device`` (its attention for ``dtype``); None when padded, or when it has no
         loss token (a plain padded pass then runs: its loss is 0)."""
         if not self.packing or not bool(args[3].any()):
@@ -123,7 +123,7 @@ def _device(model: Any) -> torch.device:
     return device
 
 
-def _micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def micro_args(ro: Rollout, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Rows ``idx`` of the rollout with all-padding columns dropped: (prompt ids, prompt mask, ids, mask)."""
     cmask = ro.completion_mask[idx]
     # drop the columns after the last loss token of every row (a multi-turn row's mask has holes: tool tokens)
@@ -231,7 +231,7 @@ def scheduled_micro_batches(
 
 @dataclass(frozen=True)
 class MicroBatch:
-    """One micro-batch's rows on the model's device: its padded tensors (``_micro_args``), its pack (None when the
+    """One micro-batch's rows on the model's device: its padded tensors (``micro_args``), its pack (None when the
     path is padded or nothing in it carries loss), and what the loss reads of the rollout. Planned and packed on
     the host, moved with copies the host does not wait for (grpo_core.hardware.device.to_device)."""
 
@@ -246,7 +246,7 @@ def micro_batch(
     ro: Rollout, adv: Tensor, idx: Tensor, path: UpdatePath, device: torch.device, dtype: torch.dtype
 ) -> MicroBatch:
     """Rows ``idx`` of the host rollout ``ro`` as a ``MicroBatch`` on ``device``."""
-    args = _micro_args(ro, idx)
+    args = micro_args(ro, idx)
     sampling = None if ro.sampling_logp is None else ro.sampling_logp[idx, : args[2].shape[1]]
     return MicroBatch(
         args=tuple(to_device(t, device) for t in args),
@@ -330,6 +330,20 @@ def _loss(
                 entropy_grad=cfg.entropy_coef > 0,
                 **path.logprob_kwargs(mb.packed, grad=True, checkpointed=checkpointed),
             )
+    return loss_of(mb, logp, entropy, ref, cfg, step, old_logp)
+
+
+def loss_of(
+    mb: MicroBatch,
+    logp: Tensor,
+    entropy: Tensor | None,
+    ref: Tensor | None,
+    cfg: GRPOConfig,
+    step: StepSize,
+    old_logp: Tensor | None,
+) -> tuple[LossOutputs, Correction | None]:
+    """The micro-batch's loss from its forward passes' (B, C) log-probs (``logp``, with its graph), entropies and
+    reference log-probs; with a separate sampling engine, the importance correction and its measurements."""
     c = logp.shape[1]
     old = logp.detach() if old_logp is None else old_logp[mb.idx, :c]
     fix = None

@@ -12,7 +12,7 @@ from grpo_core.rollout.batch import Rollout
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.update.logprobs import completion_logprobs
 from grpo_core.update.loss import LossInputs, StepSize, policy_loss
-from grpo_core.update.step import _micro_args, policy_update
+from grpo_core.update.step import micro_args, policy_update
 
 
 class _Tok:
@@ -55,7 +55,7 @@ def test_micro_batch_keeps_columns_up_to_the_last_trained_token() -> None:
         torch.zeros(2).bool(),
         ["", ""],
     )
-    _, _, c_ids, c_mask = _micro_args(ro, torch.tensor([0, 1]))
+    _, _, c_ids, c_mask = micro_args(ro, torch.tensor([0, 1]))
     assert c_ids.tolist() == [[7, 8, 9, 12], [3, 0, 0, 0]]
     assert c_mask.tolist() == [[1, 0, 0, 1], [1, 1, 0, 0]]
 

@@ -237,9 +237,9 @@ FLOORS: dict[str, list[set[str]]] = {
         {"errors", "sandbox", "schemas", "hardware", "models", "data"},
         # the sampling side: rollouts drawn and scored, advantages from rewards (prime-rl's orchestrator's side)
         {"rollout", "rewards"},
-        # the training side: log-probs, the loss, the update, its state saved and restored, and the slot a pool's
-        # tenants take turns in
-        {"update", "checkpoint", "resident"},
+        # the training side: log-probs, the loss, the update, its state saved and restored, the slot a pool's
+        # tenants take turns in and the passes they share
+        {"update", "checkpoint", "resident", "joint"},
         # what drives a policy: a run built and its loop, a pool of them in turn, the sampler process, policy
         # sessions and probes
         {"metrics", "policy", "evaluation", "sampler_process", "run", "trainer", "pool", "training_api"},

@@ -1,7 +1,8 @@
-"""grpo_core.pool with ``together``: tenants' rollouts decoded in one pass (grpo_core.joint), each row through its own
-adapter, on the tiny random model in fp32. Each tenant samples the tokens it samples alone, its log-probs and adapter
-within rounding of its run alone; one that asks for exact reproduction (``pool_exact``) is bit for bit its run
-alone; a failing tenant ends alone; and a step's timing counts the tenant's own work, not its wait for others'."""
+"""grpo_core.pool with ``together``: tenants' rollouts decoded in one pass and their updates in shared passes
+(grpo_core.joint), each row and token through its own adapter, on the tiny random model in fp32. Each tenant samples
+the tokens it samples alone, its losses and adapter within rounding of its run alone; one that asks for exact
+reproduction (``pool_exact``) is bit for bit its run alone; a failing tenant ends alone; and a step's timing counts
+the tenant's own work, not its wait for others'."""
 
 from __future__ import annotations
 
@@ -54,9 +55,12 @@ def test_tenants_sampling_together_train_what_each_trains_alone_within_rounding(
             start = time.perf_counter()
             pool.round()
             walls.append(time.perf_counter() - start)
-        results, decodes = pool.results, pool.joint_decodes
-    # three rounds, each one decode of tenants 0 and 1 together and one of tenant 2 (another group size)
+        results, decodes, updates = pool.results, pool.joint_decodes, pool.joint_updates
+    # three rounds, each one decode of tenants 0 and 1 together and one of tenant 2 (another group size), and one
+    # update of tenants 0, 1 and 2 together (their passes compute alike whatever their group sizes and β); tenant 3
+    # alone, in turn
     assert decodes == 6
+    assert updates == 3
     for i, ((result, rec), got, prec) in enumerate(zip(runs, results, recs, strict=True)):
         assert isinstance(got, TrainResult) and got.steps_done == result.steps_done == 3
         if TENANTS[i]["cfg"].get("pool_exact"):
