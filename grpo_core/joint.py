@@ -16,7 +16,7 @@ How the tenants meet: a pool that works together runs each round's turns in thre
 the pool's *baton* (a lock: one tenant computes at a time, with its own values in the slot, grpo_core.resident)
 from its turn's start to its end, except while it waits here. A tenant that samples (``TenantEngine.generate`` or
 ``continue_turns``) or updates asks, gives the baton up and waits; when every tenant still in its turn waits here,
-the last one to ask (or the last turn to end) runs every ask at once, grouped by what must match (``_Ask.key``:
+the last one to ask (or the last turn to end) runs every ask at once, grouped by what must match (``Ask.key``:
 for a decode its group size, length, temperature and nucleus; for an update grpo_core.update.together's key).
 Which asks share a pass therefore follows from the tenants' programs, never from thread timing: the same pool
 computes the same numbers every time.
@@ -34,6 +34,7 @@ to the trainer, which leaves them out of the step's timing.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Hashable
@@ -42,6 +43,7 @@ from typing import Any
 
 import torch
 
+from grpo_core.hardware.device import release_device_memory
 from grpo_core.hardware.distributed import World
 from grpo_core.resident import Resident
 from grpo_core.rollout.batch import Rollout, eos_ids
@@ -52,6 +54,8 @@ from grpo_core.update.lora_fused import row_adapters
 from grpo_core.update.step import UpdatePath, policy_update, update_path
 from grpo_core.update.tally import UpdateSums
 from grpo_core.update.together import Part, policy_updates_together, together_key
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class _Update:
 
 
 @dataclass(eq=False)
-class _Ask:
+class Ask:
     """One tenant's call, waiting for a joint pass: prompts to sample (``generate``), token sequences to continue
     (``continue_turns``, with their ``rows``), or an update."""
 
@@ -113,7 +117,7 @@ class JointWork:
         self.resident, self.baton = resident, baton
         self._lock = threading.Lock()
         self._running = 0
-        self._waiting: list[_Ask] = []
+        self._waiting: list[Ask] = []
         self.decodes = 0  # joint decodes run (tests count them)
         self.updates = 0  # joint updates run
 
@@ -133,9 +137,9 @@ class JointWork:
             self._running -= 1
             due = self._due()
         if due:
-            self._decode(due)
+            self.run(due)
 
-    def ask(self, ask: _Ask, version: int) -> tuple[Any, float]:
+    def ask(self, ask: Ask, version: int) -> tuple[Any, float]:
         """``ask``'s result and the seconds its tenant waited on others' work. The caller holds the baton and has it
         back, with its own values in the slot, when this returns."""
         t = time.perf_counter()
@@ -143,7 +147,7 @@ class JointWork:
             self._waiting.append(ask)
             due = self._due()
         if due:  # the last to ask decodes every ask, still holding the baton
-            self._decode(due)
+            self.run(due)
         else:
             self.baton.release()
             try:
@@ -156,30 +160,23 @@ class JointWork:
             raise ask.error
         return ask.result, waited
 
-    def _due(self) -> list[_Ask]:
+    def _due(self) -> list[Ask]:
         """Every waiting ask, taken, when every running turn waits (under ``_lock``); else none."""
         if not self._waiting or len(self._waiting) < self._running:
             return []
         due, self._waiting = self._waiting, []
         return due
 
-    def _decode(self, asks: list[_Ask]) -> None:
-        """One decode per group of asks that may share one; each ask gets its result or the error that failed its
-        group's decode (the other groups go on)."""
-        groups: dict[Hashable, list[_Ask]] = {}
+    def run(self, asks: list[Ask]) -> None:
+        """One pass per group of asks that may share one; each ask gets its result or the error that failed it (the
+        other groups go on)."""
+        groups: dict[Hashable, list[Ask]] = {}
         for a in asks:
             groups.setdefault(a.key(), []).append(a)
         try:
             for group in groups.values():
                 t = time.perf_counter()
-                try:
-                    results = self._run(group)
-                except Exception as exc:  # their weights, their memory: these asks fail, each tenant alone
-                    for a in group:
-                        a.error = exc
-                else:
-                    for a, result in zip(group, results, strict=True):
-                        a.result = result
+                self._settle(group)
                 seconds, total = time.perf_counter() - t, sum(a.weight for a in group)
                 for a in group:
                     a.share = seconds * a.weight / max(total, 1.0)
@@ -187,7 +184,27 @@ class JointWork:
             for a in asks:
                 a.ready.set()
 
-    def _run(self, group: list[_Ask]) -> list[Any]:
+    def _settle(self, group: list[Ask]) -> None:
+        """The group's results from one pass; if that fails (one tenant's data, the pass's memory), each ask's from
+        a pass of its own, so a failure ends only the tenant it is due to (issue 45: a batch out of memory stops
+        alone)."""
+        try:
+            results = self._run(group)
+        except Exception as exc:
+            if len(group) == 1:
+                group[0].error = exc
+                return
+            log.warning(
+                "a joint pass of %d tenants failed (%s: %s); each runs alone", len(group), type(exc).__name__, exc
+            )
+            release_device_memory()
+            for a in group:
+                self._settle([a])
+            return
+        for a, result in zip(group, results, strict=True):
+            a.result = result
+
+    def _run(self, group: list[Ask]) -> list[Any]:
         """The group's results from one decode of all its rows, each ask's through its owner's adapter, or from its
         updates' shared passes."""
         if group[0].update is not None:
@@ -219,7 +236,7 @@ class JointWork:
             start += a.units
         return parts
 
-    def _update(self, group: list[_Ask]) -> list[UpdateSums]:
+    def _update(self, group: list[Ask]) -> list[UpdateSums]:
         """The group's update sums from shared passes (grpo_core.update.together), each owner's gradient given to it
         through the slot."""
         resident = self.resident
@@ -262,7 +279,7 @@ class TenantEngine:
     def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         if not self._joins(sampling):
             return self.merged.generate(prompts, sampling)
-        result, waited = self.decoder.ask(_Ask(self.owner, sampling, prompts=prompts), self.version)
+        result, waited = self.decoder.ask(Ask(self.owner, sampling, prompts=prompts), self.version)
         self._waited += waited
         ro: Rollout = result
         return ro
@@ -272,7 +289,7 @@ class TenantEngine:
     ) -> list[tuple[list[int], list[float] | None]]:
         if not self._joins(sampling):
             return self.merged.continue_turns(sequences, sampling, rows)
-        result, waited = self.decoder.ask(_Ask(self.owner, sampling, sequences=sequences, rows=rows), self.version)
+        result, waited = self.decoder.ask(Ask(self.owner, sampling, sequences=sequences, rows=rows), self.version)
         self._waited += waited
         turns: list[tuple[list[int], list[float] | None]] = result
         return turns
@@ -295,7 +312,7 @@ class TenantEngine:
         key = together_key(cfg, autocast, path, world)
         if key is None or not self._joins():
             return policy_update(model, ro, adv, cfg, autocast, old_logp, world, path)
-        ask = _Ask(self.owner, update=_Update(ro, adv, cfg, autocast, old_logp, path, world, key))
+        ask = Ask(self.owner, update=_Update(ro, adv, cfg, autocast, old_logp, path, world, key))
         result, waited = self.decoder.ask(ask, self.version)
         self._waited += waited
         sums: UpdateSums = result

@@ -6,6 +6,7 @@ the tenant's own work, not its wait for others'."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from bench.update_counts import launches
 from grpo_core.hardware.device import resolve_placement
+from grpo_core.joint import Ask, JointWork
 from grpo_core.policy import load_policy
 from grpo_core.pool import TenantSpec, TurnPool
+from grpo_core.resident import Resident
+from grpo_core.rollout.engines.base import Sampling
 from grpo_core.trainer import TrainResult, train
 from grpo_core.update.lora_fused import row_adapters
 from tests.training import ROWS, DigitShare, Recorder
@@ -123,3 +127,24 @@ def test_a_decode_step_of_more_tenants_launches_no_more_kernels(tiny_model_dir: 
             model.get_base_model()(input_ids=ids)
         counted.append(c.n)
     assert counted[0] == counted[1] > 0
+
+
+def test_a_joint_pass_that_fails_is_run_again_per_tenant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass of several tenants that fails (out of memory) runs each tenant's ask alone: only the tenant whose own
+    pass fails gets the error."""
+    work = JointWork(Resident(), threading.Lock())
+    good, bad = object(), object()
+    asks = [Ask(o, Sampling(2, 4, 1.0, 1.0, seed=1), prompts=["x"]) for o in (good, bad)]
+
+    def run(group: list[Ask]) -> list[str]:
+        if len(group) > 1:
+            raise torch.OutOfMemoryError("the pass of both")
+        if group[0].owner is bad:
+            raise ValueError("its own data")
+        return ["sampled"]
+
+    monkeypatch.setattr(work, "_run", run)
+    work.run(asks)
+    assert asks[0].result == "sampled" and asks[0].error is None
+    assert isinstance(asks[1].error, ValueError) and asks[1].result is None
+    assert all(a.ready.is_set() for a in asks)
