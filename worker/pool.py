@@ -1,5 +1,5 @@
 """A worker's pool: jobs of one base model trained in turn on one resident copy of it (grpo_core.pool), their rollouts
-decoded together where ``POOL_SAMPLE_TOGETHER`` says (by default on a GPU).
+and updates computed together where ``POOL_SAMPLE_TOGETHER`` says (by default on a GPU).
 
 The first job a worker process claims decides: a job that may share a worker (grpo_core.schemas.pooling) opens a
 pool of up to ``POOL_TENANTS`` tenants; any other runs alone (worker.runner.JobRun.serve). Between rounds the pool
@@ -85,9 +85,9 @@ class Tenant:
 
 
 def _sampling(pool: TurnPool, spec: TenantSpec | None) -> str:
-    """How the tenant's rollouts are sampled, as its event says it (grpo_core.pool: together or in turn)."""
+    """How the tenant's rollouts and updates run, as its event says it (grpo_core.pool: together or in turn)."""
     if pool.together and spec is not None and not spec.cfg.pool_exact:
-        return "its rollouts decoded together with theirs (equal to alone within rounding; pool_exact: bit for bit)"
+        return "its rollouts and updates computed together with theirs (equal to alone within rounding)"
     return "exactly as alone"
 
 

@@ -35,9 +35,10 @@ class WorkerSettings(CommonSettings):
     )
     pool_sample_together: bool | None = Field(
         None,
-        description="A pool of jobs decodes its tenants' rollouts in one pass, each row through its own adapter "
-        "(equal to each job alone within rounding; a job with pool_exact samples alone); unset: on a GPU, not on a "
-        "CPU (where a decode's arithmetic grows with its rows and sampling together saves nothing).",
+        description="A pool of jobs decodes its tenants' rollouts in one pass and runs their updates in shared "
+        "passes, each row and token through its own adapter (equal to each job alone within rounding; a job with "
+        "pool_exact works alone); unset: on a GPU, not on a CPU (where the arithmetic grows with the rows and "
+        "working together saves nothing).",
     )
     training_sample_batch: int = Field(
         32,

@@ -1,10 +1,10 @@
 """Jobs of one base model pooled on one worker process (worker.pool, grpo_core.pool), on the real stack: the API,
-Postgres, Redis, moto's S3 and a Celery worker with POOL_TENANTS=4 that decodes its tenants' rollouts together
-(POOL_SAMPLE_TOGETHER). Four jobs of two projects share the worker; one is cancelled and one has a failing grader,
-and they end alone while the other two go on; the worker is killed mid-run and the survivors resume and finish with
-every step once. The survivor that asks for exact reproduction (``pool_exact``) trains an adapter bit-identical
-(fp32) to the same job trained alone in this process; the other, whose rollouts were decoded together with the
-others', one within the stated bound of it (tests/unit/test_pool_together.py)."""
+Postgres, Redis, moto's S3 and a Celery worker with POOL_TENANTS=4 that decodes its tenants' rollouts and computes
+their updates together (POOL_SAMPLE_TOGETHER). Four jobs of two projects share the worker; one is cancelled and one
+has a failing grader, and they end alone while the other two go on; the worker is killed mid-run and the survivors
+resume and finish with every step once. The survivor that asks for exact reproduction (``pool_exact``) trains an
+adapter bit-identical (fp32) to the same job trained alone in this process; the other, which worked together with
+the others, one within the stated bound of it (tests/unit/test_pool_together.py)."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def test_four_jobs_of_two_projects_share_a_worker_and_each_trains_as_alone(
             messages = [e["message"] for e in all_events(client, job["id"])]
             assert any("shares this worker" in m or "Sharing this worker" in m for m in messages), messages
             said += messages
-        assert any("decoded together" in m for m in said), said  # the jobs that joined a pool were told how
+        assert any("together with theirs" in m for m in said), said  # the jobs that joined a pool were told how
         # another project's jobs are not found
         assert a.get(f"/v1/fine_tuning/jobs/{b2['id']}").status_code == 404
         for client, job in ((a, a1), (b, b2)):
