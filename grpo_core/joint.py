@@ -139,7 +139,7 @@ class JointWork:
         if due:
             self.run(due)
 
-    def ask(self, ask: Ask, version: int) -> tuple[Any, float]:
+    def ask(self, ask: Ask) -> tuple[Any, float]:
         """``ask``'s result and the seconds its tenant waited on others' work. The caller holds the baton and has it
         back, with its own values in the slot, when this returns."""
         t = time.perf_counter()
@@ -154,7 +154,7 @@ class JointWork:
                 ask.ready.wait()
             finally:
                 self.baton.acquire()
-                self.resident.hold(ask.owner, version)
+                self.resident.hold(ask.owner)
         waited = max(0.0, time.perf_counter() - t - ask.share)
         if ask.error is not None:
             raise ask.error
@@ -256,22 +256,21 @@ class JointWork:
 
 class TenantEngine:
     """What a pool's tenant samples on (a RolloutEngine) and updates with (``update``, the run's): a joint pass while
-    the pool's round runs together and the tenant allows it (``together``), else the pool's merged engine, which
-    holds this tenant's weights whenever it holds the baton (grpo_core.resident syncs it on each change of holder),
-    and ``policy_update`` on the slot, which holds them too."""
+    the pool's round runs together and the tenant allows it (``together``), else the pool's merged engine, synced to
+    this tenant's values when it samples on it (``Resident.engine_for``), and ``policy_update`` on the slot, which
+    holds them whenever the tenant holds the baton."""
 
     name = "merged"
 
     def __init__(self, decoder: JointWork, owner: object, *, together: bool) -> None:
         self.decoder, self.owner, self.together = decoder, owner, together
-        self.version = 0  # the policy version of the last sync: what the slot holds for this tenant
+        self.version = 0  # the policy version its values are at (its last ``sync``)
         self._waited = 0.0
 
     @property
     def merged(self) -> RolloutEngine:
-        engine = self.decoder.resident.engine
-        assert engine is not None, "the pool's first tenant starts its engine"
-        return engine
+        """The pool's merged engine, synced to this tenant's values (it holds the slot when it samples)."""
+        return self.decoder.resident.engine_for(self.owner, self.version)
 
     def _joins(self, sampling: Sampling | None = None) -> bool:
         return self.together and self.decoder.together and not (sampling is not None and sampling.step_prompts)
@@ -279,7 +278,7 @@ class TenantEngine:
     def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         if not self._joins(sampling):
             return self.merged.generate(prompts, sampling)
-        result, waited = self.decoder.ask(Ask(self.owner, sampling, prompts=prompts), self.version)
+        result, waited = self.decoder.ask(Ask(self.owner, sampling, prompts=prompts))
         self._waited += waited
         ro: Rollout = result
         return ro
@@ -289,7 +288,7 @@ class TenantEngine:
     ) -> list[tuple[list[int], list[float] | None]]:
         if not self._joins(sampling):
             return self.merged.continue_turns(sequences, sampling, rows)
-        result, waited = self.decoder.ask(Ask(self.owner, sampling, sequences=sequences, rows=rows), self.version)
+        result, waited = self.decoder.ask(Ask(self.owner, sampling, sequences=sequences, rows=rows))
         self._waited += waited
         turns: list[tuple[list[int], list[float] | None]] = result
         return turns
@@ -313,7 +312,7 @@ class TenantEngine:
         if key is None or not self._joins():
             return policy_update(model, ro, adv, cfg, autocast, old_logp, world, path)
         ask = Ask(self.owner, update=_Update(ro, adv, cfg, autocast, old_logp, path, world, key))
-        result, waited = self.decoder.ask(ask, self.version)
+        result, waited = self.decoder.ask(ask)
         self._waited += waited
         sums: UpdateSums = result
         return sums
@@ -325,11 +324,15 @@ class TenantEngine:
         return waited
 
     def sync(self, model: Any, step: int) -> None:
+        """The tenant's values changed (policy version ``step``): the merged engine syncs to them when it next
+        samples for it (``Resident.engine_for``)."""
         self.version = step
-        self.merged.sync(model, step)
+        self.decoder.resident.changed(self.owner)
 
     def suspend(self) -> None:
-        self.merged.suspend()
+        engine = self.decoder.resident.engine
+        if engine is not None:
+            engine.suspend()
 
     def close(self) -> None:
         """Nothing of its own: the pool closes its engine after its last tenant."""

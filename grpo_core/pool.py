@@ -164,7 +164,7 @@ class TurnPool:
         self._key = key
         run.update = engine.update  # its updates in passes shared with the others' when they may share them
         tenant = _Tenant(index, engine, run, turns(run), cleanup)
-        self.resident.seat(engine.owner, run.state.step)
+        self.resident.seat(engine.owner)
         self._active.append(tenant)
         return index
 
@@ -228,7 +228,7 @@ class TurnPool:
     def _turn(self, tenant: _Tenant) -> TrainResult | Exception | None:
         """The tenant's next optimizer step on its own values; its result when it finished or failed (its failure
         ends it alone), None when it goes on."""
-        self.resident.hold(tenant.engine.owner, tenant.run.state.step)  # nothing to do if it kept the slot
+        self.resident.hold(tenant.engine.owner)  # nothing to do if it kept the slot
         try:
             next(tenant.steps)
         except StopIteration as done:

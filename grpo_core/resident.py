@@ -13,8 +13,9 @@ changes no number (tests/unit/test_pool.py holds adapters bit-identical to runs 
 A new tenant's adapter starts as its run alone would start it: ``fresh`` seeds torch with the tenant's seed and
 lets PEFT create an adapter of the same config (the same layers, in the same order, drawing the same numbers as
 ``get_peft_model`` did), copies it into the slot and deletes it. The merged rollout engine is shared too: it holds
-W + ΔW of whatever adapter it last synced, and ``hold`` syncs it to the tenant's (a pure function of the slot's
-values: ``MergedEngine.sync`` rebuilds every adapted weight from W).
+W + ΔW of whatever adapter it last synced, and ``engine_for`` syncs it to the holder's when the holder samples on it
+and it holds another's (a pure function of the slot's values: ``MergedEngine.sync`` rebuilds every adapted weight
+from W). Lazily, because a pool whose tenants sample together (grpo_core.joint) never samples on it.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Resident:
     slot: list[torch.nn.Parameter] = field(default_factory=list)
     holder: object | None = None
     parked: dict[int, Snapshot] = field(default_factory=dict)
+    engine_holds: object | None = None  # whose values the engine was last synced to (``engine_for``)
 
     def adopt(self, model: Any, tokenizer: Any) -> None:
         """The first tenant's freshly loaded policy becomes the pool's."""
@@ -84,20 +86,16 @@ class Resident:
         assert len(names) == len(self.slot) and all(".default." in n for n in names), names[:3]
         return names
 
-    @torch.no_grad()
-    def seat(self, owner: object, version: int) -> None:
-        """``owner`` holds the slot as it is now: the values just put there for it (loaded, ``fresh``, resumed),
-        the engine synced to them at ``version``."""
+    def seat(self, owner: object) -> None:
+        """``owner`` holds the slot as it is now: the values just put there for it (loaded, ``fresh``, resumed)."""
         assert self.holder is None, "park the holder before filling the slot for another"
-        if self.engine is not None:
-            self.engine.sync(self.model, version)
         self.holder = owner
+        self.engine_holds = None  # whatever it was synced to, not these values
 
     @torch.no_grad()
-    def hold(self, owner: object, version: int) -> None:
-        """Put ``owner``'s values back (its adapter into the slot, its gradients and RNG states, the engine synced
-        to ``version``), parking the holder's; nothing to do when ``owner`` holds the slot already (a pool of one
-        copies nothing)."""
+    def hold(self, owner: object) -> None:
+        """Put ``owner``'s values back (its adapter into the slot, its gradients and RNG states), parking the
+        holder's; nothing to do when ``owner`` holds the slot already (a pool of one copies nothing)."""
         if self.holder is owner:
             return
         self.park()
@@ -107,9 +105,21 @@ class Resident:
             p.grad = grad
         saved.grads = []
         set_rng_state(saved.rng)
-        if self.engine is not None:
-            self.engine.sync(self.model, version)
         self.holder = owner
+
+    def engine_for(self, owner: object, version: int) -> RolloutEngine:
+        """The engine, synced to ``owner``'s values at policy ``version`` unless it holds them already; ``owner``
+        holds the slot."""
+        assert self.engine is not None and self.holder is owner, "the holder samples on the engine"
+        if self.engine_holds is not owner:
+            self.engine.sync(self.model, version)
+            self.engine_holds = owner
+        return self.engine
+
+    def changed(self, owner: object) -> None:
+        """``owner``'s values changed (an optimizer step): the engine no longer holds them."""
+        if self.engine_holds is owner:
+            self.engine_holds = None
 
     @torch.no_grad()
     def park(self) -> None:
@@ -146,6 +156,7 @@ class Resident:
 
     def leave(self, owner: object) -> None:
         """``owner`` is done: its values are dropped (the slot's gradients too, when it held it)."""
+        self.changed(owner)
         if self.holder is owner:
             for p in self.slot:
                 p.grad = None
@@ -155,6 +166,6 @@ class Resident:
     def close(self) -> None:
         if self.engine is not None:
             self.engine.close()
-        self.engine = self.model = self.tokenizer = self.holder = None
+        self.engine = self.model = self.tokenizer = self.holder = self.engine_holds = None
         self.slot = []
         self.parked.clear()

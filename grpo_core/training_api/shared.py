@@ -59,13 +59,13 @@ class SharedBase:
         else:
             self.resident.park()
             self.resident.fresh(seed)
-        self.resident.seat(run, 0)
+        self.resident.seat(run)
         self.users.add(id(run))
 
     def hold(self, run: object) -> None:
         """Put ``run``'s values, gradients and RNG states in the slot (nothing to do when it holds it already)."""
         assert id(run) in self.users, "a run holds the slot only after it entered"
-        self.resident.hold(run, 0)
+        self.resident.hold(run)
 
     def values_of(self, run: object) -> list[Tensor]:
         """``run``'s adapter values in slot order, wherever they are now: what a decode with one adapter per row
