@@ -118,8 +118,8 @@ class JointWork:
         self._lock = threading.Lock()
         self._running = 0
         self._waiting: list[Ask] = []
-        self.decodes = 0  # joint decodes run (tests count them)
-        self.updates = 0  # joint updates run
+        self.decodes = 0  # groups of decodes run together (tests count them)
+        self.updates = 0  # groups of updates run together
 
     @property
     def together(self) -> bool:
@@ -132,7 +132,7 @@ class JointWork:
             self._running = tenants
 
     def end(self) -> None:
-        """A turn ended (its thread holds the baton): when every turn still running waits here, decode now."""
+        """A turn ended (its thread holds the baton): when every turn still running waits here, run their asks now."""
         with self._lock:
             self._running -= 1
             due = self._due()
@@ -146,7 +146,7 @@ class JointWork:
         with self._lock:
             self._waiting.append(ask)
             due = self._due()
-        if due:  # the last to ask decodes every ask, still holding the baton
+        if due:  # the last to ask runs every ask, still holding the baton
             self.run(due)
         else:
             self.baton.release()

@@ -251,10 +251,9 @@ class TurnPool:
 
 
 def sample_together(placement: Placement) -> bool:
-    """Whether a pool on ``placement`` decodes its tenants' rollouts together by default: on a GPU, where a decode of
-    one job's rows is launch-bound and more rows cost little more; not on a CPU, where a decode step's arithmetic
-    grows with its rows (four demo jobs' 128 rows took 6.1 s in one decode against 4 x 1.75 s apart on a 2-core
-    AVX-512 EPYC: attention and the matmuls are compute-bound there), so threads would buy nothing."""
+    """Whether a pool on ``placement`` works together by default (grpo_core.joint): on a GPU, where a decode step or
+    an update pass of one small job is launch-bound and more rows cost little more; not on a CPU, where the
+    arithmetic grows with the rows and threads add their own costs (bench.pool --together on: docs/benchmarks.md)."""
     return placement.is_cuda
 
 
