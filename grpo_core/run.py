@@ -53,7 +53,7 @@ from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.metrics import Execution, Level, ResolvedEngine, StepMetrics
 from grpo_core.update.schedule import make_scheduler
-from grpo_core.update.step import UpdatePath, policy_update, unpacked_reason, update_path
+from grpo_core.update.step import UpdatePath, unpacked_reason, update_path
 from grpo_core.update.tally import UpdateSums
 
 # policy_update's signature: (model, rollout, advantages, config, autocast, π_old, world, path) -> the step's sums
@@ -149,7 +149,7 @@ class Run:
     passes: UpdatePath
     source: BatchSource
     health: HealthMonitor
-    update: UpdateFn = policy_update  # a pool's tenant: its pool's (grpo_core.joint.TenantEngine.update)
+    update: UpdateFn | None = None  # a pool's tenant: its pool's (grpo_core.joint); None: policy_update
 
 
 def check_layout(cfg: GRPOConfig, rows: list[dict[str, Any]], world: World, split: DeviceSplit | None) -> None:

@@ -44,7 +44,7 @@ from grpo_core.sampler_process import engine_notes
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
 from grpo_core.schemas.metrics import MemoryStats, StepMetrics
-from grpo_core.update.step import old_logprobs
+from grpo_core.update.step import old_logprobs, policy_update
 
 
 @dataclass
@@ -171,7 +171,8 @@ def _step(run: Run) -> StepMetrics:
         old = old_logprobs(run.model, ro, batch.adv, cfg, autocast, world, passes) if cfg.num_iterations > 1 else None
         for _ in range(cfg.num_iterations):
             run.optimizer.zero_grad(set_to_none=True)
-            sums = run.update(run.model, ro, batch.adv, cfg, autocast, old, world, passes)
+            update = run.update or policy_update  # a pool's tenant updates through its pool (grpo_core.joint)
+            sums = update(run.model, ro, batch.adv, cfg, autocast, old, world, passes)
             grad_norm = float(torch.nn.utils.clip_grad_norm_(run.params, cfg.max_grad_norm))
             if not math.isfinite(grad_norm):
                 raise RuntimeError(f"non-finite gradient norm at step {state.step + 1}; lower learning_rate")
