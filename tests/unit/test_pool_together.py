@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from bench.update_counts import launches
+from bench.update_counts import CountOps
 from grpo_core.hardware.device import resolve_placement
 from grpo_core.joint import Ask, JointWork
 from grpo_core.policy import load_policy
@@ -102,18 +101,6 @@ def test_a_failing_tenant_ends_alone_while_the_others_sample_together(tiny_model
     assert any(not torch.equal(first[k], second[k]) for k in first)  # each its own adapter
 
 
-class _Launches(TorchDispatchMode):
-    """Counts the aten ops that launch a kernel (bench.update_counts' rule)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.n = 0
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        self.n += int(launches(func))
-        return func(*args, **(kwargs or {}))
-
-
 def test_a_decode_step_of_more_tenants_launches_no_more_kernels(tiny_model_dir: Path) -> None:
     """What makes sampling together pay on a GPU, where a decode step of one job's rows is launch-bound: a forward of
     every tenant's rows (spans of one length) launches what a forward of one tenant's rows launches."""
@@ -123,9 +110,9 @@ def test_a_decode_step_of_more_tenants_launches_no_more_kernels(tiny_model_dir: 
     counted = []
     for tenants in (1, 4):
         ids = torch.randint(0, 50, (8 * tenants, 1))
-        with row_adapters(model, [values] * tenants, slot, [8] * tenants), torch.inference_mode(), _Launches() as c:
+        with row_adapters(model, [values] * tenants, slot, [8] * tenants), torch.inference_mode(), CountOps() as c:
             model.get_base_model()(input_ids=ids)
-        counted.append(c.n)
+        counted.append(c.counts.launches)
     assert counted[0] == counted[1] > 0
 
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from bench.update_counts import launches
+from bench.update_counts import CountOps
 from grpo_core.hardware.distributed import World
 from grpo_core.schemas.config import GRPOConfig
+from grpo_core.update.logprobs import packed_token_logprobs
 from grpo_core.update.lora_fused import token_adapters
-from grpo_core.update.packing import pack
+from grpo_core.update.packing import pack, packed_attention
 from grpo_core.update.step import UpdatePath, old_logprobs, policy_update
 from grpo_core.update.together import Part, concat_packs, policy_updates_together, together_key
 from tests.training import nontrivial_policy
@@ -24,16 +24,6 @@ from tests.unit.test_packing import _batch, _rollout
 
 ATOL = 1e-5
 PATH = UpdatePath(packing=True, fused_head=True)
-
-
-class _Launches(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.n = 0
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        self.n += int(launches(func))
-        return func(*args, **(kwargs or {}))
 
 
 def _adapters(model: Any, n: int) -> list[list[torch.Tensor]]:
@@ -98,12 +88,9 @@ def test_one_pass_of_four_tenants_launches_fewer_kernels_than_four_passes(tiny_m
     for tenants in (1, 4):
         joint = concat_packs([host] * tenants).to(torch.device("cpu"))
         n = joint.input_ids.shape[1] // tenants
-        with token_adapters(model, _adapters(model, tenants), slot, [n] * tenants), _Launches() as c:
-            from grpo_core.update.logprobs import packed_token_logprobs
-            from grpo_core.update.packing import packed_attention
-
+        with token_adapters(model, _adapters(model, tenants), slot, [n] * tenants), CountOps() as c:
             logp, _ = packed_token_logprobs(model, joint, temperature=1.0, fused_head=True)
             with packed_attention(model):
                 logp.sum().backward()
-        counted.append(c.n)
+        counted.append(c.counts.launches)
     assert counted[1] == counted[0]  # four tenants' tokens in one pass: one tenant's launches, not four times them
