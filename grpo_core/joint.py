@@ -262,23 +262,23 @@ class TenantEngine:
 
     name = "merged"
 
-    def __init__(self, decoder: JointWork, owner: object, *, together: bool) -> None:
-        self.decoder, self.owner, self.together = decoder, owner, together
+    def __init__(self, work: JointWork, owner: object, *, together: bool) -> None:
+        self.work, self.owner, self.together = work, owner, together
         self.version = 0  # the policy version its values are at (its last ``sync``)
         self._waited = 0.0
 
     @property
     def merged(self) -> RolloutEngine:
         """The pool's merged engine, synced to this tenant's values (it holds the slot when it samples)."""
-        return self.decoder.resident.engine_for(self.owner, self.version)
+        return self.work.resident.engine_for(self.owner, self.version)
 
     def _joins(self, sampling: Sampling | None = None) -> bool:
-        return self.together and self.decoder.together and not (sampling is not None and sampling.step_prompts)
+        return self.together and self.work.together and not (sampling is not None and sampling.step_prompts)
 
     def generate(self, prompts: list[str], sampling: Sampling) -> Rollout:
         if not self._joins(sampling):
             return self.merged.generate(prompts, sampling)
-        result, waited = self.decoder.ask(Ask(self.owner, sampling, prompts=prompts))
+        result, waited = self.work.ask(Ask(self.owner, sampling, prompts=prompts))
         self._waited += waited
         ro: Rollout = result
         return ro
@@ -288,7 +288,7 @@ class TenantEngine:
     ) -> list[tuple[list[int], list[float] | None]]:
         if not self._joins(sampling):
             return self.merged.continue_turns(sequences, sampling, rows)
-        result, waited = self.decoder.ask(Ask(self.owner, sampling, sequences=sequences, rows=rows))
+        result, waited = self.work.ask(Ask(self.owner, sampling, sequences=sequences, rows=rows))
         self._waited += waited
         turns: list[tuple[list[int], list[float] | None]] = result
         return turns
@@ -312,7 +312,7 @@ class TenantEngine:
         if key is None or not self._joins():
             return policy_update(model, ro, adv, cfg, autocast, old_logp, world, path)
         ask = Ask(self.owner, update=_Update(ro, adv, cfg, autocast, old_logp, path, world, key))
-        result, waited = self.decoder.ask(ask)
+        result, waited = self.work.ask(ask)
         self._waited += waited
         sums: UpdateSums = result
         return sums
@@ -327,10 +327,10 @@ class TenantEngine:
         """The tenant's values changed (policy version ``step``): the merged engine syncs to them when it next
         samples for it (``Resident.engine_for``)."""
         self.version = step
-        self.decoder.resident.changed(self.owner)
+        self.work.resident.changed(self.owner)
 
     def suspend(self) -> None:
-        engine = self.decoder.resident.engine
+        engine = self.work.resident.engine
         if engine is not None:
             engine.suspend()
 

@@ -87,9 +87,9 @@ class _Tenant:
 class TurnPool:
     """A pool of tenants of the base model in ``model_dir`` on ``placement``. Use as a context manager; ``add``
     tenants, then ``run`` (or ``round`` at a time, adding tenants between rounds); ``results`` holds each tenant's
-    ``TrainResult`` or the exception that ended it, by the order they were added. ``together``: tenants' rollouts
-    share one decode while several train (see the module docstring); None: on a GPU, not on a CPU (``sample_together``
-    says why)."""
+    ``TrainResult`` or the exception that ended it, by the order they were added. ``together``: the tenants'
+    rollouts and updates are computed together while several train (see the module docstring); None: on a GPU, not
+    on a CPU (``sample_together`` says why)."""
 
     model_dir: Path
     placement: Placement
@@ -100,12 +100,12 @@ class TurnPool:
     _active: list[_Tenant] = field(default_factory=list)
     _key: str | None = None  # the first tenant's pool key (grpo_core.schemas.pooling): every tenant's must match
     _baton: threading.Lock = field(default_factory=threading.Lock)  # held by the tenant that computes now
-    _decoder: JointWork | None = None
+    _work: JointWork | None = None
     _threads: ThreadPoolExecutor | None = None
     _thread_count: int = 0
 
     def __enter__(self) -> TurnPool:
-        self._decoder = JointWork(self.resident, self._baton)
+        self._work = JointWork(self.resident, self._baton)
         if self.together is None:
             self.together = sample_together(self.placement)
         return self
@@ -127,17 +127,17 @@ class TurnPool:
     @property
     def joint_decodes(self) -> int:
         """Joint decodes of the tenants' rollouts so far (grpo_core.joint)."""
-        return 0 if self._decoder is None else self._decoder.decodes
+        return 0 if self._work is None else self._work.decodes
 
     @property
     def joint_updates(self) -> int:
         """Joint updates of the tenants so far, each one or more shared passes (grpo_core.update.together)."""
-        return 0 if self._decoder is None else self._decoder.updates
+        return 0 if self._work is None else self._work.updates
 
     def add(self, spec: TenantSpec) -> int:
         """Build ``spec``'s run on the pool's policy (its first step waits for its turn); its index in ``results``.
         A tenant the pool cannot hold raises UserError; one whose build fails ends with that error as its result."""
-        assert self._decoder is not None, "a pool is used as a context manager"
+        assert self._work is not None, "a pool is used as a context manager"
         cfg = self._placed(spec.cfg)
         key = check_tenant(cfg, spec.base_name, self._key)
         world = World()
@@ -150,7 +150,7 @@ class TurnPool:
         )  # fmt: skip
         cleanup = contextlib.ExitStack()
         alone = self.resident.model is None  # the first tenant loads what the pool keeps
-        engine = TenantEngine(self._decoder, object(), together=bool(self.together) and not cfg.pool_exact)
+        engine = TenantEngine(self._work, object(), together=bool(self.together) and not cfg.pool_exact)
         self.resident.park()  # building the run fills the slot with the new tenant's adapter
         try:
             main = MainRank(spec.callbacks, world, self.placement.device)
@@ -205,25 +205,25 @@ class TurnPool:
     def _turns_together(self, active: list[_Tenant]) -> list[TrainResult | Exception | None]:
         """Every tenant's turn in a thread of its own, one computing at a time (the baton), their rollouts decoded
         together (grpo_core.joint)."""
-        assert self._decoder is not None
+        assert self._work is not None
         if self._threads is None or self._thread_count < len(active):
             if self._threads is not None:
                 self._threads.shutdown()
             self._threads = ThreadPoolExecutor(max_workers=len(active), thread_name_prefix="pool-tenant")
             self._thread_count = len(active)
-        self._decoder.begin(len(active))
+        self._work.begin(len(active))
         futures = [self._threads.submit(self._turn_in_thread, tenant) for tenant in active]
         return [f.result() for f in futures]
 
     def _turn_in_thread(self, tenant: _Tenant) -> TrainResult | Exception | None:
-        assert self._decoder is not None
+        assert self._work is not None
         # a thread's current CUDA device starts at 0: the tenant's work follows the pool's device
         device = torch.cuda.device(self.placement.device) if self.placement.is_cuda else contextlib.nullcontext()
         with self._baton, device:
             try:
                 return self._turn(tenant)
             finally:
-                self._decoder.end()  # the others may be waiting for this turn to sample or end
+                self._work.end()  # the others may be waiting for this turn to sample or end
 
     def _turn(self, tenant: _Tenant) -> TrainResult | Exception | None:
         """The tenant's next optimizer step on its own values; its result when it finished or failed (its failure
