@@ -239,7 +239,7 @@ def _token_forward(self: Any, x: Tensor) -> Tensor:
     the r columns of the token's own adapter: two matmuls whatever the number of adapters, and since M zeroes the
     other adapters' columns, each token's output and each adapter's gradient are its own. In the compute dtype
     (autocast's, else the base weight's), the fp32 leaves cast as ``LoRALinearFn``'s are."""
-    a, b, mask, scale = getattr(self, _TOKENS)
+    a, b, mask, casts, scale = getattr(self, _TOKENS)
     if x.dim() != 3 or x.shape[0] != 1 or x.shape[1] != mask.shape[1]:
         raise ValueError(f"token adapters need one packed sequence of {mask.shape[1]} tokens, not {tuple(x.shape)}")
     device = x.device.type
@@ -249,7 +249,9 @@ def _token_forward(self: Any, x: Tensor) -> Tensor:
     with torch.autocast(device, enabled=False) if autocast else contextlib.nullcontext():
         x = x.to(dtype)
         out = F.linear(x, self.base_layer.weight.to(dtype), None if bias is None else bias.to(dtype))
-        u = (x @ a.to(dtype).t()) * mask.to(dtype)
+        if dtype not in casts:  # once per pass and dtype, for every layer of this rank
+            casts[dtype] = mask.to(dtype)
+        u = (x @ a.to(dtype).t()) * casts[dtype]
         y: Tensor = out + (u @ b.to(dtype).t()) * scale
         return y
 
@@ -290,8 +292,9 @@ def token_adapters(
         raise ValueError(f"{len(counts)} token counts for {len(adapters)} adapters")
     where = {id(p): i for i, p in enumerate(slot)}
     device = slot[0].device
-    owner = torch.repeat_interleave(torch.arange(len(counts), device=device), torch.tensor(counts, device=device))
-    masks: dict[int, Tensor] = {}
+    repeats = torch.tensor(counts, device=device)  # output_size: no wait for the device to count the tokens
+    owner = torch.repeat_interleave(torch.arange(len(counts), device=device), repeats, output_size=sum(counts))
+    masks: dict[int, tuple[Tensor, dict[torch.dtype, Tensor]]] = {}  # rank -> the mask, and its casts
     leaves = []
     try:
         for layer in switch.layers:
@@ -301,8 +304,8 @@ def token_adapters(
             b = torch.cat([values[ib] for values in adapters], dim=1).detach().requires_grad_()
             r = a.shape[0] // len(adapters)
             if r not in masks:  # (1, T, n·r): token t's own adapter's r columns
-                masks[r] = (owner.unsqueeze(1) == torch.arange(a.shape[0], device=device) // r).unsqueeze(0)
-            setattr(layer, _TOKENS, (a, b, masks[r], float(layer.scaling[name])))
+                masks[r] = ((owner.unsqueeze(1) == torch.arange(a.shape[0], device=device) // r).unsqueeze(0), {})
+            setattr(layer, _TOKENS, (a, b, *masks[r], float(layer.scaling[name])))
             leaves.append((ia, ib, a, b, r))
         switch.tokens = True
         yield TokenAdapters(leaves, len(slot))

@@ -243,10 +243,17 @@ class MicroBatch:
 
 
 def micro_batch(
-    ro: Rollout, adv: Tensor, idx: Tensor, path: UpdatePath, device: torch.device, dtype: torch.dtype
+    ro: Rollout,
+    adv: Tensor,
+    idx: Tensor,
+    path: UpdatePath,
+    device: torch.device,
+    dtype: torch.dtype,
+    args: tuple[Tensor, ...] | None = None,
 ) -> MicroBatch:
-    """Rows ``idx`` of the host rollout ``ro`` as a ``MicroBatch`` on ``device``."""
-    args = micro_args(ro, idx)
+    """Rows ``idx`` of the host rollout ``ro`` as a ``MicroBatch`` on ``device``; ``args``: their ``micro_args``,
+    when the caller has them already."""
+    args = micro_args(ro, idx) if args is None else args
     sampling = None if ro.sampling_logp is None else ro.sampling_logp[idx, : args[2].shape[1]]
     return MicroBatch(
         args=tuple(to_device(t, device) for t in args),

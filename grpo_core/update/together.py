@@ -140,7 +140,7 @@ def policy_updates_together(
         for idx, counts in scheduled:
             args = micro_args(ro, idx)
             packed = pack(*args, share_prefix=p.path.share_prefix) if bool(args[3].any()) else None
-            items.append(_Item(k, micro_batch(ro, adv, idx, padded, device, dtype), packed, counts))
+            items.append(_Item(k, micro_batch(ro, adv, idx, padded, device, dtype, args), packed, counts))
     for item in items:
         if item.pack is None:  # nothing to learn: its zero loss counted, as a pass of it alone counts it
             out, _ = loss_of(item.mb, _zeros(item.mb), None, None, parts[item.part].cfg, tenants[item.part].step, None)
