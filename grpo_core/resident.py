@@ -21,6 +21,7 @@ from W). Lazily, because a pool whose tenants sample together (grpo_core.joint) 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,7 +140,7 @@ class Resident:
             p.grad = None
         self.holder = None
 
-    def give_grads(self, owner: object, grads: list[Tensor]) -> None:
+    def give_grads(self, owner: object, grads: Sequence[Tensor | None]) -> None:
         """Gradients computed for ``owner`` away from the slot (a pool's joint update, grpo_core.update.together): into
         the slot when it holds it, else with its snapshot, where ``hold`` puts them back."""
         if self.holder is owner:
@@ -147,6 +148,14 @@ class Resident:
                 p.grad = g
         else:
             self.parked[id(owner)].grads = list(grads)
+
+    @torch.no_grad()
+    def add_grads(self, owner: object, grads: list[Tensor | None]) -> None:
+        """Gradients computed for ``owner`` away from the slot added to those it has accumulated, wherever they are
+        (a training-API run's gradients add up across its calls until its optimizer step)."""
+        have = [p.grad for p in self.slot] if self.holder is owner else self.parked[id(owner)].grads
+        pairs = zip(have, grads, self.slot, strict=True)
+        self.give_grads(owner, [h if g is None else g.to(s.dtype) if h is None else h + g for h, g, s in pairs])
 
     def values_of(self, owner: object) -> list[Tensor]:
         """``owner``'s adapter values in slot order, wherever they are now (the slot, or its snapshot)."""

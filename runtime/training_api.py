@@ -148,6 +148,11 @@ class CreateModel(BaseModel):
     seed: int
     train_mlp: bool = True
     train_attn: bool = True
+    exact: bool = Field(
+        False,
+        description="Its forward_backward calls compute alone, bit for bit as on a worker of its own, never in a "
+        "pass shared with other runs' (grpo_core.training_api.together; the SDK's user_metadata pool_exact).",
+    )
 
 
 class LoadWeights(BaseModel):

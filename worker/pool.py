@@ -101,6 +101,17 @@ def pool_slots(settings: WorkerSettings) -> int:
     return 4 if torch.cuda.is_available() else 1
 
 
+def works_together(settings: WorkerSettings) -> bool:
+    """Whether pooled training-API sessions' forward_backward calls pending at once share passes
+    (grpo_core.training_api.together): POOL_SAMPLE_TOGETHER, else on a GPU (grpo_core.pool.sample_together's
+    reason: a small pass is launch-bound there, compute-bound on a CPU)."""
+    if settings.pool_sample_together is not None:
+        return settings.pool_sample_together
+    import torch
+
+    return torch.cuda.is_available()
+
+
 class PoolRun:
     """One worker process's work from a doorbell: a job alone, or a pool of jobs in turn."""
 

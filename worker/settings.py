@@ -36,9 +36,10 @@ class WorkerSettings(CommonSettings):
     pool_sample_together: bool | None = Field(
         None,
         description="A pool of jobs decodes its tenants' rollouts in one pass and runs their updates in shared "
-        "passes, each row and token through its own adapter (equal to each job alone within rounding; a job with "
-        "pool_exact works alone); unset: on a GPU, not on a CPU (where the arithmetic grows with the rows and "
-        "working together saves nothing).",
+        "passes, and a pool of training-API sessions runs the forward_backward calls pending at once in shared "
+        "passes, each row and token through its own adapter (equal to each alone within rounding; a job with "
+        "pool_exact, a run with user_metadata pool_exact, works alone); unset: on a GPU, not on a CPU (where the "
+        "arithmetic grows with the rows and working together saves nothing).",
     )
     training_sample_batch: int = Field(
         32,

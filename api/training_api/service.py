@@ -287,6 +287,7 @@ def create_run(
         seed=int(seed) if seed is not None else 0,
         train_mlp=bool(lora.get("train_mlp", True)),
         train_attn=bool(lora.get("train_attn", True)),
+        exact=pool_exact(user_metadata),
     )
     db.add(
         TrainingRun(
@@ -299,6 +300,16 @@ def create_run(
         )
     )
     return enqueue(db, queue, settings, session, rid, create)
+
+
+def pool_exact(user_metadata: dict[str, Any] | None) -> bool:
+    """Whether a new training run asks to compute alone on a pooled worker, bit for bit as on one of its own
+    (``user_metadata["pool_exact"]``: the ``tinker`` SDK's ``create_lora_training_client`` takes string metadata)."""
+    value = (user_metadata or {}).get("pool_exact")
+    text = str(value).strip().lower() if value is not None else "false"
+    if text not in ("true", "false", "1", "0"):
+        raise InvalidRequest(f"pool_exact is {value!r}: say \"true\" or \"false\"", param="user_metadata.pool_exact")
+    return text in ("true", "1")
 
 
 def get_run(db: Session, project_id: str, rid: str) -> TrainingRun:
@@ -380,6 +391,7 @@ def load_weights(
         seed=int(lora.get("seed", 0)),
         train_mlp=bool(lora.get("train_mlp", True)),
         train_attn=bool(lora.get("train_attn", True)),
+        exact=pool_exact(body.user_metadata),
     )
     if db.get(TrainingRun, rid) is None:
         db.add(

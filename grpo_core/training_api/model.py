@@ -93,7 +93,7 @@ class ForwardResult:
     metrics: dict[str, float]  # the loss's metrics over the whole batch (grpo_core.training_api.losses)
 
 
-def _micro_batches(lengths: list[int], budget: int, *, packed: bool) -> list[list[int]]:
+def micro_batches(lengths: list[int], budget: int, *, packed: bool) -> list[list[int]]:
     """Datum indices grouped, shortest first, so that a micro-batch's tokens (``packed``: their sum; padded: rows ×
     longest) stay within ``budget`` (a longer datum runs alone)."""
     batches: list[list[int]] = []
@@ -117,7 +117,8 @@ class TrainingModel:
     ``base_name``: what the saved adapter names as its base model (default grpo_core.models.catalog's).
     ``shared``: the base models resident for several runs (grpo_core.training_api.shared): this run's adapter takes
     the slot of the base it fits before each call that reads or writes it (``hold``), with the same results as
-    alone; without it the run loads a base of its own."""
+    alone; without it the run loads a base of its own. ``exact``: its calls always compute alone, bit for bit as a
+    run on a base of its own, never in a pass shared with other runs' (grpo_core.training_api.together)."""
 
     def __init__(
         self,
@@ -132,6 +133,7 @@ class TrainingModel:
         base_name: str | None = None,
         micro_batch_tokens: int = MICRO_BATCH_TOKENS,
         shared: SharedBases | None = None,
+        exact: bool = False,
     ) -> None:
         place = resolve_device(device)
         self.precision, _ = resolve_precision(precision, place)
@@ -144,6 +146,7 @@ class TrainingModel:
             self.base = shared.enter(self, model_dir, cfg, seed, base_name)
             self.model, self.tokenizer = self.base.model, self.base.tokenizer
         self.model_dir, self.rank, self.micro_batch_tokens = model_dir, rank, micro_batch_tokens
+        self.exact = exact  # its forward_backward calls never share a pass with other runs' (training_api.together)
         self.params = list(self.base.slot) if self.base else [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = self._new_optimizer()
         self.version = 0  # +1 per optim_step and load_state: which weights are resident
@@ -166,7 +169,7 @@ class TrainingModel:
         """AdamW over the adapter; its hyperparameters are set by each ``optim_step``."""
         return torch.optim.AdamW(self.params, lr=0.0)
 
-    def _autocast(self) -> Any:
+    def autocast(self) -> Any:
         """bf16 autocast in that precision; without its weight cache under graphs, which would replay a stale cast."""
         bf16 = self.precision == "bf16"
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16, cache_enabled=not self.captured)
@@ -194,19 +197,19 @@ class TrainingModel:
         self, data: list[Datum], loss_fn: str, config: dict[str, float], backward: bool
     ) -> ForwardResult:
         spec = loss_spec(loss_fn)
-        inputs = [self._inputs(spec.name, d, config) for d in data]
+        inputs = [self.loss_inputs(spec.name, d, config) for d in data]
         lengths = [len(d.tokens) for d in data]
         out: list[Tensor] = [torch.empty(0, device=HOST)] * len(data)
-        for idx in _micro_batches(lengths, self.micro_batch_tokens, packed=self.packed):
+        for idx in micro_batches(lengths, self.micro_batch_tokens, packed=self.packed):
             batch = {k: torch.cat([inputs[i][k] for i in idx]).to(self.device) for k in spec.inputs}
-            with torch.set_grad_enabled(backward), self._autocast(), attention_kernels(self.device.type, self.packed):
+            with torch.set_grad_enabled(backward), self.autocast(), attention_kernels(self.device.type, self.packed):
                 logp = self._logprobs([data[i] for i in idx])  # (N,)
                 loss = loss_of(loss_fn, logp, batch, config, [lengths[i] for i in idx]).loss if backward else None
             if loss is not None:
                 if not torch.isfinite(loss):
                     raise UserError(
-                        f"the {loss_fn} loss of datums {idx} is not finite ({float(loss)}): check their logprobs "
-                        "and advantages (a sampler log-prob of -inf or a huge advantage); no gradient was added"
+                        f"the {loss_fn} loss of datums {idx} is not finite ({float(loss.detach())}): check their "
+                        "logprobs and advantages (a sampler log-prob of -inf, a huge advantage); no gradient was added"
                     )
                 with attention_kernels(self.device.type, self.packed):
                     torch.autograd.backward(loss)
@@ -233,7 +236,7 @@ class TrainingModel:
         mask = width.unsqueeze(0) < torch.tensor(lengths, device=self.device).unsqueeze(1)
         return target_logprobs(self.model, ids, right_padded(targets, 0).to(self.device), mask)
 
-    def _inputs(self, loss_fn: str, datum: Datum, config: dict[str, float]) -> dict[str, Tensor]:
+    def loss_inputs(self, loss_fn: str, datum: Datum, config: dict[str, float]) -> dict[str, Tensor]:
         """Every input of the loss for ``datum`` as a host tensor, an optional one left out filled with its
         default (so a batch's datums concatenate whichever of them gave it)."""
         spec = loss_spec(loss_fn)

@@ -9,8 +9,9 @@ Parameter objects (AdamW keys its state by parameter, per optimizer), its own ve
 
 Exactness: a run holding the slot computes with exactly the values, gradients and RNG states it would have alone,
 with the same kernels, so its results never depend on which other runs share the base
-(tests/unit/test_training_shared.py holds them bit-identical to runs alone). Runs take turns; nothing of two runs
-is computed in one pass here.
+(tests/unit/test_training_shared.py holds them bit-identical to runs alone). Runs take turns here; calls of several
+runs computed in one pass are grpo_core.training_api.batched's (sampling) and grpo_core.training_api.together's
+(forward_backward), equal to each run alone within rounding.
 
 Not thread-safe: the caller runs one request at a time on a ``SharedBases`` (worker.training_api.pool holds a lock).
 """
@@ -71,6 +72,11 @@ class SharedBase:
         """``run``'s adapter values in slot order, wherever they are now: what a decode with one adapter per row
         reads (grpo_core.training_api.batched)."""
         return self.resident.values_of(run)
+
+    def add_grads(self, run: object, grads: list[Tensor | None]) -> None:
+        """Gradients computed for ``run`` in a pass shared with other runs (grpo_core.training_api.together), added to
+        those it has accumulated since its last optimizer step, wherever they are."""
+        self.resident.add_grads(run, grads)
 
     def leave(self, run: object) -> bool:
         """``run`` is done with the base; True when it was the last and the base was freed."""

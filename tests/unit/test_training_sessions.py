@@ -361,3 +361,18 @@ def test_a_pool_claims_the_longest_waiting_session_of_a_base_it_holds(
     refused = client.post("/internal/training/sessions/claim-next", json={"worker_id": "w", "claim_id": "c"},
                           headers=WORKER)  # fmt: skip
     assert refused.status_code == 422
+
+
+def test_a_run_asks_to_compute_alone_through_its_metadata_and_a_bad_value_is_refused(client: TestClient) -> None:
+    """``user_metadata={"pool_exact": "true"}`` (the SDK's create_lora_training_client takes string metadata) reaches
+    the worker's create request as ``exact``; a value that is not a yes or no is a 400 naming it, nothing stored."""
+    sid = client.post(f"{API}/create_session", json={}, headers=H).json()["session_id"]
+    body = {"session_id": sid, "model_seq_id": 0, "base_model": TINY_ID, "lora_config": {"rank": 4}}
+    bad = client.post(f"{API}/create_model", json={**body, "user_metadata": {"pool_exact": "maybe"}}, headers=H)
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "user_metadata.pool_exact", bad.text
+    assert client.get(f"{API}/training_runs/{sid}:train:0", headers=H).status_code == 404  # nothing half-stored
+    made = client.post(f"{API}/create_model", json={**body, "user_metadata": {"pool_exact": "true"}}, headers=H)
+    assert made.status_code == 200, made.text
+    assert internal(client, sid, "claim", {"worker_id": "w", "claim_id": "c-1"}).status_code == 200
+    create = take(client, sid)["request"]
+    assert create["kind"] == "create_model" and create["exact"] is True

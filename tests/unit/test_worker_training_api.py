@@ -125,3 +125,70 @@ def test_sessions_on_one_worker_sample_their_runs_in_one_decode(tmp_path: Path, 
     for r in runners:
         r.resident.free(release_cache=False)
     assert len(seat.shared) == 0
+
+
+def test_sessions_on_one_worker_share_the_passes_of_their_forward_backward_calls(
+    tmp_path: Path, catalog_dir: Path, monkeypatch: Any
+) -> None:
+    """Two sessions in one seat that works together (POOL_SAMPLE_TOGETHER): forward_backward calls both queue while
+    the device is busy run in shared passes when it frees (grpo_core.training_api.together), each billed its
+    tokens' share of their seconds; a run created with ``exact`` computes alone in the same batch."""
+    import threading
+    import time
+
+    from grpo_core.training_api import together
+    from worker.training_api.session import Seat
+
+    shared_passes: list[int] = []
+    real = together.forward_backward_together
+    monkeypatch.setattr(
+        together, "forward_backward_together", lambda calls: shared_passes.append(len(calls)) or real(calls)
+    )
+    settings = WorkerSettings(state_dir=tmp_path, worker_token="t", model_catalog_dir=catalog_dir)
+    seat = Seat(pooled=True, together=True)
+    runners = [SessionRunner(f"sess-{n}", settings, seat=seat) for n in (1, 2, 3)]
+    tokens = [[1, 3, 13, 3], [1, 4, 13, 4, 14, 6, 0, 2], [1, 5, 5]]
+    items = []
+    for n, (r, seq) in enumerate(zip(runners, tokens, strict=True), start=1):
+        r.work.mkdir(parents=True)
+        create = {"base": {"id": TINY_ID}, "rank": 4, "seed": n, "exact": n == 3}
+        assert do(r, "create_model", create, f"sess-{n}:train:0").error is None
+        data = {"tokens": seq[:-1], "inputs": {"target_tokens": seq[1:], "weights": [1.0] * (len(seq) - 1)}}
+        request = tc.parse_request({"kind": "forward_backward", "loss_fn": "cross_entropy", "data": [data]})
+        items.append(tc.WorkItem(id=f"req-{n}", target=f"sess-{n}:train:0", request=request))
+    assert len(seat.shared) == 1
+    posts: dict[int, tc.ResultPost] = {}
+    with seat.device:  # the device busy: the three sessions' calls queue
+        threads = [
+            threading.Thread(target=lambda i=i: posts.__setitem__(i, runners[i].execute(items[i]))) for i in range(3)
+        ]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while len(seat._waiting) < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    for t in threads:
+        t.join(timeout=60)
+    assert shared_passes == [2]  # sess-1's and sess-2's runs in shared passes; sess-3's (exact) alone
+    for i in range(3):
+        assert posts[i].error is None and isinstance(posts[i].result, tc.ForwardBackwardResult), posts[i]
+    seconds = [posts[i].device_seconds for i in range(3)]
+    assert seconds[0] > 0 and seconds[1] / seconds[0] == pytest.approx(7 / 3)  # one batch, billed by tokens
+    alone = SessionRunner("sess-9", settings)  # each call again on a worker alone: the same within rounding
+    alone.work.mkdir(parents=True)
+    try:
+        for n in (1, 2, 3):
+            create = {"base": {"id": TINY_ID}, "rank": 4, "seed": n}
+            assert do(alone, "create_model", create, f"sess-9:train:{n}").error is None
+            mine = alone.execute(tc.WorkItem(id=f"again-{n}", target=f"sess-9:train:{n}", request=items[n - 1].request))
+            assert isinstance(mine.result, tc.ForwardBackwardResult)
+            got = posts[n - 1].result
+            assert isinstance(got, tc.ForwardBackwardResult)
+            if n == 3:  # exact: bit for bit
+                assert got == mine.result
+            assert got.logprobs[0] == pytest.approx(mine.result.logprobs[0], abs=1e-5)
+    finally:
+        alone.resident.free(release_cache=False)
+        for r in runners:
+            r.resident.free(release_cache=False)

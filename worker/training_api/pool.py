@@ -26,7 +26,7 @@ import uuid
 
 from runtime import training_api as tc
 from worker.client import InternalClient
-from worker.pool import FILL_EVERY, pool_slots
+from worker.pool import FILL_EVERY, pool_slots, works_together
 from worker.settings import WorkerSettings
 from worker.training_api.session import Seat, SessionRunner, worker_id
 
@@ -39,7 +39,7 @@ class SessionPool:
     def __init__(self, session_id: str, settings: WorkerSettings) -> None:
         self.session_id, self.settings = session_id, settings
         self.slots = pool_slots(settings)
-        self.seat = Seat(pooled=self.slots > 1)
+        self.seat = Seat(pooled=self.slots > 1, together=self.slots > 1 and works_together(settings))
         self.runners: dict[str, tuple[SessionRunner, threading.Thread]] = {}
 
     def run(self) -> None:

@@ -31,9 +31,10 @@ from worker.checkpoints import Pack, pack_adapter, pack_checkpoint, unpack, uplo
 from worker.settings import WorkerSettings
 
 if TYPE_CHECKING:
-    from grpo_core.training_api.model import TrainingModel
+    from grpo_core.training_api.model import ForwardResult, TrainingModel
     from grpo_core.training_api.sampling import SampleCall, SampleOutput, Sampler
     from grpo_core.training_api.shared import SharedBases
+    from grpo_core.training_api.together import Call
 
 # An RL loop makes a sampling client per step (save_weights_and_get_sampling_client): the newest this many keep
 # their weights on the worker's disk; sampling an older one is an error that says to name the save instead.
@@ -91,13 +92,15 @@ class Resident:
         return tc.LoadWeightsResult()
 
     def forward_backward(self, request: tc.ForwardBackward, target: str) -> tc.ForwardBackwardResult:
+        return fb_result(self.fb_call(request, target).alone())
+
+    def fb_call(self, request: tc.ForwardBackward, target: str) -> Call:
+        """``request`` as a call of its run (which may share passes with other runs', forward_backward_jointly)."""
         from grpo_core.training_api.spec import Datum
+        from grpo_core.training_api.together import Call
 
         data = [Datum(tokens=d.tokens, inputs=d.inputs) for d in request.data]
-        out = self._run(target).forward_backward(
-            data, request.loss_fn, request.config, backward=not request.forward_only
-        )
-        return tc.ForwardBackwardResult(logprobs=list(out.logprobs), metrics=dict(out.metrics))
+        return Call(self._run(target), data, request.loss_fn, request.config, backward=not request.forward_only)
 
     def optim_step(self, request: tc.OptimStep, target: str) -> tc.OptimStepResult:
         a = request.adam
@@ -148,6 +151,7 @@ class Resident:
             train_mlp=create.train_mlp,
             train_attn=create.train_attn,
             shared=self.shared,
+            exact=create.exact,
         )
         return self.runs[run_id]
 
@@ -295,3 +299,27 @@ def sample_jointly(work: list[tuple[Resident, list[tc.Sample]]]) -> list[list[tc
         by_session.append(flat[start : start + len(requests)])
         start += len(requests)
     return by_session
+
+
+def fb_result(out: ForwardResult) -> tc.ForwardBackwardResult:
+    return tc.ForwardBackwardResult(logprobs=list(out.logprobs), metrics=dict(out.metrics))
+
+
+def forward_backward_jointly(
+    work: list[tuple[Resident, str, tc.ForwardBackward]],
+) -> list[tc.ForwardBackwardResult | Exception]:
+    """The forward_backward requests of several sessions on this worker (each with its Resident and its target
+    run), in passes shared by the runs that can share them (grpo_core.training_api.together); each request's result
+    or the exception that failed it alone."""
+    from grpo_core.training_api.together import forward_backward_jointly as compute
+
+    out: list[tc.ForwardBackwardResult | Exception | None] = [None] * len(work)
+    calls: list[tuple[int, Call]] = []
+    for i, (resident, target, request) in enumerate(work):
+        try:
+            calls.append((i, resident.fb_call(request, target)))
+        except Exception as exc:  # its run is not on this worker: it fails alone
+            out[i] = exc
+    for (i, _), result in zip(calls, compute([c for _, c in calls]), strict=True):
+        out[i] = result if isinstance(result, Exception) else fb_result(result)
+    return [o for o in out if o is not None]

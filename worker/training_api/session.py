@@ -21,8 +21,9 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grpo_core.errors import UserError
 from runtime import training_api as tc
@@ -150,6 +151,10 @@ class SessionRunner:
     def execute(self, item: tc.WorkItem) -> tc.ResultPost:
         """Run one request; a user's mistake the API could not see (a token beyond the vocabulary) fails it as
         ``user``, anything else as ``server``; the session goes on either way."""
+        if self.seat.together and isinstance(item.request, tc.ForwardBackward):
+            out, share = self.seat.forward_backward(self.resident, item.target or "", item.request)
+            log.info("session %s: forward_backward in %.2f s of passes shared", self.session_id, share)
+            return self._post(item, out, share)
         with self.seat.device:
             started = time.perf_counter()
             try:
@@ -196,12 +201,14 @@ class Seat:
     """What a session's runner shares with the other sessions on this worker: the base models resident for their
     training runs, and the device, which runs one request at a time (a lock: whatever is pending runs as soon as
     it is free). A runner alone has a seat of its own; ``pooled``: the worker serves several sessions at once
-    (worker.training_api.pool), so each is billed the seconds its requests held the device, not its lease."""
+    (worker.training_api.pool), so each is billed the seconds its requests held the device, not its lease.
+    ``together``: the sessions' forward_backward calls pending at once share passes (POOL_SAMPLE_TOGETHER)."""
 
     shared: SharedBases = field(default_factory=_shared_bases)
     device: threading.Lock = field(default_factory=threading.Lock)
     pooled: bool = False
-    _waiting: list[_SampleWork] = field(default_factory=list)  # sample work queued for the device
+    together: bool = False
+    _waiting: list[_Queued] = field(default_factory=list)  # work queued for the device
     _queue: threading.Lock = field(default_factory=threading.Lock)
 
     def sample(self, resident: Resident, requests: list[tc.Sample]) -> tuple[list[tc.SampleResult | Exception], float]:
@@ -212,31 +219,61 @@ class Seat:
         device was busy runs as soon as it frees."""
         from worker.training_api.resident import sample_jointly
 
-        work = _SampleWork(resident, requests)
+        def decode(batch: list[_Queued]) -> list[Any]:
+            try:
+                return list(sample_jointly([(w.resident, w.payload) for w in batch]))
+            except Exception as exc:  # the decode's boundary: these requests fail, the sessions go on
+                return [[exc] * len(w.payload) for w in batch]
+
+        work = self._run(_Queued("sample", resident, requests, float(len(requests))), decode)
+        return work.result, work.held
+
+    def forward_backward(
+        self, resident: Resident, target: str, request: tc.ForwardBackward
+    ) -> tuple[tc.ForwardBackwardResult | Exception, float]:
+        """``request``'s result (or what failed it) and the seconds billed to it: whoever holds the device next runs
+        every session's forward_backward queued by then, in passes shared by runs that can share them
+        (worker.training_api.resident.forward_backward_jointly), the seconds split by the calls' tokens."""
+        from worker.training_api.resident import forward_backward_jointly
+
+        def compute(batch: list[_Queued]) -> list[Any]:
+            try:
+                return list(forward_backward_jointly([(w.resident, *w.payload) for w in batch]))
+            except Exception as exc:  # the passes' boundary: these requests fail, the sessions go on
+                return [exc] * len(batch)
+
+        tokens = float(sum(len(d.tokens) for d in request.data))
+        work = self._run(_Queued("forward_backward", resident, (target, request), max(tokens, 1.0)), compute)
+        return work.result, work.held
+
+    def _run(self, work: _Queued, compute: Callable[[list[_Queued]], list[Any]]) -> _Queued:
+        """``work`` done: by this thread, with every work of its kind queued by the time it holds the device
+        (``compute``: one result per work, never raising), or by another thread that took it along."""
         with self._queue:
             self._waiting.append(work)
         with self.device:
-            if not work.done:  # nobody took it meanwhile: this thread decodes everything queued
+            if not work.done:  # nobody took it meanwhile: this thread runs everything of its kind queued
                 with self._queue:
-                    batch, self._waiting = self._waiting, []
+                    batch = [w for w in self._waiting if w.kind == work.kind]
+                    self._waiting = [w for w in self._waiting if w.kind != work.kind]
                 started = time.perf_counter()
-                try:
-                    outs = sample_jointly([(w.resident, w.requests) for w in batch])
-                except Exception as exc:  # the decode's boundary: these requests fail, the sessions go on
-                    outs = [[exc] * len(w.requests) for w in batch]
+                outs = compute(batch)
                 held = time.perf_counter() - started
-                total = sum(len(w.requests) for w in batch)
+                total = sum(w.weight for w in batch)
                 for w, out in zip(batch, outs, strict=True):
-                    w.results, w.held, w.done = out, held * len(w.requests) / total, True
-        return work.results, work.held
+                    w.result, w.held, w.done = out, held * w.weight / total, True
+        return work
 
 
-@dataclass
-class _SampleWork:
-    """One session's sample requests waiting for the device, and once decoded, their results."""
+@dataclass(eq=False)
+class _Queued:
+    """One session's work waiting for the device (``kind``: what it can share a batch with; ``weight``: its part of
+    the batch's seconds), and once done, its result and its seconds."""
 
+    kind: str
     resident: Resident
-    requests: list[tc.Sample]
-    results: list[tc.SampleResult | Exception] = field(default_factory=list)
+    payload: Any
+    weight: float
+    result: Any = None
     held: float = 0.0
     done: bool = False
