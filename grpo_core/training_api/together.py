@@ -76,6 +76,7 @@ def forward_backward_jointly(calls: Sequence[Call]) -> list[ForwardResult | Exce
         groups.setdefault(("alone", i) if key is None else key, []).append(i)
     for idx in groups.values():
         if len({id(calls[i].run) for i in idx}) > 1:
+            log.info("forward_backward calls of %d runs in shared passes", len(idx))
             for i, result in zip(idx, forward_backward_together([calls[i] for i in idx]), strict=True):
                 out[i] = result
             continue

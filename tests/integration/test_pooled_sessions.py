@@ -1,11 +1,13 @@
 """Training-API sessions pooled on one worker process (worker.training_api.pool, grpo_core.training_api.shared),
 driven by the official ``tinker`` SDK on the real stack: the API, Postgres, Redis, moto's S3 and one Celery worker
-(concurrency 1) with POOL_TENANTS=2.
+(concurrency 1) with POOL_TENANTS=3 and POOL_SAMPLE_TOGETHER on.
 
-Two projects' sessions train one run each at the same time on the one worker: the second session could not be
-served before the first closes unless the worker pools them. Each run's losses and final log-probs are bit-identical
-(fp32) to the same run trained later alone on the same worker; each session is billed the seconds its requests held
-the device, not the wall clock they shared."""
+Three sessions of two projects train one run each at the same time on the one worker, their calls sent at once: the
+later sessions could not be served before the first closes unless the worker pools them, and forward_backward calls
+pending together share passes (grpo_core.training_api.together). Each run's losses and final log-probs equal the
+same run trained later alone on the same worker: within the stated rounding bound, and bit for bit (fp32) for the
+run created with ``user_metadata={"pool_exact": "true"}``. Each session is billed the seconds its requests held the
+device, not the wall clock they shared."""
 
 from __future__ import annotations
 
@@ -40,7 +42,17 @@ def datum(tokens: list[int]) -> types.Datum:
 DATA = {
     "a": [datum([1, 3, 13, 3, 14, 4, 0]), datum([1, 4, 13, 4, 14, 6, 0])],
     "b": [datum([1, 5, 13, 5, 14, 8, 0]), datum([1, 9, 9, 13, 2, 0])],
+    "c": [datum([1, 6, 13, 6, 14, 12, 0])],
 }
+SEEDS = {"a": 3, "b": 4, "c": 5}
+KEYS = {"a": "team-a", "b": "team-b", "c": "team-a"}
+EXACT = {"c"}  # asks to compute alone (user_metadata pool_exact)
+# A run whose calls may share passes, against the run alone (fp32), after STEPS steps: each call agrees within 1e-5
+# (tests/unit/test_training_together.py), but AdamW at eps 1e-12 turns rounding in a near-zero gradient entry into a
+# step of the full learning rate, so the runs drift apart (in runs here, up to 1.4e-4 relative in a loss and 0.011 in a
+# log-prob, where their calls shared passes).
+LOSS_BOUND = 1e-3  # relative
+LOGPROB_BOUND = 0.05
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +62,8 @@ def stack(
     os.environ.setdefault("TINKER_TELEMETRY", "0")
     with fresh_database() as pg_url:
         env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
-        env |= {"POOL_TENANTS": "2", "TRAINING_IDLE_TIMEOUT_SECONDS": "120", "TINKER_TELEMETRY": "0"}
+        env |= {"POOL_TENANTS": "3", "POOL_SAMPLE_TOGETHER": "true", "TRAINING_IDLE_TIMEOUT_SECONDS": "120"}
+        env |= {"TINKER_TELEMETRY": "0"}
         with running_api(env, logs_dir) as s:
             keys = {name: s.project_key(name)[1] for name in ("team-a", "team-b")}
             s.start_worker()
@@ -60,10 +73,13 @@ def stack(
 class Trainer:
     """One session and its training run, stepped a call at a time."""
 
-    def __init__(self, s: Stack, key: str, seed: int, data: list[types.Datum]) -> None:
-        self.sc = tinker.ServiceClient(base_url=s.url, api_key=f"tml-{key}")
-        self.tc = self.sc.create_lora_training_client(base_model=TINY_ID, rank=8, seed=seed).result(timeout=120)
-        self.data = data
+    def __init__(self, s: Stack, keys: dict[str, str], name: str) -> None:
+        self.sc = tinker.ServiceClient(base_url=s.url, api_key=f"tml-{keys[KEYS[name]]}")
+        meta = {"pool_exact": "true"} if name in EXACT else None
+        self.tc = self.sc.create_lora_training_client(
+            base_model=TINY_ID, rank=8, seed=SEEDS[name], user_metadata=meta
+        ).result(timeout=120)
+        self.data = DATA[name]
         self.losses: list[float] = []
 
     @property
@@ -71,9 +87,7 @@ class Trainer:
         return self.tc.model_id.rsplit(":train:", 1)[0]
 
     def step(self) -> None:
-        fb = self.tc.forward_backward(self.data, "cross_entropy")
-        self.tc.optim_step(ADAM).result(timeout=120)
-        self.losses.append(float(fb.result(timeout=120).metrics["loss:sum"]))
+        step_together([self])
 
     def logprobs(self) -> list[list[float]]:
         out = self.tc.forward(self.data, "cross_entropy").result(timeout=120)
@@ -82,6 +96,15 @@ class Trainer:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.sc.close("success").result(timeout=30)
+
+
+def step_together(trainers: list[Trainer]) -> None:
+    """One step of each trainer, every forward_backward sent before any result is awaited."""
+    fbs = [t.tc.forward_backward(t.data, "cross_entropy") for t in trainers]
+    steps = [t.tc.optim_step(ADAM) for t in trainers]
+    for t, fb, step in zip(trainers, fbs, steps, strict=True):
+        step.result(timeout=120)
+        t.losses.append(float(fb.result(timeout=120).metrics["loss:sum"]))
 
 
 def sessions(s: Stack, ids: list[str]) -> dict[str, sa.Row[tuple[str, str, bool, float]]]:
@@ -100,32 +123,36 @@ def sessions(s: Stack, ids: list[str]) -> dict[str, sa.Row[tuple[str, str, bool,
     return {r.id: r for r in rows}
 
 
-def test_two_sessions_share_one_worker_and_each_run_trains_as_alone(stack: tuple[Stack, dict[str, str]]) -> None:
+def test_three_sessions_share_one_worker_and_each_run_trains_as_alone(stack: tuple[Stack, dict[str, str]]) -> None:
     s, keys = stack
     started = time.monotonic()
-    a = Trainer(s, keys["team-a"], 3, DATA["a"])
-    b = Trainer(s, keys["team-b"], 4, DATA["b"])  # served while a holds the worker: only a pool can
+    trainers = {name: Trainer(s, keys, name) for name in DATA}  # served while a holds the worker: only a pool can
     try:
         for _ in range(STEPS):
-            a.step()
-            b.step()
-        pooled = {"a": (a.losses, a.logprobs()), "b": (b.losses, b.logprobs())}
+            step_together(list(trainers.values()))
+        pooled = {name: (t.losses, t.logprobs()) for name, t in trainers.items()}
         wall = time.monotonic() - started
     finally:
-        a.close()
-        b.close()
-    rows = sessions(s, [a.session_id, b.session_id])
-    assert rows[a.session_id].worker_id == rows[b.session_id].worker_id  # one worker process held both
-    for row in rows.values():  # billed what its requests held, not the wall clock both shared
+        for t in trainers.values():
+            t.close()
+    rows = sessions(s, [t.session_id for t in trainers.values()])
+    assert len({row.worker_id for row in rows.values()}) == 1  # one worker process held them all
+    for row in rows.values():  # billed what its requests held, not the wall clock they shared
         assert row.shared and 0 < row.device_seconds < wall, (row, wall)
-    assert pooled["a"][0][-1] < pooled["a"][0][0] and pooled["b"][0][-1] < pooled["b"][0][0]
+    for losses, _ in pooled.values():
+        assert losses[-1] < losses[0]
 
-    for name, seed, key in (("a", 3, "team-a"), ("b", 4, "team-b")):  # each run again, alone on the worker
-        alone = Trainer(s, keys[key], seed, DATA[name])
+    for name in DATA:  # each run again, alone on the worker
+        alone = Trainer(s, keys, name)
         try:
             for _ in range(STEPS):
                 alone.step()
-            assert (alone.losses, alone.logprobs()) == pooled[name], name  # bit for bit
+            if name in EXACT:
+                assert (alone.losses, alone.logprobs()) == pooled[name], name  # bit for bit
+            else:
+                assert alone.losses == pytest.approx(pooled[name][0], rel=LOSS_BOUND), name
+                for x, y in zip(alone.logprobs(), pooled[name][1], strict=True):
+                    assert x == pytest.approx(y, abs=LOGPROB_BOUND), name
         finally:
             alone.close()
         row = sessions(s, [alone.session_id])[alone.session_id]
