@@ -11,8 +11,10 @@ Each session is served as alone (worker.training_api.session.SessionRunner, in a
 renewals, its requests in order, its failures (a request fails alone; a session that fails or is lost ends alone).
 What they share is the ``Seat``: the resident bases, and the device, which runs one request at a time, whoever's
 is pending when it frees (no fixed cycle). A run's results do not depend on who shares the worker (a run holds the
-shared slot with exactly its own values: bit for bit as alone). Each session is billed the seconds its requests
-held the device (the claim says ``shared``), not the wall clock the sessions share.
+shared slot with exactly its own values: bit for bit as alone), beyond rounding where calls of several runs share a
+decode (sample calls) or passes (forward_backward calls, with POOL_SAMPLE_TOGETHER: worker.pool.works_together).
+Each session is billed the seconds its requests held the device (the claim says ``shared``), not the wall clock the
+sessions share.
 
 The pool ends when its last session ends; a pool of one slot is a session served as it always was.
 """
