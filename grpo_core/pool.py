@@ -125,6 +125,13 @@ class TurnPool:
         return len(self._active)
 
     @property
+    def baton(self) -> threading.Lock:
+        """The lock whoever computes on the resident holds: a tenant for its turn (but while it waits for work done
+        together), and anyone the pool lends its resident to (grpo_core.training_api.shared.SharedBases.lend) for
+        each of its calls."""
+        return self._baton
+
+    @property
     def joint_decodes(self) -> int:
         """Joint decodes of the tenants' rollouts so far (grpo_core.joint)."""
         return 0 if self._work is None else self._work.decodes
@@ -138,42 +145,54 @@ class TurnPool:
         """Build ``spec``'s run on the pool's policy (its first step waits for its turn); its index in ``results``.
         A tenant the pool cannot hold raises UserError; one whose build fails ends with that error as its result."""
         assert self._work is not None, "a pool is used as a context manager"
-        cfg = self._placed(spec.cfg)
+        cfg = self.placed(spec.cfg)
         key = check_tenant(cfg, spec.base_name, self._key)
-        world = World()
-        check_layout(cfg, spec.rows, world, None)
+        check_layout(cfg, spec.rows, World(), None)
         index = len(self.results)
         self.results.append(None)
         inputs = RunInputs(
             self.model_dir, spec.rows, spec.graders, spec.work_dir, spec.seed, spec.resume_from, spec.valid_rows,
             spec.base_name, spec.environment, self.sandbox_tier, None,
         )  # fmt: skip
-        cleanup = contextlib.ExitStack()
+        with self._baton:  # whoever the pool lends its resident to waits while the slot takes the new adapter
+            self._build(index, key, cfg, inputs, spec.callbacks)
+        return index
+
+    def _build(self, index: int, key: str, cfg: GRPOConfig, inputs: RunInputs, callbacks: Callbacks) -> None:
+        """The new tenant's run built on the resident (its adapter fresh or resumed in the slot), and seated; or its
+        build's error as its result."""
+        assert self._work is not None
+        world, cleanup = World(), contextlib.ExitStack()
         alone = self.resident.model is None  # the first tenant loads what the pool keeps
         engine = TenantEngine(self._work, object(), together=bool(self.together) and not cfg.pool_exact)
         self.resident.park()  # building the run fills the slot with the new tenant's adapter
         try:
-            main = MainRank(spec.callbacks, world, self.placement.device)
+            main = MainRank(callbacks, world, self.placement.device)
             run = build_run(cfg, inputs, self.placement, world, main, cleanup, self.resident, engine)
         except Exception as exc:  # the tenant's boundary: it ends with its error, the pool goes on
             cleanup.close()
             self.results[index] = exc
             if alone:  # what it loaded no other tenant holds: the next one starts clean
                 self.resident.close()
-            return index
+            return
         self._key = key
         run.update = engine.update  # its updates in passes shared with the others' when they may share them
         tenant = _Tenant(index, engine, run, turns(run), cleanup)
         self.resident.seat(engine.owner)
         self._active.append(tenant)
-        return index
 
     def round(self) -> list[tuple[int, TrainResult | Exception]]:
         """One turn of every tenant still training, in the order they came (in threads, their rollouts decoded
         together, when ``_joint``); a tenant that finishes or fails leaves the pool. What ended in this round:
         (index, its result or error)."""
         active = list(self._active)
-        outcomes = self._turns_together(active) if self._joint() else [self._turn(tenant) for tenant in active]
+        if self._joint():
+            outcomes = self._turns_together(active)
+        else:
+            outcomes = []
+            for tenant in active:
+                with self._baton:  # others on the resident (training-API runs lent it, ``baton``) wait
+                    outcomes.append(self._turn(tenant))
         ended: list[tuple[int, TrainResult | Exception]] = []
         for tenant, outcome in zip(active, outcomes, strict=True):
             if outcome is None:
@@ -181,8 +200,9 @@ class TurnPool:
             self.results[tenant.index] = outcome
             ended.append((tenant.index, outcome))
             self._active.remove(tenant)
-            self.resident.leave(tenant.engine.owner)
-            tenant.cleanup.close()
+            with self._baton:
+                self.resident.leave(tenant.engine.owner)
+                tenant.cleanup.close()
             if isinstance(outcome, Exception):
                 release_device_memory()
         return ended
@@ -239,7 +259,7 @@ class TurnPool:
             return exc
         return None
 
-    def _placed(self, cfg: GRPOConfig) -> GRPOConfig:
+    def placed(self, cfg: GRPOConfig) -> GRPOConfig:
         """The tenant's config on the pool's device and precision, sampling on the engine the pool shares, and
         (unless it asks) without captured update graphs: each tenant's graphs would hold a memory pool of their
         own, where tenants in turn hold one step's activations at a time."""

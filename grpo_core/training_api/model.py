@@ -39,7 +39,7 @@ from grpo_core.errors import UserError
 from grpo_core.hardware.device import HOST, release_device_memory, resolve_device, resolve_precision
 from grpo_core.policy import load_policy
 from grpo_core.rollout.batch import right_padded
-from grpo_core.schemas.config import GRPOConfig
+from grpo_core.schemas.config import GRPOConfig, LoraConfig
 from grpo_core.training_api.losses import loss_of
 from grpo_core.training_api.shared import SharedBases
 from grpo_core.training_api.spec import Datum, check_adam, check_batch, loss_spec
@@ -68,6 +68,18 @@ def target_modules(train_mlp: bool, train_attn: bool) -> list[str] | Literal["al
     if train_mlp:
         return list(MLP_MODULES)
     raise ValueError("train_mlp and train_attn are both false: the adapter would train nothing")
+
+
+def run_shape(lora: LoraConfig) -> tuple[int, bool, bool] | None:
+    """The (rank, train_mlp, train_attn) a training run is created with to have the adapter shape ``lora`` (a job's:
+    the run may then share a pool's resident, grpo_core.training_api.shared.SharedBases.lend); None when no run has
+    it (an α other than ``LORA_ALPHA``, dropout, other modules)."""
+    if lora.alpha != LORA_ALPHA or lora.dropout:
+        return None
+    for mlp, attn in ((True, True), (False, True), (True, False)):
+        if lora.target_modules == target_modules(mlp, attn):
+            return lora.rank, mlp, attn
+    return None
 
 
 def target_logprobs(model: Any, ids: Tensor, targets: Tensor, mask: Tensor) -> Tensor:

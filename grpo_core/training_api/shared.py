@@ -13,21 +13,28 @@ with the same kernels, so its results never depend on which other runs share the
 runs computed in one pass are grpo_core.training_api.batched's (sampling) and grpo_core.training_api.together's
 (forward_backward), equal to each run alone within rounding.
 
+A pool of jobs can lend its resident (``lend``): runs that fit it then share the jobs' base weights and slot, taking
+turns with the jobs' tenants under the pool's baton (worker.pool: jobs and sessions on one worker).
+
 Not thread-safe: the caller runs one request at a time on a ``SharedBases`` (worker.training_api.pool holds a lock).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from grpo_core.hardware.device import release_device_memory
 from grpo_core.policy import load_policy
 from grpo_core.resident import Resident
 from grpo_core.schemas.config import GRPOConfig
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -38,6 +45,7 @@ class SharedBase:
     key: tuple[Any, ...]
     resident: Resident = field(default_factory=Resident)
     users: set[int] = field(default_factory=set)  # id() of each run on it
+    lent: bool = False  # another's resident (a pool of jobs, grpo_core.pool): its runs never free it
 
     @property
     def model(self) -> Any:
@@ -58,6 +66,8 @@ class SharedBase:
             model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
             self.resident.adopt(model, tokenizer)
         else:
+            if self.lent:
+                log.info("a training run shares the resident base of a pool of jobs (%s)", model_dir.name)
             self.resident.park()
             self.resident.fresh(seed)
         self.resident.seat(run)
@@ -82,7 +92,7 @@ class SharedBase:
         """``run`` is done with the base; True when it was the last and the base was freed."""
         self.resident.leave(run)
         self.users.discard(id(run))
-        if self.users:
+        if self.users or self.lent:
             return False
         self.resident.close()
         release_device_memory()
@@ -96,16 +106,33 @@ class SharedBases:
     def __init__(self) -> None:
         self._bases: dict[tuple[Any, ...], SharedBase] = {}
 
+    @staticmethod
+    def key(model_dir: Path, cfg: GRPOConfig, base_name: str | None) -> tuple[Any, ...]:
+        """Runs of one key fit one base: its folder, the adapter's shape, the device and precision, and the base
+        model its adapters name."""
+        device = torch.device(cfg.device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        return (str(model_dir), cfg.lora.model_dump_json(), str(device), cfg.precision, base_name)
+
+    def lend(self, resident: Resident, model_dir: Path, cfg: GRPOConfig, base_name: str | None) -> None:
+        """Runs that fit ``resident`` (its base in ``model_dir``, its adapter shape, device and precision in ``cfg``:
+        a pool of jobs', grpo_core.pool) enter it as owners beside the pool's tenants, sharing its base weights; it
+        stays its lender's, never freed by them. Whoever computes on it holds the lender's lock (the pool's baton)."""
+        key = self.key(model_dir, cfg, base_name)
+        assert key not in self._bases, "one resident per key"
+        self._bases[key] = SharedBase(key, resident, lent=True)
+
     def enter(self, run: object, model_dir: Path, cfg: GRPOConfig, seed: int, base_name: str | None) -> SharedBase:
         """Seat ``run`` (holding the slot, with its fresh adapter) on the base it fits, loaded if none is."""
-        key = (str(model_dir), cfg.lora.model_dump_json(), cfg.device, cfg.precision, base_name)
+        key = self.key(model_dir, cfg, base_name)
         base = self._bases.get(key)
         if base is None:
             base = self._bases[key] = SharedBase(key)
         try:
             base.enter(run, model_dir, cfg, seed, base_name)
         except BaseException:
-            if not base.users:
+            if not base.users and not base.lent:
                 self._bases.pop(key, None)
             raise
         return base

@@ -410,3 +410,17 @@ def test_no_tensor_is_created_on_an_implicit_device(tiny_model_dir: Path, tmp_pa
     assert not guard.violations, guard.violations
     m.close()
     m.close()  # once
+
+
+def test_which_job_adapters_a_training_run_can_have() -> None:
+    """run_shape: the (rank, train_mlp, train_attn) of a run with a job's adapter shape, so a pool of jobs asks the
+    API for sessions whose runs fit its resident; None where no run has it."""
+    from grpo_core.schemas.config import LoraConfig
+    from grpo_core.training_api.model import ATTENTION_MODULES, MLP_MODULES, run_shape
+
+    assert run_shape(LoraConfig()) == (16, True, True)  # a job's default: rank 16, α 32, every linear layer
+    assert run_shape(LoraConfig(rank=8, target_modules=list(ATTENTION_MODULES))) == (8, False, True)
+    assert run_shape(LoraConfig(rank=8, target_modules=list(MLP_MODULES))) == (8, True, False)
+    assert run_shape(LoraConfig(alpha=16)) is None  # a run's α is always 32
+    assert run_shape(LoraConfig(dropout=0.1)) is None
+    assert run_shape(LoraConfig(target_modules=["q_proj", "v_proj"])) is None

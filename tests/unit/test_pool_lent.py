@@ -1,0 +1,87 @@
+"""A pool of jobs lends its resident to training-API runs (grpo_core.training_api.shared.SharedBases.lend): a run of
+the pool's adapter shape trains on the jobs' base weights and slot, its calls in a thread of its own taking the
+pool's baton while the pool's rounds go on, and every job and the run end bit for bit (fp32) as each alone; a run
+of another shape gets a base of its own; the lent resident outlives its runs."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import torch
+
+from grpo_core.hardware.device import resolve_placement
+from grpo_core.pool import TenantSpec, TurnPool
+from grpo_core.trainer import TrainResult, train
+from grpo_core.training_api.model import TrainingModel
+from grpo_core.training_api.shared import SharedBases
+from grpo_core.training_api.spec import Datum
+from tests.training import ROWS, DigitShare, Recorder
+from tests.unit.test_pool import TENANTS, cfg, losses, same_adapter
+
+ADAM = {"lr": 2e-2, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8, "weight_decay": 0.0, "grad_clip_norm": 1.0}
+DATA = [
+    Datum([1, 12, 13, 14], {"target_tokens": [12, 13, 14, 15], "weights": [1.0] * 4}),
+    Datum([1, 30, 31], {"target_tokens": [30, 31, 32], "weights": [1.0] * 3}),
+]
+STEPS = 5
+
+
+def session(run: TrainingModel, lock: threading.Lock | None = None) -> tuple[list[float], list[list[float]]]:
+    """STEPS of forward_backward and optim_step, each call holding ``lock`` (the pool's baton) when given; the
+    losses and the final log-probs."""
+    out = []
+    for _ in range(STEPS):
+        with lock or threading.Lock():
+            fb = run.forward_backward(DATA, "cross_entropy", {})
+        with lock or threading.Lock():
+            run.optim_step(**ADAM)
+        out.append(fb.metrics["loss:sum"])
+    with lock or threading.Lock():
+        final = run.forward_backward(DATA, "cross_entropy", {}, backward=False)
+    return out, final.logprobs
+
+
+def test_a_session_run_on_a_pools_resident_and_the_pools_jobs_each_train_as_alone(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    jobs = TENANTS[:2]
+    alone = []
+    for i, t in enumerate(jobs):
+        rec = Recorder()
+        result = train(cfg(**t["cfg"]), tiny_model_dir, ROWS, [DigitShare()], callbacks=rec,
+                       work_dir=tmp_path / f"alone{i}", seed=t["seed"])  # fmt: skip
+        alone.append((result, rec))
+    by_itself = TrainingModel(tiny_model_dir, rank=16, seed=7)
+    want = session(by_itself)
+    by_itself.close()
+
+    recs = [Recorder() for _ in jobs]
+    placement = resolve_placement("cpu", "fp32")
+    with TurnPool(tiny_model_dir, placement, together=False) as pool:
+        for i, (t, rec) in enumerate(zip(jobs, recs, strict=True)):
+            pool.add(TenantSpec(cfg(**t["cfg"]), ROWS, [DigitShare()], rec, tmp_path / f"pool{i}", seed=t["seed"]))
+        shared = SharedBases()
+        shared.lend(pool.resident, tiny_model_dir, pool.placed(cfg()), None)
+        with pool.baton:
+            run = TrainingModel(tiny_model_dir, rank=16, seed=7, shared=shared)
+            other = TrainingModel(tiny_model_dir, rank=4, seed=7, shared=shared)  # another shape: its own base
+        assert run.base is not None and run.base.resident is pool.resident and run.model is pool.resident.model
+        assert other.base is not None and other.base.resident is not pool.resident and len(shared) == 2
+        got: list[tuple[list[float], list[list[float]]]] = []
+        thread = threading.Thread(target=lambda: got.append(session(run, pool.baton)))
+        thread.start()
+        while pool.tenants:
+            pool.round()
+        thread.join(timeout=120)
+        results = list(pool.results)
+        with pool.baton:
+            run.close()
+            other.close()
+        assert len(shared) == 1 and pool.resident.model is not None  # the lent resident stays the pool's
+    assert got == [want]  # bit for bit: losses and final log-probs
+    for (result, rec), pooled, prec in zip(alone, results, recs, strict=True):
+        assert isinstance(pooled, TrainResult) and pooled.steps_done == result.steps_done
+        same_adapter(pooled.final_checkpoint, result.final_checkpoint)
+        assert losses(prec) == losses(rec)
+    assert torch.is_grad_enabled()
