@@ -64,13 +64,25 @@ class SessionClaim(BaseModel):
     idle_timeout_seconds: int = Field(description="Hand the session back after this long without a request.")
 
 
+class RunShape(BaseModel):
+    """A training run's adapter shape, as ``create_model`` asks for it."""
+
+    rank: int
+    train_mlp: bool
+    train_attn: bool
+
+
 class ClaimNext(BaseModel):
     """A worker serving sessions asks for one more that fits what it holds: the oldest waiting session no worker
-    holds whose first pending request needs one of ``bases`` (a worker's pool, worker.training_api.pool)."""
+    holds whose first pending request needs one of ``bases`` (a worker's pool, worker.training_api.pool), and with
+    ``shape``, whose first request creates a run of that shape (a pool of jobs lending its resident, worker.pool)."""
 
     worker_id: str
     claim_id: str
     bases: list[str] = Field(min_length=1, max_length=64, description="Base model ids resident on the worker.")
+    shape: RunShape | None = Field(
+        None, description="Only a session whose first request creates a run of this adapter shape; None: any."
+    )
 
 
 class ClaimNextAnswer(BaseModel):

@@ -77,8 +77,9 @@ def claim(db: Session, session_id: str, body: tc.Claim, lease_seconds: int, idle
 
 def claim_next(db: Session, body: tc.ClaimNext, lease_seconds: int, idle_seconds: int) -> tc.SessionClaim | None:
     """Claim, for a worker's pool of sessions, the session no worker holds that has waited longest and whose first
-    pending request needs a base model the worker holds (``base_of``); None when there is none. Its own doorbell,
-    when a worker takes it, finds it held and is dropped (the guarded claim)."""
+    pending request needs a base model the worker holds (``base_of``), of the adapter shape it asks for if it asks
+    (``shape_of``: a pool of jobs lends its resident to runs of its own shape); None when there is none. Its own
+    doorbell, when a worker takes it, finds it held and is dropped (the guarded claim)."""
     waiting = db.scalars(
         select(TrainingSession)
         .where(
@@ -97,6 +98,8 @@ def claim_next(db: Session, body: tc.ClaimNext, lease_seconds: int, idle_seconds
             .limit(1)
         ).first()
         if first is None or base_of(stored_request(first)) not in body.bases:
+            continue
+        if body.shape is not None and shape_of(stored_request(first)) != body.shape:
             continue
         try:
             body_one = tc.Claim(worker_id=body.worker_id, claim_id=body.claim_id, shared=True)  # a pool's, always
@@ -118,6 +121,18 @@ def base_of(request: tc.Request) -> str | None:
         case tc.Sample():
             return request.sampler.base.id
     return None
+
+
+def shape_of(request: tc.Request) -> tc.RunShape | None:
+    """The adapter shape of the run a session's first request creates; None when it creates none."""
+    match request:
+        case tc.CreateModel() as create:
+            pass
+        case tc.LoadWeights(create=tc.CreateModel() as create):
+            pass
+        case _:
+            return None
+    return tc.RunShape(rank=create.rank, train_mlp=create.train_mlp, train_attn=create.train_attn)
 
 
 def _attempt(row: TrainingSession) -> metering.Attempt:

@@ -344,15 +344,18 @@ def test_a_pool_claims_the_longest_waiting_session_of_a_base_it_holds(
     second, _ = start(client)
     sql(settings, "UPDATE training_sessions SET enqueued_at = enqueued_at - 100 WHERE id = :s", s=second)
 
-    def claim_next(bases: list[str], claim: str) -> Any:
-        body = {"worker_id": "pool", "claim_id": claim, "bases": bases}
+    def claim_next(bases: list[str], claim: str, shape: dict[str, Any] | None = None) -> Any:
+        body = {"worker_id": "pool", "claim_id": claim, "bases": bases, "shape": shape}
         got = client.post("/internal/training/sessions/claim-next", json=body, headers=WORKER)
         assert got.status_code == 200, got.text
         return got.json()["claim"]
 
     assert claim_next(["another-model"], "c-x") is None  # their first requests need the tiny model
+    # a pool of jobs lends its resident to runs of its adapter shape only (both create runs of rank 4, all layers)
+    assert claim_next([TINY_ID], "c-y", {"rank": 16, "train_mlp": True, "train_attn": True}) is None
+    assert claim_next([TINY_ID], "c-z", {"rank": 4, "train_mlp": False, "train_attn": True}) is None
     assert claim_next([TINY_ID], "c-1")["session_id"] == second  # the one that waited longest
-    assert claim_next([TINY_ID], "c-2")["session_id"] == first
+    assert claim_next([TINY_ID], "c-2", {"rank": 4, "train_mlp": True, "train_attn": True})["session_id"] == first
     assert claim_next([TINY_ID], "c-3") is None  # both held now
     assert take(client, second)["request"]["kind"] == "create_model"  # the pool's claim id holds it
     with create_engine(settings.db_url).connect() as conn:
