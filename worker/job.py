@@ -71,8 +71,13 @@ def read_job(
         raise UserError(f"job spec is invalid: {exc}") from None
     source = claim.model_source
     model_dir = base_model_dir(settings, store, claim.model, source, say)
-    base_name = (source.hub_id or source.id) if source is not None else None
-    return Job(cfg=cfg, grader=grader, model_dir=model_dir, base_name=base_name, environment=environment)
+    return Job(cfg=cfg, grader=grader, model_dir=model_dir, base_name=adapter_base(source), environment=environment)
+
+
+def adapter_base(source: api.ModelSource | None) -> str | None:
+    """What an adapter trained on a base model names as its base (PEFT's ``base_model_name_or_path``): a
+    registered model's hub id or id; None for a catalog model (grpo_core.policy names it)."""
+    return (source.hub_id or source.id) if source is not None else None
 
 
 def base_model_dir(

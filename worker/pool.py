@@ -7,6 +7,12 @@ asks the API for more jobs with its key (the same base model and adapter shape),
 and each project's limit (api.jobs.claims.claim_next with ``pool``), so a job queued behind a busy worker starts on
 it at the next round instead of waiting for its own GPU.
 
+Training-API sessions join a pool of jobs too, while it has room: those whose first request creates a run of the
+pool's base model and adapter shape (the API's ``claim-next`` with ``shape``). Their runs take the jobs' resident as
+owners of its slot (grpo_core.training_api.shared.SharedBases.lend: one copy of the base weights for jobs and runs),
+each session served in a thread of its own (worker.training_api.pool.Sessions) whose calls take the pool's baton
+between the jobs' turns, bit for bit as alone. The pool stays open while a job or a session is served.
+
 Each tenant is a job as ``JobRun`` runs it: its own lease and heartbeat, its events, checkpoints and tracking run
 (worker.reporting.Reporter), its finish; a cancel, pause, preemption or this worker's shutdown stops it at its
 next turn; its failure (its grader, its data, its memory) ends it alone. A worker that dies loses no tenant: each
@@ -25,12 +31,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime import internal as api
-from worker.client import StaleLease
+from runtime import training_api as tc
+from worker.client import InternalClient, StaleLease
 from worker.job import check_sandbox, fetch_inputs, make_graders, model_cache, read_job
 from worker.reporting import Reporter
 from worker.runner import JobRun
 from worker.settings import WorkerSettings
+from worker.slots import FILL_EVERY, pool_slots, works_together
 from worker.tracking import check_secrets
+from worker.training_api.pool import Sessions
+from worker.training_api.session import Seat
 
 if TYPE_CHECKING:
     from grpo_core.pool import TenantSpec, TurnPool
@@ -39,7 +49,6 @@ if TYPE_CHECKING:
     from grpo_core.trainer import TrainResult
 
 log = logging.getLogger(__name__)
-FILL_EVERY = 2.0  # seconds between asks for more tenants while the pool has room and the queue had none
 
 
 class PoolReporter(Reporter):
@@ -91,27 +100,6 @@ def _sampling(pool: TurnPool, spec: TenantSpec | None) -> str:
     return "exactly as alone"
 
 
-def pool_slots(settings: WorkerSettings) -> int:
-    """Tenants per worker process: POOL_TENANTS, else 4 on a GPU (tenants in turn hold one step's activations at a
-    time; each more costs its adapter and optimizer state) and 1 on a CPU (no idle device to share)."""
-    if settings.pool_tenants is not None:
-        return settings.pool_tenants
-    import torch
-
-    return 4 if torch.cuda.is_available() else 1
-
-
-def works_together(settings: WorkerSettings) -> bool:
-    """Whether pooled training-API sessions' forward_backward calls pending at once share passes
-    (grpo_core.training_api.together): POOL_SAMPLE_TOGETHER, else on a GPU (grpo_core.pool.sample_together's
-    reason: a small pass is launch-bound there, compute-bound on a CPU)."""
-    if settings.pool_sample_together is not None:
-        return settings.pool_sample_together
-    import torch
-
-    return torch.cuda.is_available()
-
-
 class PoolRun:
     """One worker process's work from a doorbell: a job alone, or a pool of jobs in turn."""
 
@@ -119,6 +107,8 @@ class PoolRun:
         self.doorbell, self.settings = doorbell, settings
         self.slots = pool_slots(settings)
         self.key: str | None = None
+        self.lead_model = ""  # the pool's base model id, as sessions name it (the lead job's model)
+        self.shape: tc.RunShape | None = None  # the adapter shape of the sessions' runs it lends its resident to
         self.tenants: dict[int, Tenant] = {}
         self._next_fill = 0.0  # monotonic time of the next ask for more tenants
 
@@ -131,6 +121,7 @@ class PoolRun:
         if self.key is None:
             lead.serve(claim)
             return
+        self.lead_model = claim.model
         try:
             self._run_pool(lead, claim)
         finally:
@@ -162,35 +153,78 @@ class PoolRun:
             together = self.settings.pool_sample_together
             with TurnPool(first.model_dir, placement, self.settings.reward_sandbox, together) as pool:
                 self._add(pool, first)
-                while True:
-                    self._fill(pool)
-                    if not pool.tenants:
-                        break
-                    for index, outcome in pool.round():
-                        self.tenants.pop(index).end(outcome)
+                sessions = self._sessions(pool, first) if pool.tenants else None
+                try:
+                    self._rounds(pool, sessions)
+                finally:
+                    if sessions is not None:
+                        sessions.stop()
         except Exception as exc:  # the pool itself failed: every tenant ends with it (no lease is left beating)
             log.exception("the pool failed; ending its %d tenants", len(self.tenants))
             for left in self.tenants.values():
                 left.end(exc)
             self.tenants.clear()
 
-    def _fill(self, pool: TurnPool) -> None:
-        """Claim jobs that may join this pool while it has room; with room and nothing claimed, ask again at most
-        every ``FILL_EVERY`` seconds (each ask takes the scheduler's fleet lock)."""
+    def _rounds(self, pool: TurnPool, sessions: Sessions | None) -> None:
+        """Rounds of the jobs' turns, more tenants claimed between them, while a job or a session is served (with
+        sessions only, they compute under the pool's baton and the worker waits for them, or for a job to join)."""
+        while True:
+            self._fill(pool, sessions)
+            if pool.tenants:
+                for index, outcome in pool.round():
+                    self.tenants.pop(index).end(outcome)
+            elif sessions is not None and len(sessions):
+                time.sleep(FILL_EVERY)
+            else:
+                return
+
+    def _sessions(self, pool: TurnPool, first: Tenant) -> Sessions | None:
+        """The training-API sessions this pool serves beside its jobs, their runs lent its resident when they have
+        its adapter shape (grpo_core.training_api.shared.SharedBases.lend: the jobs' base weights and slot, in turn
+        under the pool's baton); None without room for them or when no run can have the jobs' shape."""
+        from grpo_core.training_api.model import run_shape
+        from grpo_core.training_api.shared import SharedBases
+
+        assert first.spec is not None and first.model_dir is not None
+        shape = run_shape(first.spec.cfg.lora)
+        if shape is None or self.slots < 2:
+            return None
+        rank, mlp, attn = shape
+        self.shape = tc.RunShape(rank=rank, train_mlp=mlp, train_attn=attn)
+        seat = Seat(SharedBases(), pool.baton, pooled=True, together=works_together(self.settings))
+        seat.shared.lend(pool.resident, first.model_dir, pool.placed(first.spec.cfg), first.spec.base_name)
+        return Sessions(self.settings, seat)
+
+    def _fill(self, pool: TurnPool, sessions: Sessions | None) -> None:
+        """Claim jobs that may join this pool while it has room, then sessions whose runs fit its resident; with
+        room and nothing claimed, ask again at most every ``FILL_EVERY`` seconds (each ask takes the scheduler's
+        fleet lock)."""
         from worker import runner
+
+        def room() -> bool:
+            held = pool.tenants + (len(sessions) if sessions is not None else 0)
+            return held < self.slots and not runner.shutting_down()
 
         if time.monotonic() < self._next_fill:
             return
-        while pool.tenants < self.slots and not runner.shutting_down():
+        while room():
             job = JobRun(self.doorbell, self.settings)
             claim = job.claim_next(pool=self.key)
             if claim is None:
                 job.client.close()
-                self._next_fill = time.monotonic() + FILL_EVERY
-                return
+                break
             tenant = self._tenant(job, claim)
             if tenant is not None:
                 self._add(pool, tenant)
+        while sessions is not None and room():
+            client = InternalClient(self.settings.api_url, self.settings.internal_token)
+            try:
+                if not sessions.claim_more(client, [self.lead_model], self.shape):
+                    break
+            finally:
+                client.close()
+        if room():
+            self._next_fill = time.monotonic() + FILL_EVERY
 
     def _tenant(self, job: JobRun, claim: api.ClaimResponse) -> Tenant | None:
         """The claimed job's lease renewed, its inputs fetched and graders built (as JobRun does); None when that

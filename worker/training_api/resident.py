@@ -142,6 +142,8 @@ class Resident:
             sampler.close()
         if old is not None:
             old.close()
+        from worker.job import adapter_base
+
         self.runs[run_id] = TrainingModel(
             self._base_dir(create.base),
             rank=create.rank,
@@ -152,6 +154,7 @@ class Resident:
             train_attn=create.train_attn,
             shared=self.shared,
             exact=create.exact,
+            base_name=adapter_base(create.base.source),  # as a job's adapter names it: both may share one base
         )
         return self.runs[run_id]
 
