@@ -308,7 +308,7 @@ def pool_exact(user_metadata: dict[str, Any] | None) -> bool:
     value = (user_metadata or {}).get("pool_exact")
     text = str(value).strip().lower() if value is not None else "false"
     if text not in ("true", "false", "1", "0"):
-        raise InvalidRequest(f"pool_exact is {value!r}: say \"true\" or \"false\"", param="user_metadata.pool_exact")
+        raise InvalidRequest(f'pool_exact is {value!r}: say "true" or "false"', param="user_metadata.pool_exact")
     return text in ("true", "1")
 
 
