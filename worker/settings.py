@@ -30,8 +30,8 @@ class WorkerSettings(CommonSettings):
         ge=1,
         le=64,
         description="Jobs of one base model this worker process trains in turn on one resident copy (worker.pool), "
-        "or training-API sessions it serves at once (worker.training_api.pool); unset: 4 on a GPU, 1 (no pool) on "
-        "a CPU.",
+        "training-API sessions it serves at once (worker.training_api.pool), or both (a pool of jobs takes sessions "
+        "whose runs fit its resident); unset: 4 on a GPU, 1 (no pool) on a CPU.",
     )
     pool_sample_together: bool | None = Field(
         None,
