@@ -80,12 +80,30 @@ def test_a_session_on_the_worker_answers_each_request_with_a_result_of_its_kind(
     assert do(runner, "optim_step", {"adam": {}}).error is None
 
 
+def while_busy(seat: Any, calls: list[Any]) -> dict[int, Any]:
+    """Each call's answer, every call started in a thread of its own while the seat's device is busy and let go
+    only once all of them wait for it (queued together)."""
+    import threading
+    import time
+
+    posts: dict[int, Any] = {}
+    with seat.device:
+        threads = [threading.Thread(target=lambda i=i, c=c: posts.__setitem__(i, c())) for i, c in enumerate(calls)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while len(seat._waiting) < len(calls):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    for t in threads:
+        t.join(timeout=60)
+    return posts
+
+
 def test_sessions_on_one_worker_sample_their_runs_in_one_decode(tmp_path: Path, catalog_dir: Path) -> None:
     """Two sessions in one seat (a worker's pool): sample work both queue while the device is busy runs as one
     decode when it frees, each run through its own adapter (grpo_core.training_api.batched), and each session is
     billed its share of that decode."""
-    import threading
-    import time
 
     from worker.training_api.session import Seat
 
@@ -103,20 +121,7 @@ def test_sessions_on_one_worker_sample_their_runs_in_one_decode(tmp_path: Path, 
         request = tc.parse_request({"kind": "sample", **body})
         items.append(tc.WorkItem(id=f"req-{n}", target=f"sess-{n}:sample:0", request=request))
     assert len(seat.shared) == 1  # one base for both sessions' runs
-    posts: dict[int, list[tc.ResultPost]] = {}
-    with seat.device:  # the device busy: both sessions' samples queue
-        threads = [
-            threading.Thread(target=lambda i=i: posts.__setitem__(i, runners[i].execute_samples([items[i]])))
-            for i in (0, 1)
-        ]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 30
-        while len(seat._waiting) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-    for t in threads:
-        t.join(timeout=60)
+    posts = while_busy(seat, [lambda i=i: runners[i].execute_samples([items[i]]) for i in (0, 1)])
     for i in (0, 1):
         (post,) = posts[i]
         assert post.error is None and isinstance(post.result, tc.SampleResult), post
@@ -133,8 +138,6 @@ def test_sessions_on_one_worker_share_the_passes_of_their_forward_backward_calls
     """Two sessions in one seat that works together (POOL_SAMPLE_TOGETHER): forward_backward calls both queue while
     the device is busy run in shared passes when it frees (grpo_core.training_api.together), each billed its
     tokens' share of their seconds; a run created with ``exact`` computes alone in the same batch."""
-    import threading
-    import time
 
     from grpo_core.training_api import together
     from worker.training_api.session import Seat
@@ -157,19 +160,7 @@ def test_sessions_on_one_worker_share_the_passes_of_their_forward_backward_calls
         request = tc.parse_request({"kind": "forward_backward", "loss_fn": "cross_entropy", "data": [data]})
         items.append(tc.WorkItem(id=f"req-{n}", target=f"sess-{n}:train:0", request=request))
     assert len(seat.shared) == 1
-    posts: dict[int, tc.ResultPost] = {}
-    with seat.device:  # the device busy: the three sessions' calls queue
-        threads = [
-            threading.Thread(target=lambda i=i: posts.__setitem__(i, runners[i].execute(items[i]))) for i in range(3)
-        ]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 30
-        while len(seat._waiting) < 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-    for t in threads:
-        t.join(timeout=60)
+    posts = while_busy(seat, [lambda i=i: runners[i].execute(items[i]) for i in range(3)])
     assert shared_passes == [2]  # sess-1's and sess-2's runs in shared passes; sess-3's (exact) alone
     for i in range(3):
         assert posts[i].error is None and isinstance(posts[i].result, tc.ForwardBackwardResult), posts[i]
