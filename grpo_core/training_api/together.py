@@ -148,7 +148,7 @@ def _together(calls: Sequence[Call]) -> list[ForwardResult]:
         name = loss_spec(c.loss_fn).name
         inputs = [c.run.loss_inputs(name, d, c.config) for d in c.data]
         lengths = [len(d.tokens) for d in c.data]
-        sums.append(_Sums(inputs, lengths, [torch.empty(0)] * len(c.data), [None] * len(base.slot)))
+        sums.append(_Sums(inputs, lengths, [torch.empty(0, device=HOST)] * len(c.data), [None] * len(base.slot)))
     plans = [micro_batches(s.lengths, c.run.micro_batch_tokens, packed=True) for c, s in zip(calls, sums, strict=True)]
     budget = min(c.run.micro_batch_tokens for c in calls)
     for group in _passes(plans, [s.lengths for s in sums], budget):
