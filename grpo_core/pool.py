@@ -45,6 +45,7 @@ import torch
 from grpo_core.errors import UserError
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_placement
 from grpo_core.hardware.distributed import World
+from grpo_core.hardware.memory import POOL_CAP, kv_token_bytes, pool_tenants
 from grpo_core.joint import JointWork, TenantEngine
 from grpo_core.resident import Resident
 from grpo_core.rewards.base import Grader
@@ -141,6 +142,24 @@ class TurnPool:
         """Joint updates of the tenants so far, each one or more shared passes (grpo_core.update.together)."""
         return 0 if self._work is None else self._work.updates
 
+    def planned_tenants(self, cap: int = POOL_CAP) -> int:
+        """How many tenants this pool's device holds (grpo_core.hardware.memory.pool_tenants), from the peak of the
+        latest step on it (the trainer opens a peak window per step) and its tenants' adapter and rollout shapes;
+        ``cap`` on a CPU, where memory is not what limits a pool."""
+        if not self.placement.is_cuda or self.resident.model is None:
+            return cap
+        device = self.placement.device
+        total = int(torch.cuda.get_device_properties(device).total_memory)
+        peak = int(torch.cuda.max_memory_allocated(device))
+        lora = sum(p.numel() for p in self.resident.slot)
+        kv = 0
+        if self._joint_possible():  # a joint decode holds every tenant's rows' KV cache at once
+            cfgs = [t.run.cfg for t in self._active]
+            rows = max((c.batch_size * c.group_size for c in cfgs), default=0)
+            tokens = max((c.max_prompt_tokens + c.max_completion_tokens for c in cfgs), default=0)
+            kv = rows * tokens * kv_token_bytes(self.resident.model)
+        return pool_tenants(total, peak, lora, kv_per_tenant=kv, cap=cap)
+
     def add(self, spec: TenantSpec) -> int:
         """Build ``spec``'s run on the pool's policy (its first step waits for its turn); its index in ``results``.
         A tenant the pool cannot hold raises UserError; one whose build fails ends with that error as its result."""
@@ -216,11 +235,11 @@ class TurnPool:
     def _joint(self) -> bool:
         """Whether this round's turns run together: two tenants or more, one of them sampling together, on a
         policy whose LoRA layers can run per row (grpo_core.update.lora_fused.rows_problem)."""
-        return (
-            len(self._active) > 1
-            and any(t.engine.together for t in self._active)
-            and rows_problem(self.resident.model) is None
-        )
+        return len(self._active) > 1 and self._joint_possible()
+
+    def _joint_possible(self) -> bool:
+        """Whether tenants of this pool work together once two or more train."""
+        return any(t.engine.together for t in self._active) and rows_problem(self.resident.model) is None
 
     def _turns_together(self, active: list[_Tenant]) -> list[TrainResult | Exception | None]:
         """Every tenant's turn in a thread of its own, one computing at a time (the baton), their rollouts decoded

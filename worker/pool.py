@@ -37,7 +37,7 @@ from worker.job import check_sandbox, fetch_inputs, make_graders, model_cache, r
 from worker.reporting import Reporter
 from worker.runner import JobRun
 from worker.settings import WorkerSettings
-from worker.slots import FILL_EVERY, pool_slots, works_together
+from worker.slots import FILL_EVERY, job_slots, works_together
 from worker.tracking import check_secrets
 from worker.training_api.pool import Sessions
 from worker.training_api.session import Seat
@@ -105,7 +105,7 @@ class PoolRun:
 
     def __init__(self, doorbell: str, settings: WorkerSettings) -> None:
         self.doorbell, self.settings = doorbell, settings
-        self.slots = pool_slots(settings)
+        self.slots, self.planning = job_slots(settings)  # planning: 1 tenant until the memory plan sizes the pool
         self.key: str | None = None
         self.lead_model = ""  # the pool's base model id, as sessions name it (the lead job's model)
         self.shape: tc.RunShape | None = None  # the adapter shape of the sessions' runs it lends its resident to
@@ -173,6 +173,9 @@ class PoolRun:
             if pool.tenants:
                 for index, outcome in pool.round():
                     self.tenants.pop(index).end(outcome)
+                if self.planning:  # the first job's step ran: its peak and adapter size the pool
+                    self.slots, self.planning = pool.planned_tenants(self.slots), False
+                    log.info("the memory plan makes room for %d tenant(s) on this worker", self.slots)
             elif sessions is not None and len(sessions):
                 time.sleep(FILL_EVERY)
             else:
@@ -203,7 +206,7 @@ class PoolRun:
 
         def room() -> bool:
             held = pool.tenants + (len(sessions) if sessions is not None else 0)
-            return held < self.slots and not runner.shutting_down()
+            return held < (1 if self.planning else self.slots) and not runner.shutting_down()
 
         if time.monotonic() < self._next_fill:
             return

@@ -31,7 +31,8 @@ class WorkerSettings(CommonSettings):
         le=64,
         description="Jobs of one base model this worker process trains in turn on one resident copy (worker.pool), "
         "training-API sessions it serves at once (worker.training_api.pool), or both (a pool of jobs takes sessions "
-        "whose runs fit its resident); unset: 4 on a GPU, 1 (no pool) on a CPU.",
+        "whose runs fit its resident); unset on a GPU: a pool of jobs sized by its memory plan once its first "
+        "job's step has run (at most 8), 4 sessions; 1 (no pool) on a CPU.",
     )
     pool_sample_together: bool | None = Field(
         None,

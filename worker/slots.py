@@ -10,13 +10,27 @@ FILL_EVERY = 2.0  # seconds between asks for more tenants while the pool has roo
 
 
 def pool_slots(settings: WorkerSettings) -> int:
-    """Tenants per worker process: POOL_TENANTS, else 4 on a GPU (tenants in turn hold one step's activations at a
-    time; each more costs its adapter and optimizer state) and 1 on a CPU (no idle device to share)."""
+    """Sessions per worker process: POOL_TENANTS, else 4 on a GPU (each more costs its runs' adapters and optimizer
+    states; requests take turns) and 1 on a CPU (no idle device to share). A pool of jobs sizes itself
+    (``job_slots``)."""
     if settings.pool_tenants is not None:
         return settings.pool_tenants
     import torch
 
     return 4 if torch.cuda.is_available() else 1
+
+
+def job_slots(settings: WorkerSettings) -> tuple[int, bool]:
+    """A pool of jobs' tenants, and whether its memory plan sizes it: POOL_TENANTS when set; unset on a GPU, at most
+    grpo_core.hardware.memory.POOL_CAP, sized once the first job's step has run (grpo_core.pool.TurnPool
+    .planned_tenants: its measured peak and each more tenant's adapter state); 1 (no pool) on a CPU."""
+    if settings.pool_tenants is not None:
+        return settings.pool_tenants, False
+    import torch
+
+    from grpo_core.hardware.memory import POOL_CAP
+
+    return (POOL_CAP, True) if torch.cuda.is_available() else (1, False)
 
 
 def works_together(settings: WorkerSettings) -> bool:

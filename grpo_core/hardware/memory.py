@@ -39,6 +39,12 @@ OWN_GPU_SHARE = 0.9
 # of the update's launches); the budget is set aside in the token plan (``auto_micro_batch_tokens``).
 HEAD_BUDGET_BYTES = 2**30
 HEAD_BYTES_PER_LOGIT = 16
+# A pool's tenants (``pool_tenants``): each more holds its adapter's values, gradient and AdamW's two moments, and the
+# copy of its values parked while another holds the slot (grpo_core.resident), all fp32; the plan fills at most
+# POOL_MARGIN of the device and holds at most POOL_CAP tenants.
+TENANT_STATE_BYTES = 5 * 4
+POOL_MARGIN = 0.9
+POOL_CAP = 8
 
 
 def _dims(model: Any) -> tuple[int, int, int, int]:
@@ -266,19 +272,34 @@ def memory_plan(
     """``model``'s (its ``config``) memory on a GPU in bf16: ``params`` in all, ``adapted_params`` of them in the
     layers the adapter wraps (the merged sampler copies those), ``lora_params`` trained; the sampler decodes ``rows``
     rows of up to ``sequence_tokens`` tokens; the update's micro-batch is ``tokens`` packed tokens."""
-    c = model.config
-    heads = int(c.num_attention_heads)
-    head_dim = int(getattr(c, "head_dim", None) or int(c.hidden_size) // heads)
-    kv = int(getattr(c, "num_key_value_heads", heads))
-    layers = int(c.num_hidden_layers)
     return MemoryPlan(
         weights=params * 2,
         sampler_weights=adapted_params * 2,
-        kv_cache=rows * sequence_tokens * layers * 2 * kv * head_dim * 2,
+        kv_cache=rows * sequence_tokens * kv_token_bytes(model, 2),
         activations=tokens * token_bytes(model, checkpointing=checkpointing, precision_bytes=2),
         head=HEAD_BUDGET_BYTES,
         adapter=lora_params * 4 * 4,
     )
+
+
+def kv_token_bytes(model: Any, precision_bytes: int = 2) -> int:
+    """The KV cache of one token, every layer's keys and values (``model``'s config)."""
+    c = model.config
+    heads = int(c.num_attention_heads)
+    head_dim = int(getattr(c, "head_dim", None) or int(c.hidden_size) // heads)
+    return int(c.num_hidden_layers) * 2 * int(getattr(c, "num_key_value_heads", heads)) * head_dim * precision_bytes
+
+
+def pool_tenants(total: int, peak: int, lora_params: int, *, kv_per_tenant: int = 0, cap: int = POOL_CAP) -> int:
+    """How many tenants a pool (grpo_core.pool) holds on a device of ``total`` bytes: the first tenant's measured
+    ``peak`` (the base weights, the engine, the adapter's state and one step's activations: tenants in turn hold one
+    step's activations at a time, and a pass shared by several is packed within the smallest of their token
+    budgets), then for each more its adapter's state (``TENANT_STATE_BYTES`` per trained parameter) and, where the
+    tenants' rollouts share a decode, its rows' KV cache (``kv_per_tenant``), within ``POOL_MARGIN`` of the device;
+    at least 1, at most ``cap`` (past a few, more tenants share the device's time, not its idle capacity)."""
+    room = int(total * POOL_MARGIN) - peak
+    per_tenant = max(lora_params * TENANT_STATE_BYTES + kv_per_tenant, 1)
+    return max(1, min(cap, 1 + room // per_tenant))
 
 
 def enable_checkpointing(model: Any) -> None:
