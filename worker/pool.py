@@ -226,6 +226,9 @@ class PoolRun:
                     break
             finally:
                 client.close()
+            for tenant in self.tenants.values():  # how many share the worker, never whose
+                held = pool.tenants + len(sessions)
+                tenant.reporter.on_message(f"A training-API session now shares this worker: {held} tenants, in turn")
         if room():
             self._next_fill = time.monotonic() + FILL_EVERY
 

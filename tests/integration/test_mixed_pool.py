@@ -21,6 +21,7 @@ import pytest
 import tinker
 
 from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl
+from tests.integration.flow import all_events
 from tests.integration.stack import Stack, production_env, running_api, wait_status
 from tests.integration.test_pooled_jobs import DONE, steps_done, wait_for
 from tests.integration.test_pooled_sessions import ADAM, DATA, STEPS, sessions
@@ -97,6 +98,8 @@ def test_a_session_joins_a_pool_of_jobs_and_trains_on_its_resident_as_alone(
         assert a.get(f"/v1/fine_tuning/jobs/{job['id']}").json()["status"] == "running", "the job went on meanwhile"
         assert any(w["jobs"] == 1 and w["sessions"] == 1 and w["projects"] == 2 for ws in fleet for w in ws), fleet
         wait_for(lambda: steps_done(a, job["id"]) > during, s)  # and goes on after the session ends
+        messages = [e["message"] for e in all_events(a, job["id"])]
+        assert any("A training-API session now shares this worker: 2 tenants" in m for m in messages), messages
         assert a.post(f"/v1/fine_tuning/jobs/{job['id']}/cancel").status_code == 200
         assert wait_status(a, job["id"], DONE, 120, s)["status"] == "cancelled"
     said = (s.log_dir / "worker.log").read_text(errors="replace")
