@@ -24,80 +24,24 @@ are decoded together).
 from __future__ import annotations
 
 import logging
-import shutil
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtime import internal as api
 from runtime import training_api as tc
-from worker.client import InternalClient, StaleLease
-from worker.job import check_sandbox, fetch_inputs, make_graders, model_cache, read_job
-from worker.reporting import Reporter
+from worker.client import InternalClient
+from worker.job import model_cache
 from worker.runner import JobRun
 from worker.settings import WorkerSettings
 from worker.slots import FILL_EVERY, job_slots, works_together
-from worker.tracking import check_secrets
+from worker.tenants import JobTenants, Tenant
 from worker.training_api.pool import Sessions
 from worker.training_api.session import Seat
 
 if TYPE_CHECKING:
-    from grpo_core.pool import TenantSpec, TurnPool
-    from grpo_core.rewards.base import Grader
-    from grpo_core.schemas.metrics import Execution
-    from grpo_core.trainer import TrainResult
+    from grpo_core.pool import TurnPool
 
 log = logging.getLogger(__name__)
-
-
-class PoolReporter(Reporter):
-    """A tenant's Reporter: its execution says it shares the worker, and with how many tenants (not whose)."""
-
-    tenants = 1
-
-    def on_start(self, execution: Execution) -> None:
-        super().on_start(execution.model_copy(update={"pool_tenants": self.tenants}))
-
-
-@dataclass
-class Tenant:
-    """One pooled job on this worker: its run (lease, stop requests), reporter and graders, and once its inputs are
-    in, what the pool trains (``spec``) on which base model's folder (``model_dir``)."""
-
-    job: JobRun
-    claim: api.ClaimResponse
-    reporter: PoolReporter
-    graders: list[Grader] = field(default_factory=list)
-    spec: TenantSpec | None = None
-    model_dir: Path | None = None
-
-    def end(self, outcome: TrainResult | Exception) -> None:
-        """Report how the job ended (as JobRun does for a run alone) and free what it held."""
-        from grpo_core.trainer import TrainResult
-
-        job, status = self.job, api.FinishStatus.failed
-        try:
-            finish = job.ended(outcome, self.reporter) if isinstance(outcome, TrainResult) else job.failure(outcome)
-            status = finish.status
-            job.finish(finish)
-        except StaleLease as exc:
-            log.warning("job %s: stopped writing, lease is stale: %s", job.job_id, exc)
-        except Exception:  # the API is unreachable: the lease expires and the reaper hands the job on
-            log.exception("job %s: could not report its end", job.job_id)
-        finally:
-            self.reporter.finish_tracking(status)
-            for g in self.graders:
-                g.close()
-            job.stop_heartbeat()
-            shutil.rmtree(job.work_dir(), ignore_errors=True)
-
-
-def _sampling(pool: TurnPool, spec: TenantSpec | None) -> str:
-    """How the tenant's rollouts and updates run, as its event says it (grpo_core.pool: together or in turn)."""
-    if pool.together and spec is not None and not spec.cfg.pool_exact:
-        return "its rollouts and updates computed together with theirs (equal to alone within rounding)"
-    return "exactly as alone"
 
 
 class PoolRun:
@@ -109,7 +53,7 @@ class PoolRun:
         self.key: str | None = None
         self.lead_model = ""  # the pool's base model id, as sessions name it (the lead job's model)
         self.shape: tc.RunShape | None = None  # the adapter shape of the sessions' runs it lends its resident to
-        self.tenants: dict[int, Tenant] = {}
+        self.jobs: JobTenants | None = None  # the pool's jobs, once it opens
         self._next_fill = 0.0  # monotonic time of the next ask for more tenants
 
     def run(self) -> None:
@@ -144,7 +88,9 @@ class PoolRun:
         from grpo_core.hardware.device import resolve_placement
         from grpo_core.pool import TurnPool
 
-        first = self._tenant(lead, claim)
+        assert self.key is not None
+        jobs = self.jobs = JobTenants(self.doorbell, self.settings, self.key)
+        first = jobs.tenant(lead, claim)
         if first is None or first.spec is None or first.model_dir is None:
             return
         cfg = first.spec.cfg
@@ -152,27 +98,24 @@ class PoolRun:
         try:
             together = self.settings.pool_sample_together
             with TurnPool(first.model_dir, placement, self.settings.reward_sandbox, together) as pool:
-                self._add(pool, first)
+                jobs.add(pool, first)
                 sessions = self._sessions(pool, first) if pool.tenants else None
                 try:
-                    self._rounds(pool, sessions)
+                    self._rounds(pool, jobs, sessions)
                 finally:
                     if sessions is not None:
                         sessions.stop()
         except Exception as exc:  # the pool itself failed: every tenant ends with it (no lease is left beating)
-            log.exception("the pool failed; ending its %d tenants", len(self.tenants))
-            for left in self.tenants.values():
-                left.end(exc)
-            self.tenants.clear()
+            log.exception("the pool failed; ending its %d tenants", len(jobs.tenants))
+            jobs.end_all(exc)
 
-    def _rounds(self, pool: TurnPool, sessions: Sessions | None) -> None:
+    def _rounds(self, pool: TurnPool, jobs: JobTenants, sessions: Sessions | None) -> None:
         """Rounds of the jobs' turns, more tenants claimed between them, while a job or a session is served (with
         sessions only, they compute under the pool's baton and the worker waits for them, or for a job to join)."""
         while True:
-            self._fill(pool, sessions)
+            self._fill(pool, jobs, sessions)
             if pool.tenants:
-                for index, outcome in pool.round():
-                    self.tenants.pop(index).end(outcome)
+                jobs.round(pool)
                 if self.planning:  # the first job's step ran: its peak and adapter size the pool
                     self.slots, self.planning = pool.planned_tenants(self.slots), False
                     log.info("the memory plan makes room for %d tenant(s) on this worker", self.slots)
@@ -198,7 +141,7 @@ class PoolRun:
         seat.shared.lend(pool.resident, first.model_dir, pool.placed(first.spec.cfg), first.spec.base_name)
         return Sessions(self.settings, seat)
 
-    def _fill(self, pool: TurnPool, sessions: Sessions | None) -> None:
+    def _fill(self, pool: TurnPool, jobs: JobTenants, sessions: Sessions | None) -> None:
         """Claim jobs that may join this pool while it has room, then sessions whose runs fit its resident; with
         room and nothing claimed, ask again at most every ``FILL_EVERY`` seconds (each ask takes the scheduler's
         fleet lock)."""
@@ -210,15 +153,8 @@ class PoolRun:
 
         if time.monotonic() < self._next_fill:
             return
-        while room():
-            job = JobRun(self.doorbell, self.settings)
-            claim = job.claim_next(pool=self.key)
-            if claim is None:
-                job.client.close()
-                break
-            tenant = self._tenant(job, claim)
-            if tenant is not None:
-                self._add(pool, tenant)
+        while room() and jobs.claim(pool):
+            pass
         while sessions is not None and room():
             client = InternalClient(self.settings.api_url, self.settings.internal_token)
             try:
@@ -226,63 +162,8 @@ class PoolRun:
                     break
             finally:
                 client.close()
-            for tenant in self.tenants.values():  # how many share the worker, never whose
+            for tenant in jobs.tenants.values():  # how many share the worker, never whose
                 held = pool.tenants + len(sessions)
                 tenant.reporter.on_message(f"A training-API session now shares this worker: {held} tenants, in turn")
         if room():
             self._next_fill = time.monotonic() + FILL_EVERY
-
-    def _tenant(self, job: JobRun, claim: api.ClaimResponse) -> Tenant | None:
-        """The claimed job's lease renewed, its inputs fetched and graders built (as JobRun does); None when that
-        failed it (finished with the reason)."""
-        from grpo_core.data.rows import read_jsonl
-        from grpo_core.pool import TenantSpec
-
-        job.start_heartbeat()
-        tenant = Tenant(job, claim, PoolReporter(job, claim, self.settings))
-        try:
-            check_secrets(claim)
-            spec = read_job(claim, self.settings, job.store, tenant.reporter.on_message)
-            inputs = fetch_inputs(job.store, claim, job.work_dir() / "inputs")
-            check_sandbox(spec, self.settings, tenant.reporter.on_message)
-            tenant.graders = make_graders(spec, self.settings)
-        except Exception as exc:  # the job's boundary: it fails with the reason, the pool goes on
-            tenant.end(exc)
-            return None
-        tenant.model_dir = spec.model_dir
-        tenant.spec = TenantSpec(
-            cfg=spec.cfg,
-            rows=read_jsonl(inputs.train),
-            graders=tenant.graders,
-            callbacks=tenant.reporter,
-            work_dir=job.work_dir() / "ckpt",
-            seed=claim.seed,
-            resume_from=inputs.resume,
-            valid_rows=read_jsonl(inputs.validation) if inputs.validation else None,
-            base_name=spec.base_name,
-            environment=spec.environment,
-        )
-        return tenant
-
-    def _add(self, pool: TurnPool, tenant: Tenant) -> None:
-        """Seat the tenant in the pool (its first step waits for its turn), saying that it shares the worker."""
-        others = pool.tenants
-        tenant.reporter.tenants = others + 1
-        if others:
-            tenant.reporter.on_message(
-                f"Sharing this worker's resident {tenant.claim.model} with {others} other job(s): each trains its "
-                f"own adapter, in turn, {_sampling(pool, tenant.spec)}"
-            )
-        assert tenant.spec is not None, "a tenant is added once its inputs are in (_tenant)"
-        try:
-            index = pool.add(tenant.spec)
-        except Exception as exc:  # refused (its layout): it fails alone with the reason
-            tenant.end(exc)
-            return
-        outcome = pool.results[index]
-        if isinstance(outcome, Exception):  # its run could not be built (its data, its memory)
-            tenant.end(outcome)
-            return
-        for other in self.tenants.values():  # who shares the worker is visible to each, how many only
-            other.reporter.on_message(f"Another job now shares this worker: {pool.tenants} tenants, in turn")
-        self.tenants[index] = tenant
