@@ -90,47 +90,49 @@ class TurnPool:
     tenants, then ``run`` (or ``round`` at a time, adding tenants between rounds); ``results`` holds each tenant's
     ``TrainResult`` or the exception that ended it, by the order they were added. ``together``: the tenants'
     rollouts and updates are computed together while several train (see the module docstring); None: on a GPU, not
-    on a CPU (``sample_together`` says why)."""
+    on a CPU (``sample_together`` says why). ``resident`` and ``baton``: a pool on another's resident (training-API
+    runs', grpo_core.training_api.shared: ``borrowed``) computes under their lock and leaves their base loaded."""
 
     model_dir: Path
     placement: Placement
     sandbox_tier: str = "auto"
     together: bool | None = None
     resident: Resident = field(default_factory=Resident)
+    # held by whoever computes on the resident: a tenant for its turn (but while it waits for work done together), and
+    # anyone the pool lends its resident to (grpo_core.training_api.shared.SharedBases.lend) for each of its calls
+    baton: threading.Lock = field(default_factory=threading.Lock)
+    borrowed: bool = False  # the resident is another's: the pool closes only the engine it started on it
     results: list[TrainResult | Exception | None] = field(default_factory=list)
     _active: list[_Tenant] = field(default_factory=list)
     _key: str | None = None  # the first tenant's pool key (grpo_core.schemas.pooling): every tenant's must match
-    _baton: threading.Lock = field(default_factory=threading.Lock)  # held by the tenant that computes now
     _work: JointWork | None = None
     _threads: ThreadPoolExecutor | None = None
     _thread_count: int = 0
 
     def __enter__(self) -> TurnPool:
-        self._work = JointWork(self.resident, self._baton)
+        self._work = JointWork(self.resident, self.baton)
         if self.together is None:
             self.together = sample_together(self.placement)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for tenant in self._active:
-            tenant.cleanup.close()
-        self._active.clear()
         if self._threads is not None:
             self._threads.shutdown()
-        self.resident.close()
+        with self.baton:
+            for tenant in self._active:
+                self.resident.leave(tenant.engine.owner)
+                tenant.cleanup.close()
+            self._active.clear()
+            if self.borrowed:
+                self.resident.close_engine()
+            else:
+                self.resident.close()
         release_device_memory()
 
     @property
     def tenants(self) -> int:
         """Tenants still training."""
         return len(self._active)
-
-    @property
-    def baton(self) -> threading.Lock:
-        """The lock whoever computes on the resident holds: a tenant for its turn (but while it waits for work done
-        together), and anyone the pool lends its resident to (grpo_core.training_api.shared.SharedBases.lend) for
-        each of its calls."""
-        return self._baton
 
     @property
     def joint_decodes(self) -> int:
@@ -173,7 +175,7 @@ class TurnPool:
             self.model_dir, spec.rows, spec.graders, spec.work_dir, spec.seed, spec.resume_from, spec.valid_rows,
             spec.base_name, spec.environment, self.sandbox_tier, None,
         )  # fmt: skip
-        with self._baton:  # whoever the pool lends its resident to waits while the slot takes the new adapter
+        with self.baton:  # whoever the pool lends its resident to waits while the slot takes the new adapter
             self._build(index, key, cfg, inputs, spec.callbacks)
         return index
 
@@ -210,7 +212,7 @@ class TurnPool:
         else:
             outcomes = []
             for tenant in active:
-                with self._baton:  # others on the resident (training-API runs lent it, ``baton``) wait
+                with self.baton:  # others on the resident (training-API runs lent it, ``baton``) wait
                     outcomes.append(self._turn(tenant))
         ended: list[tuple[int, TrainResult | Exception]] = []
         for tenant, outcome in zip(active, outcomes, strict=True):
@@ -219,7 +221,7 @@ class TurnPool:
             self.results[tenant.index] = outcome
             ended.append((tenant.index, outcome))
             self._active.remove(tenant)
-            with self._baton:
+            with self.baton:
                 self.resident.leave(tenant.engine.owner)
                 tenant.cleanup.close()
             if isinstance(outcome, Exception):
@@ -258,7 +260,7 @@ class TurnPool:
         assert self._work is not None
         # a thread's current CUDA device starts at 0: the tenant's work follows the pool's device
         device = torch.cuda.device(self.placement.device) if self.placement.is_cuda else contextlib.nullcontext()
-        with self._baton, device:
+        with self.baton, device:
             try:
                 return self._turn(tenant)
             finally:

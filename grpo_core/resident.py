@@ -172,9 +172,14 @@ class Resident:
             self.holder = None
         self.parked.pop(id(owner), None)
 
-    def close(self) -> None:
+    def close_engine(self) -> None:
+        """Close the rollout engine (a pool of jobs on training-API runs' resident is done with it); the base stays."""
         if self.engine is not None:
             self.engine.close()
-        self.engine = self.model = self.tokenizer = self.holder = self.engine_holds = None
+        self.engine = self.engine_holds = None
+
+    def close(self) -> None:
+        self.close_engine()
+        self.model = self.tokenizer = self.holder = None
         self.slot = []
         self.parked.clear()

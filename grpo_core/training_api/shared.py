@@ -14,7 +14,9 @@ runs computed in one pass are grpo_core.training_api.batched's (sampling) and gr
 (forward_backward), equal to each run alone within rounding.
 
 A pool of jobs can lend its resident (``lend``): runs that fit it then share the jobs' base weights and slot, taking
-turns with the jobs' tenants under the pool's baton (worker.pool: jobs and sessions on one worker).
+turns with the jobs' tenants under the pool's baton (worker.pool: jobs and sessions on one worker). The other way, a
+pool of jobs can borrow a base the runs loaded (``borrow``; worker.training_api.jobs), which then stays loaded until
+the pool gives it back, even if its runs end.
 
 Not thread-safe: the caller runs one request at a time on a ``SharedBases`` (worker.training_api.pool holds a lock).
 """
@@ -44,8 +46,11 @@ class SharedBase:
 
     key: tuple[Any, ...]
     resident: Resident = field(default_factory=Resident)
-    users: set[int] = field(default_factory=set)  # id() of each run on it
+    users: set[int] = field(default_factory=set)  # id() of each run on it, and of a pool of jobs borrowing it
     lent: bool = False  # another's resident (a pool of jobs, grpo_core.pool): its runs never free it
+    model_dir: Path | None = None  # what its first run loaded it from (``enter``)
+    cfg: GRPOConfig | None = None  # its adapter shape, device and precision
+    base_name: str | None = None
 
     @property
     def model(self) -> Any:
@@ -65,6 +70,7 @@ class SharedBase:
         if self.resident.model is None:
             model, tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
             self.resident.adopt(model, tokenizer)
+            self.model_dir, self.cfg, self.base_name = model_dir, cfg, base_name
         else:
             if self.lent:
                 log.info("a training run shares the resident base of a pool of jobs (%s)", model_dir.name)
@@ -140,6 +146,16 @@ class SharedBases:
     def leave(self, run: object, base: SharedBase) -> None:
         if base.leave(run):
             self._bases.pop(base.key, None)
+
+    def borrow(self, pool: object) -> SharedBase | None:
+        """A loaded base of this worker's runs (not one lent to them) for a pool of jobs to train on
+        (grpo_core.pool.TurnPool with ``borrowed``), kept loaded until ``leave(pool, base)`` even if its runs end;
+        None when there is none."""
+        for base in self._bases.values():
+            if not base.lent and base.resident.model is not None and base.cfg is not None:
+                base.users.add(id(pool))
+                return base
+        return None
 
     def __len__(self) -> int:
         return len(self._bases)

@@ -1,7 +1,9 @@
-"""A pool of jobs lends its resident to training-API runs (grpo_core.training_api.shared.SharedBases.lend): a run of
-the pool's adapter shape trains on the jobs' base weights and slot, its calls in a thread of its own taking the
-pool's baton while the pool's rounds go on, and every job and the run end bit for bit (fp32) as each alone; a run
-of another shape gets a base of its own; the lent resident outlives its runs."""
+"""A pool of jobs and training-API runs on one resident base, both ways: a pool lends its resident to a run of its
+adapter shape (grpo_core.training_api.shared.SharedBases.lend), and a pool of jobs borrows the base a run loaded
+(``borrow``, grpo_core.pool.TurnPool with ``borrowed``). The run's calls come from a thread of their own, taking the
+lock the jobs' turns take, while the pool's rounds go on, and every job and the run end bit for bit (fp32) as each
+alone; a run of another shape gets a base of its own; a lent resident outlives its runs, and a borrowed one is freed
+once neither its runs nor the pool hold it."""
 
 from __future__ import annotations
 
@@ -85,3 +87,50 @@ def test_a_session_run_on_a_pools_resident_and_the_pools_jobs_each_train_as_alon
         same_adapter(pooled.final_checkpoint, result.final_checkpoint)
         assert losses(prec) == losses(rec)
     assert torch.is_grad_enabled()
+
+
+def test_a_pool_of_jobs_on_a_training_runs_resident_and_the_run_each_train_as_alone(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """The reverse: a pool of jobs borrows the base a training run loaded (SharedBases.borrow, TurnPool with
+    ``borrowed``); the jobs train in rounds while the run's calls come from a thread of their own, both bit for bit
+    as alone; the pool closes only its engine, and the base is freed once neither the run nor the pool holds it."""
+    jobs = TENANTS[:2]
+    alone = []
+    for i, t in enumerate(jobs):
+        rec = Recorder()
+        result = train(cfg(**t["cfg"]), tiny_model_dir, ROWS, [DigitShare()], callbacks=rec,
+                       work_dir=tmp_path / f"alone{i}", seed=t["seed"])  # fmt: skip
+        alone.append((result, rec))
+    by_itself = TrainingModel(tiny_model_dir, rank=16, seed=7)
+    want = session(by_itself)
+    by_itself.close()
+
+    shared, lock = SharedBases(), threading.Lock()
+    run = TrainingModel(tiny_model_dir, rank=16, seed=7, shared=shared)
+    token = object()  # the pool's hold on the base
+    base = shared.borrow(token)
+    assert base is not None and base.cfg is not None and base.model_dir == tiny_model_dir
+    recs = [Recorder() for _ in jobs]
+    placement = resolve_placement(base.cfg.device, base.cfg.precision)
+    with TurnPool(tiny_model_dir, placement, together=False, resident=base.resident, baton=lock, borrowed=True) as pool:
+        for i, (t, rec) in enumerate(zip(jobs, recs, strict=True)):
+            pool.add(TenantSpec(cfg(**t["cfg"]), ROWS, [DigitShare()], rec, tmp_path / f"pool{i}", seed=t["seed"]))
+        got: list[tuple[list[float], list[list[float]]]] = []
+        thread = threading.Thread(target=lambda: got.append(session(run, lock)))
+        thread.start()
+        while pool.tenants:
+            pool.round()
+        thread.join(timeout=120)
+        results = list(pool.results)
+    assert base.resident.model is not None and base.resident.engine is None  # the run's base, without the engine
+    with lock:
+        run.close()
+    assert len(shared) == 1  # the pool still holds it
+    shared.leave(token, base)
+    assert len(shared) == 0 and base.resident.model is None
+    assert got == [want]
+    for (result, rec), pooled, prec in zip(alone, results, recs, strict=True):
+        assert isinstance(pooled, TrainResult) and pooled.steps_done == result.steps_done
+        same_adapter(pooled.final_checkpoint, result.final_checkpoint)
+        assert losses(prec) == losses(rec)
