@@ -44,12 +44,14 @@ def stack(
             yield s, {name: s.project_key(name)[1] for name in ("team-a", "team-b")}
 
 
-def submit(api: httpx.Client) -> dict[str, Any]:
+def submit(api: httpx.Client, max_steps: int = 400) -> dict[str, Any]:
     """A long job of the tiny model in the precision a session's run gets on this machine ("auto": bf16 where the
     CPU has it), so that the run fits the job's resident."""
     f = api.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("arith.jsonl", jsonl(ARITH_ROWS))})
     assert f.status_code == 201, f.text
-    body = job_body(TINY_ID, f.json()["id"], grader=PY_GRADER, precision="auto", max_steps=400, checkpoint_interval=0)
+    body = job_body(
+        TINY_ID, f.json()["id"], grader=PY_GRADER, precision="auto", max_steps=max_steps, checkpoint_interval=0
+    )
     r = api.post("/v1/fine_tuning/jobs", json=body)
     assert r.status_code == 201, r.text
     return r.json()
@@ -109,3 +111,34 @@ def test_a_session_joins_a_pool_of_jobs_and_trains_on_its_resident_as_alone(
     assert losses[-1] < losses[0]
     alone_id, alone_losses, alone_logprobs = train_run(s, keys["team-b"])  # the worker free: a session alone
     assert alone_id != session_id and (alone_losses, alone_logprobs) == (losses, logprobs)  # bit for bit
+
+
+def test_a_worker_serving_a_session_takes_a_job_onto_its_runs_base(stack: tuple[Stack, dict[str, str]]) -> None:
+    """The reverse: the worker is serving a session when a job of its run's base model and adapter shape is queued;
+    the session's pool takes the job onto the base the run loaded, the job trains to the end while the session's
+    run trains, and the run's results are bit-identical to the same run alone."""
+    s, keys = stack
+    if s.worker is None:
+        s.start_worker()
+    sc = tinker.ServiceClient(base_url=s.url, api_key=f"tml-{keys['team-b']}")
+    try:
+        tc = sc.create_lora_training_client(base_model=TINY_ID, rank=RANK, seed=3).result(timeout=120)
+        with httpx.Client(base_url=s.url, timeout=30, headers={"Authorization": f"Bearer {keys['team-a']}"}) as a:
+            job = submit(a, max_steps=6)  # rings while the worker serves the session: only its pool can take it
+            wait_for(lambda: steps_done(a, job["id"]) >= 1, s)
+            losses = []
+            for _ in range(STEPS):  # the run trains while the job does
+                fb = tc.forward_backward(DATA["a"], "cross_entropy")
+                tc.optim_step(ADAM).result(timeout=120)
+                losses.append(float(fb.result(timeout=120).metrics["loss:sum"]))
+            out = tc.forward(DATA["a"], "cross_entropy").result(timeout=120)
+            done = wait_status(a, job["id"], DONE, 240, s)
+            assert done["status"] == "succeeded", done
+            steps = [e["data"]["step"] for e in all_events(a, job["id"]) if e["type"] == "metrics"]
+            assert steps == list(range(1, 7))
+    finally:
+        sc.close("success").result(timeout=30)
+    said = (s.log_dir / "worker.log").read_text(errors="replace")
+    assert "a pool of jobs opens on the resident base of this worker's training runs" in said
+    _, alone_losses, alone_logprobs = train_run(s, keys["team-b"])
+    assert (alone_losses, alone_logprobs) == (losses, [x["logprobs"].tolist() for x in out.loss_fn_outputs])

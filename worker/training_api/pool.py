@@ -30,6 +30,7 @@ from runtime import training_api as tc
 from worker.client import InternalClient
 from worker.settings import WorkerSettings
 from worker.slots import FILL_EVERY, pool_slots, works_together
+from worker.training_api.jobs import JobsOnRuns
 from worker.training_api.session import Seat, SessionRunner, worker_id
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class SessionPool:
         self.slots = pool_slots(settings)
         self.seat = Seat(pooled=self.slots > 1, together=self.slots > 1 and works_together(settings))
         self.sessions = Sessions(settings, self.seat)
+        self.jobs = JobsOnRuns(settings, self.seat, f"sessions:{session_id}")  # jobs on the runs' resident base
+        self._next_fill = 0.0  # monotonic time of the next ask for more tenants
 
     def run(self) -> None:
         first = SessionRunner(self.session_id, self.settings, seat=self.seat)
@@ -104,19 +107,33 @@ class SessionPool:
         self.sessions.start(first, claim)
         client = InternalClient(self.settings.api_url, self.settings.internal_token)
         try:
-            while len(self.sessions):
-                if len(self.sessions) < self.slots:
-                    self._fill(client)
-                time.sleep(FILL_EVERY)
+            while len(self.sessions) or self.jobs.tenants:
+                self._fill(client)
+                if self.jobs.tenants:
+                    self.jobs.round()
+                else:
+                    time.sleep(FILL_EVERY)
         finally:
             client.close()
             self.sessions.stop()
+            self.jobs.close()
             from worker.job import model_cache
 
             model_cache(self.settings).release_all()
 
+    def _room(self) -> bool:
+        return len(self.sessions) + self.jobs.tenants < self.slots
+
     def _fill(self, client: InternalClient) -> None:
-        """Claim one more session whose first request needs a base model resident here (none until a run of the
-        sessions here has loaded one)."""
-        bases = sorted({b for r, _ in self.sessions.runners.values() for b in r.resident.bases})
-        self.sessions.claim_more(client, bases)
+        """While there is room, at most every ``FILL_EVERY`` seconds: one more session whose first request needs a
+        base model resident here (none until a run of the sessions here has loaded one), then jobs of a base the
+        runs loaded, trained on it (``JobsOnRuns``)."""
+        from worker import runner
+
+        if not self._room() or time.monotonic() < self._next_fill:
+            return
+        self._next_fill = time.monotonic() + FILL_EVERY
+        models = {path: model for r, _ in self.sessions.runners.values() for model, path in r.resident.bases.items()}
+        self.sessions.claim_more(client, sorted(set(models.values())))
+        if self._room() and not runner.shutting_down():
+            self.jobs.fill(models, self._room)
