@@ -88,15 +88,25 @@ class JobTenants:
     def claim(self, pool: TurnPool) -> bool:
         """Claim one more job that may join ``pool`` and seat it (or end it with the reason it cannot train);
         whether one was claimed."""
+        claimed = self.next_claim()
+        if claimed is not None:
+            self.take(pool, *claimed)
+        return claimed is not None
+
+    def next_claim(self) -> tuple[JobRun, api.ClaimResponse] | None:
+        """The next job with the pool's key, its lease this worker's; None when there is none."""
         job = JobRun(self.doorbell, self.settings)
         claim = job.claim_next(pool=self.key)
         if claim is None:
             job.client.close()
-            return False
+            return None
+        return job, claim
+
+    def take(self, pool: TurnPool, job: JobRun, claim: api.ClaimResponse) -> None:
+        """Seat a claimed job in ``pool``, or end it with the reason it cannot train."""
         tenant = self.tenant(job, claim)
         if tenant is not None:
             self.add(pool, tenant)
-        return True
 
     def round(self, pool: TurnPool) -> None:
         """One turn of every job in ``pool``; those that ended are reported and leave."""

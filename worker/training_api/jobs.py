@@ -41,19 +41,16 @@ class JobsOnRuns:
         return self.pool.tenants if self.pool is not None else 0
 
     def fill(self, models: dict[Path, str], room: Callable[[], bool]) -> None:
-        """Claim jobs while ``room()``: onto the open pool, else onto a pool opened on a base the sessions' runs
-        loaded (``models``: each base model folder here, by the model id the API names it by); a pool no job came
-        to closes again."""
-        opened = self.pool is None
-        if opened and not self._open(models):
+        """Claim jobs while ``room()``: onto the open pool, else, once a job of a base the sessions' runs loaded is
+        claimed, onto a pool opened on that base (``models``: each base model folder here, by the model id the API
+        names it by)."""
+        if self.pool is None and not self._open(models):
             return
         assert self.pool is not None and self.jobs is not None
         while room() and self.jobs.claim(self.pool):
             pass
-        if not self.pool.tenants:
+        if not self.pool.tenants:  # what it claimed could not train (its inputs, its build): nothing to hold
             self.close()
-        elif opened:
-            log.info("a pool of jobs opens on the resident base of this worker's training runs")
 
     def round(self) -> None:
         """One turn of every job; the pool closes when its last job has ended."""
@@ -66,8 +63,11 @@ class JobsOnRuns:
         if not self.pool.tenants:
             self.close()
 
-    def close(self) -> None:
-        """Close the pool (its engine; the base stays the sessions') and give the base back."""
+    def close(self, exc: Exception | None = None) -> None:
+        """Close the pool (its engine; the base stays the sessions') and give the base back; jobs still in it end
+        with ``exc`` (the worker failed), or are handed back by their leases."""
+        if self.jobs is not None and exc is not None:
+            self.jobs.end_all(exc)
         self._stack.close()
         if self._base is not None:
             self.seat.shared.leave(self, self._base)
@@ -75,6 +75,7 @@ class JobsOnRuns:
         self._stack = contextlib.ExitStack()
 
     def _open(self, models: dict[Path, str]) -> bool:
+        """Whether a job of a base the runs loaded was claimed, and a pool opened on that base to train it."""
         from grpo_core.hardware.device import resolve_placement
         from grpo_core.pool import TurnPool
         from grpo_core.schemas.pooling import pool_key
@@ -84,8 +85,10 @@ class JobsOnRuns:
         if base is None:
             return False
         assert base.model_dir is not None and base.cfg is not None
-        model = models.get(base.model_dir)
-        if model is None:  # not a base this worker's sessions named: nothing the API could match
+        model = models.get(base.model_dir)  # None: not a base this worker's sessions named, nothing to match
+        jobs = JobTenants(self.doorbell, self.settings, pool_key(model, base.cfg)) if model is not None else None
+        claimed = jobs.next_claim() if jobs is not None else None
+        if jobs is None or claimed is None:
             self.seat.shared.leave(self, base)
             return False
         cfg = base.cfg
@@ -98,6 +101,7 @@ class JobsOnRuns:
             baton=self.seat.device,
             borrowed=True,
         )
-        self.pool, self._base = self._stack.enter_context(pool), base
-        self.jobs = JobTenants(self.doorbell, self.settings, pool_key(model, cfg))
+        self.pool, self.jobs, self._base = self._stack.enter_context(pool), jobs, base
+        log.info("a pool of jobs opens on the resident base of this worker's training runs (%s)", model)
+        jobs.take(pool, *claimed)
         return True

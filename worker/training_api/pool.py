@@ -106,6 +106,7 @@ class SessionPool:
             return
         self.sessions.start(first, claim)
         client = InternalClient(self.settings.api_url, self.settings.internal_token)
+        failed: Exception | None = None
         try:
             while len(self.sessions) or self.jobs.tenants:
                 self._fill(client)
@@ -113,10 +114,13 @@ class SessionPool:
                     self.jobs.round()
                 else:
                     time.sleep(FILL_EVERY)
+        except Exception as exc:  # the pool's loop failed: its jobs end with it (no lease is left beating)
+            failed = exc
+            raise
         finally:
             client.close()
             self.sessions.stop()
-            self.jobs.close()
+            self.jobs.close(failed)
             from worker.job import model_cache
 
             model_cache(self.settings).release_all()
