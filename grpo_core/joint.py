@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from grpo_core.hardware.baton import Baton
 from grpo_core.hardware.device import release_device_memory
 from grpo_core.hardware.distributed import World
 from grpo_core.resident import Resident
@@ -113,7 +114,7 @@ class JointWork:
     """The decodes and updates of one pool's tenants that ask at once (see the module docstring). ``baton``: the
     lock each tenant holds while it computes; ``together``: whether a round's turns run in threads now (``begin``)."""
 
-    def __init__(self, resident: Resident, baton: threading.Lock) -> None:
+    def __init__(self, resident: Resident, baton: Baton) -> None:
         self.resident, self.baton = resident, baton
         self._lock = threading.Lock()
         self._running = 0

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -43,9 +42,10 @@ from typing import Any
 import torch
 
 from grpo_core.errors import UserError
+from grpo_core.hardware.baton import Baton
 from grpo_core.hardware.device import Placement, release_device_memory, resolve_placement
 from grpo_core.hardware.distributed import World
-from grpo_core.hardware.memory import POOL_CAP, kv_token_bytes, pool_tenants
+from grpo_core.hardware.memory import POOL_CAP, PoolRoom, kv_token_bytes, pool_room
 from grpo_core.joint import JointWork, TenantEngine
 from grpo_core.resident import Resident
 from grpo_core.rewards.base import Grader
@@ -100,7 +100,7 @@ class TurnPool:
     resident: Resident = field(default_factory=Resident)
     # held by whoever computes on the resident: a tenant for its turn (but while it waits for work done together), and
     # anyone the pool lends its resident to (grpo_core.training_api.shared.SharedBases.lend) for each of its calls
-    baton: threading.Lock = field(default_factory=threading.Lock)
+    baton: Baton = field(default_factory=Baton)
     borrowed: bool = False  # the resident is another's: the pool closes only the engine it started on it
     results: list[TrainResult | Exception | None] = field(default_factory=list)
     _active: list[_Tenant] = field(default_factory=list)
@@ -144,23 +144,27 @@ class TurnPool:
         """Joint updates of the tenants so far, each one or more shared passes (grpo_core.update.together)."""
         return 0 if self._work is None else self._work.updates
 
-    def planned_tenants(self, cap: int = POOL_CAP) -> int:
-        """How many tenants this pool's device holds (grpo_core.hardware.memory.pool_tenants), from the peak of the
-        latest step on it (the trainer opens a peak window per step) and its tenants' adapter and rollout shapes;
-        ``cap`` on a CPU, where memory is not what limits a pool."""
+    def planned_room(self, cap: int = POOL_CAP) -> PoolRoom:
+        """What this pool's device holds (grpo_core.hardware.memory.pool_room), from the peak of the latest step on
+        it (the trainer opens a peak window per step), its tenants' adapter and rollout shapes, and the adapted
+        weights a training run's sampler copies; on a CPU, where memory is not what limits a pool, ``cap`` tenants."""
         if not self.placement.is_cuda or self.resident.model is None:
-            return cap
-        device = self.placement.device
+            return PoolRoom(room=2**62, per_job=1, per_run=1, cap=cap)
+        from peft.tuners.lora import LoraLayer
+
+        device, model = self.placement.device, self.resident.model
         total = int(torch.cuda.get_device_properties(device).total_memory)
         peak = int(torch.cuda.max_memory_allocated(device))
         lora = sum(p.numel() for p in self.resident.slot)
+        weights: list[Any] = [m.get_base_layer().weight for m in model.modules() if isinstance(m, LoraLayer)]
+        adapted = sum(int(w.numel()) * int(w.element_size()) for w in weights)
         kv = 0
         if self._joint_possible():  # a joint decode holds every tenant's rows' KV cache at once
             cfgs = [t.run.cfg for t in self._active]
             rows = max((c.batch_size * c.group_size for c in cfgs), default=0)
             tokens = max((c.max_prompt_tokens + c.max_completion_tokens for c in cfgs), default=0)
-            kv = rows * tokens * kv_token_bytes(self.resident.model)
-        return pool_tenants(total, peak, lora, kv_per_tenant=kv, cap=cap)
+            kv = rows * tokens * kv_token_bytes(model)
+        return pool_room(total, peak, lora, adapted_bytes=adapted, kv_per_tenant=kv, cap=cap)
 
     def add(self, spec: TenantSpec) -> int:
         """Build ``spec``'s run on the pool's policy (its first step waits for its turn); its index in ``results``.

@@ -33,10 +33,17 @@ from worker.settings import WorkerSettings
 from worker.training_api.resident import Resident
 
 if TYPE_CHECKING:
+    from grpo_core.hardware.baton import Baton
     from grpo_core.training_api.shared import SharedBases
 
 log = logging.getLogger(__name__)
 NEXT_WAIT_SECONDS = 10.0  # how long one ask for the next request may be held open by the API
+
+
+def _baton() -> Baton:
+    from grpo_core.hardware.baton import Baton
+
+    return Baton()
 
 
 def _shared_bases() -> SharedBases:
@@ -205,7 +212,7 @@ class Seat:
     ``together``: the sessions' forward_backward calls pending at once share passes (POOL_SAMPLE_TOGETHER)."""
 
     shared: SharedBases = field(default_factory=_shared_bases)
-    device: threading.Lock = field(default_factory=threading.Lock)
+    device: Baton = field(default_factory=_baton)  # FIFO: a request waits only for what asked before it
     pooled: bool = False
     together: bool = False
     _waiting: list[_Queued] = field(default_factory=list)  # work queued for the device
@@ -219,11 +226,11 @@ class Seat:
         device was busy runs as soon as it frees."""
         from worker.training_api.resident import sample_jointly
 
-        def decode(batch: list[_Queued]) -> list[Any]:
+        def decode(batch: list[_Queued]) -> list[tuple[Any, float | None]]:
             try:
-                return list(sample_jointly([(w.resident, w.payload) for w in batch]))
+                return [(out, None) for out in sample_jointly([(w.resident, w.payload) for w in batch])]
             except Exception as exc:  # the decode's boundary: these requests fail, the sessions go on
-                return [[exc] * len(w.payload) for w in batch]
+                return [([exc] * len(w.payload), None) for w in batch]
 
         work = self._run(_Queued("sample", resident, requests, float(len(requests))), decode)
         return work.result, work.held
@@ -233,22 +240,24 @@ class Seat:
     ) -> tuple[tc.ForwardBackwardResult | Exception, float]:
         """``request``'s result (or what failed it) and the seconds billed to it: whoever holds the device next runs
         every session's forward_backward queued by then, in passes shared by runs that can share them
-        (worker.training_api.resident.forward_backward_jointly), the seconds split by the calls' tokens."""
+        (worker.training_api.resident.forward_backward_jointly); a call is billed its own seconds, or its tokens'
+        share of the passes it shared."""
         from worker.training_api.resident import forward_backward_jointly
 
-        def compute(batch: list[_Queued]) -> list[Any]:
+        def compute(batch: list[_Queued]) -> list[tuple[Any, float | None]]:
             try:
                 return list(forward_backward_jointly([(w.resident, *w.payload) for w in batch]))
             except Exception as exc:  # the passes' boundary: these requests fail, the sessions go on
-                return [exc] * len(batch)
+                return [(exc, None)] * len(batch)
 
         tokens = float(sum(len(d.tokens) for d in request.data))
         work = self._run(_Queued("forward_backward", resident, (target, request), max(tokens, 1.0)), compute)
         return work.result, work.held
 
-    def _run(self, work: _Queued, compute: Callable[[list[_Queued]], list[Any]]) -> _Queued:
+    def _run(self, work: _Queued, compute: Callable[[list[_Queued]], list[tuple[Any, float | None]]]) -> _Queued:
         """``work`` done: by this thread, with every work of its kind queued by the time it holds the device
-        (``compute``: one result per work, never raising), or by another thread that took it along."""
+        (``compute``: one result per work and the seconds it caused, None: its weight's share of the batch's;
+        never raising), or by another thread that took it along."""
         with self._queue:
             self._waiting.append(work)
         with self.device:
@@ -260,8 +269,9 @@ class Seat:
                 outs = compute(batch)
                 held = time.perf_counter() - started
                 total = sum(w.weight for w in batch)
-                for w, out in zip(batch, outs, strict=True):
-                    w.result, w.held, w.done = out, held * w.weight / total, True
+                for w, (out, seconds) in zip(batch, outs, strict=True):
+                    w.result, w.done = out, True
+                    w.held = held * w.weight / total if seconds is None else seconds
         return work
 
 
