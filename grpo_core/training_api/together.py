@@ -24,6 +24,7 @@ created with ``exact`` (the SDK's ``user_metadata={"pool_exact": "true"}``) neve
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -66,25 +67,26 @@ def join_key(call: Call) -> Hashable | None:
     return (id(run.base), call.backward)
 
 
-def forward_backward_jointly(calls: Sequence[Call]) -> list[ForwardResult | Exception]:
-    """Each call's result, or the exception that failed it alone. Calls of two or more runs that may share passes
-    (``join_key``) share them (``forward_backward_together``); every other call runs on its own run."""
+def forward_backward_jointly(calls: Sequence[Call]) -> list[tuple[ForwardResult | Exception, float]]:
+    """Each call's result (or the exception that failed it alone) and the device seconds it caused: its own call's,
+    or its tokens' share of the passes it shared. Calls of two or more runs that may share passes (``join_key``)
+    share them (``forward_backward_together``); every other call runs on its own run."""
     groups: dict[Hashable, list[int]] = {}
-    out: list[ForwardResult | Exception | None] = [None] * len(calls)
+    out: list[tuple[ForwardResult | Exception, float] | None] = [None] * len(calls)
     for i, call in enumerate(calls):
         key = join_key(call)
         groups.setdefault(("alone", i) if key is None else key, []).append(i)
     for idx in groups.values():
-        if len({id(calls[i].run) for i in idx}) > 1:
+        shared = len({id(calls[i].run) for i in idx}) > 1
+        if shared:
             log.info("forward_backward calls of %d runs in shared passes", len(idx))
-            for i, result in zip(idx, forward_backward_together([calls[i] for i in idx]), strict=True):
-                out[i] = result
-            continue
-        for i in idx:  # one run's calls: each alone, in order
-            try:
-                out[i] = calls[i].alone()
-            except Exception as exc:  # the request's boundary: it fails alone
-                out[i] = exc
+        started = time.perf_counter()
+        results = forward_backward_together([calls[i] for i in idx]) if shared else [_alone(calls[i]) for i in idx]
+        seconds = time.perf_counter() - started
+        tokens = [sum(len(d.tokens) for d in calls[i].data) for i in idx]
+        for i, result, n in zip(idx, results, tokens, strict=True):
+            out[i] = (result, seconds * n / max(sum(tokens), 1))
+    assert all(o is not None for o in out), "every call answered"
     return [o for o in out if o is not None]
 
 
@@ -111,6 +113,7 @@ def forward_backward_together(calls: Sequence[Call]) -> list[ForwardResult | Exc
             release_device_memory()
             for i in ok:
                 out[i] = _alone(calls[i])
+    assert all(o is not None for o in out), "every call answered"
     return [o for o in out if o is not None]
 
 
@@ -155,12 +158,13 @@ def _together(calls: Sequence[Call]) -> list[ForwardResult]:
         _pass(calls, sums, group)
     results = []
     for c, s in zip(calls, sums, strict=True):
-        if c.backward:
-            base.add_grads(c.run, s.grads)
         spec = loss_spec(c.loss_fn)
         everything = {k: torch.cat([x[k] for x in s.inputs]) for k in spec.inputs}
         metrics = loss_of(c.loss_fn, torch.cat(s.logprobs), everything, c.config, s.lengths).metrics
         results.append(ForwardResult([x.tolist() for x in s.logprobs], metrics))
+    for c, s in zip(calls, sums, strict=True):  # last: a failure above adds nothing anywhere
+        if c.backward:
+            base.add_grads(c.run, s.grads)
     return results
 
 

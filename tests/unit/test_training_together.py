@@ -127,7 +127,7 @@ def test_a_refused_or_failing_call_fails_alone_and_adds_nothing(runs: list[Train
 
 def test_forward_only_calls_share_a_pass_and_leave_no_gradient(runs: list[TrainingModel]) -> None:
     calls = [Call(run, DATA[k], "cross_entropy", {}, backward=False) for k, run in enumerate(runs)]
-    out = forward_backward_jointly(calls)
+    out = [result for result, _ in forward_backward_jointly(calls)]
     for run, call, got in zip(runs, calls, out, strict=True):
         run.hold()
         assert all(p.grad is None for p in run.params)

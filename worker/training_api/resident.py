@@ -310,19 +310,20 @@ def fb_result(out: ForwardResult) -> tc.ForwardBackwardResult:
 
 def forward_backward_jointly(
     work: list[tuple[Resident, str, tc.ForwardBackward]],
-) -> list[tc.ForwardBackwardResult | Exception]:
+) -> list[tuple[tc.ForwardBackwardResult | Exception, float]]:
     """The forward_backward requests of several sessions on this worker (each with its Resident and its target
     run), in passes shared by the runs that can share them (grpo_core.training_api.together); each request's result
-    or the exception that failed it alone."""
+    or the exception that failed it alone, and the device seconds it caused."""
     from grpo_core.training_api.together import forward_backward_jointly as compute
 
-    out: list[tc.ForwardBackwardResult | Exception | None] = [None] * len(work)
+    out: list[tuple[tc.ForwardBackwardResult | Exception, float] | None] = [None] * len(work)
     calls: list[tuple[int, Call]] = []
     for i, (resident, target, request) in enumerate(work):
         try:
             calls.append((i, resident.fb_call(request, target)))
         except Exception as exc:  # its run is not on this worker: it fails alone
-            out[i] = exc
-    for (i, _), result in zip(calls, compute([c for _, c in calls]), strict=True):
-        out[i] = result if isinstance(result, Exception) else fb_result(result)
+            out[i] = (exc, 0.0)
+    for (i, _), (result, seconds) in zip(calls, compute([c for _, c in calls]), strict=True):
+        out[i] = (result if isinstance(result, Exception) else fb_result(result), seconds)
+    assert all(o is not None for o in out), "every request answered"
     return [o for o in out if o is not None]
