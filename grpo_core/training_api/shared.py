@@ -147,15 +147,15 @@ class SharedBases:
         if base.leave(run):
             self._bases.pop(base.key, None)
 
-    def borrow(self, pool: object) -> SharedBase | None:
-        """A loaded base of this worker's runs (not one lent to them) for a pool of jobs to train on
-        (grpo_core.pool.TurnPool with ``borrowed``), kept loaded until ``leave(pool, base)`` even if its runs end;
-        None when there is none."""
-        for base in self._bases.values():
-            if not base.lent and base.resident.model is not None and base.cfg is not None:
-                base.users.add(id(pool))
-                return base
-        return None
+    def loaded(self) -> list[SharedBase]:
+        """The bases this worker's runs loaded (not those lent to them), each one a pool of jobs could borrow."""
+        return [b for b in self._bases.values() if not b.lent and b.resident.model is not None and b.cfg is not None]
+
+    @staticmethod
+    def borrow(pool: object, base: SharedBase) -> None:
+        """``base`` kept loaded for a pool of jobs training on it (grpo_core.pool.TurnPool with ``borrowed``) until
+        ``leave(pool, base)``, even if its runs end."""
+        base.users.add(id(pool))
 
     def __len__(self) -> int:
         return len(self._bases)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from grpo_core.hardware.baton import Baton
 from grpo_core.hardware.device import resolve_placement
 from grpo_core.pool import TenantSpec, TurnPool
 from grpo_core.trainer import TrainResult, train
@@ -29,17 +30,17 @@ DATA = [
 STEPS = 5
 
 
-def session(run: TrainingModel, lock: threading.Lock | None = None) -> tuple[list[float], list[list[float]]]:
+def session(run: TrainingModel, lock: Baton | None = None) -> tuple[list[float], list[list[float]]]:
     """STEPS of forward_backward and optim_step, each call holding ``lock`` (the pool's baton) when given; the
     losses and the final log-probs."""
     out = []
     for _ in range(STEPS):
-        with lock or threading.Lock():
+        with lock or Baton():
             fb = run.forward_backward(DATA, "cross_entropy", {})
-        with lock or threading.Lock():
+        with lock or Baton():
             run.optim_step(**ADAM)
         out.append(fb.metrics["loss:sum"])
-    with lock or threading.Lock():
+    with lock or Baton():
         final = run.forward_backward(DATA, "cross_entropy", {}, backward=False)
     return out, final.logprobs
 
@@ -106,11 +107,12 @@ def test_a_pool_of_jobs_on_a_training_runs_resident_and_the_run_each_train_as_al
     want = session(by_itself)
     by_itself.close()
 
-    shared, lock = SharedBases(), threading.Lock()
+    shared, lock = SharedBases(), Baton()
     run = TrainingModel(tiny_model_dir, rank=16, seed=7, shared=shared)
     token = object()  # the pool's hold on the base
-    base = shared.borrow(token)
-    assert base is not None and base.cfg is not None and base.model_dir == tiny_model_dir
+    (base,) = shared.loaded()
+    shared.borrow(token, base)
+    assert base.cfg is not None and base.model_dir == tiny_model_dir
     recs = [Recorder() for _ in jobs]
     placement = resolve_placement(base.cfg.device, base.cfg.precision)
     with TurnPool(tiny_model_dir, placement, together=False, resident=base.resident, baton=lock, borrowed=True) as pool:

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runtime import internal as api
+from worker.runner import JobRun
 from worker.settings import WorkerSettings
 from worker.tenants import JobTenants
 from worker.training_api.session import Seat
@@ -43,13 +45,17 @@ class JobsOnRuns:
     def fill(self, models: dict[Path, str], room: Callable[[], bool]) -> None:
         """Claim jobs while ``room()``: onto the open pool, else, once a job of a base the sessions' runs loaded is
         claimed, onto a pool opened on that base (``models``: each base model folder here, by the model id the API
-        names it by)."""
-        if self.pool is None and not self._open(models):
-            return
-        assert self.pool is not None and self.jobs is not None
-        while room() and self.jobs.claim(self.pool):
-            pass
-        if not self.pool.tenants:  # what it claimed could not train (its inputs, its build): nothing to hold
+        names it by). An ask that fails (the API unreachable) is logged; the sessions go on and the next ask
+        retries."""
+        try:
+            if self.pool is None and not self._open(models):
+                return
+            assert self.pool is not None and self.jobs is not None
+            while room() and self.jobs.claim(self.pool):
+                pass
+        except Exception:  # the pool's ask: the sessions here go on
+            log.exception("could not ask for a job to train on the sessions' base")
+        if self.pool is not None and not self.pool.tenants:  # what it claimed could not train: nothing to hold
             self.close()
 
     def round(self) -> None:
@@ -68,33 +74,52 @@ class JobsOnRuns:
         with ``exc`` (the worker failed), or are handed back by their leases."""
         if self.jobs is not None and exc is not None:
             self.jobs.end_all(exc)
-        self._stack.close()
+        self._stack.close()  # (TurnPool's exit takes the device itself)
         if self._base is not None:
-            self.seat.shared.leave(self, self._base)
+            self._give_back(self._base)
         self.pool = self.jobs = self._base = None
         self._stack = contextlib.ExitStack()
 
+    def _give_back(self, base: SharedBase) -> None:
+        with self.seat.device:  # a run may be entering or leaving the bases meanwhile (SharedBases is not thread-safe)
+            self.seat.shared.leave(self, base)
+
     def _open(self, models: dict[Path, str]) -> bool:
-        """Whether a job of a base the runs loaded was claimed, and a pool opened on that base to train it."""
-        from grpo_core.hardware.device import resolve_placement
-        from grpo_core.pool import TurnPool
+        """Whether a job of a base the runs loaded was claimed, and a pool opened on that base to train it (each
+        loaded base the sessions named tried in turn)."""
         from grpo_core.schemas.pooling import pool_key
 
         with self.seat.device:  # the runs' requests may be loading or freeing a base meanwhile
-            base = self.seat.shared.borrow(self)
-        if base is None:
-            return False
+            bases = [b for b in self.seat.shared.loaded() if b.model_dir in models]
+            for base in bases:
+                self.seat.shared.borrow(self, base)
+        for i, base in enumerate(bases):
+            assert base.model_dir is not None and base.cfg is not None
+            try:
+                jobs = JobTenants(self.doorbell, self.settings, pool_key(models[base.model_dir], base.cfg))
+                claimed = jobs.next_claim()
+            except BaseException:
+                for left in bases[i:]:
+                    self._give_back(left)
+                raise
+            if claimed is None:
+                self._give_back(base)
+                continue
+            for left in bases[i + 1 :]:
+                self._give_back(left)
+            self._start(base, jobs, *claimed)
+            return True
+        return False
+
+    def _start(self, base: SharedBase, jobs: JobTenants, job: JobRun, claim: api.ClaimResponse) -> None:
+        """A pool on ``base`` (borrowed), ``job`` its first tenant."""
+        from grpo_core.hardware.device import resolve_placement
+        from grpo_core.pool import TurnPool
+
         assert base.model_dir is not None and base.cfg is not None
-        model = models.get(base.model_dir)  # None: not a base this worker's sessions named, nothing to match
-        jobs = JobTenants(self.doorbell, self.settings, pool_key(model, base.cfg)) if model is not None else None
-        claimed = jobs.next_claim() if jobs is not None else None
-        if jobs is None or claimed is None:
-            self.seat.shared.leave(self, base)
-            return False
-        cfg = base.cfg
         pool = TurnPool(
             base.model_dir,
-            resolve_placement(cfg.device, cfg.precision),
+            resolve_placement(base.cfg.device, base.cfg.precision),
             self.settings.reward_sandbox,
             self.settings.pool_sample_together,
             resident=base.resident,
@@ -102,6 +127,5 @@ class JobsOnRuns:
             borrowed=True,
         )
         self.pool, self.jobs, self._base = self._stack.enter_context(pool), jobs, base
-        log.info("a pool of jobs opens on the resident base of this worker's training runs (%s)", model)
-        jobs.take(pool, *claimed)
-        return True
+        log.info("a pool of jobs opens on the resident base of this worker's training runs (%s)", claim.model)
+        jobs.take(pool, job, claim)
