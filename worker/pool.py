@@ -11,7 +11,8 @@ Training-API sessions join a pool of jobs too, while it has room: those whose fi
 pool's base model and adapter shape (the API's ``claim-next`` with ``shape``). Their runs take the jobs' resident as
 owners of its slot (grpo_core.training_api.shared.SharedBases.lend: one copy of the base weights for jobs and runs),
 each session served in a thread of its own (worker.training_api.pool.Sessions) whose calls take the pool's baton
-between the jobs' turns, bit for bit as alone. The pool stays open while a job or a session is served.
+between the jobs' turns (bit for bit as alone where both compute in turn). The pool stays open while a job or a
+session is served.
 
 Each tenant is a job as ``JobRun`` runs it: its own lease and heartbeat, its events, checkpoints and tracking run
 (worker.reporting.Reporter), its finish; a cancel, pause, preemption or this worker's shutdown stops it at its
@@ -39,6 +40,7 @@ from worker.training_api.pool import Sessions
 from worker.training_api.session import Seat
 
 if TYPE_CHECKING:
+    from grpo_core.hardware.memory import PoolRoom
     from grpo_core.pool import TurnPool
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ class PoolRun:
     def __init__(self, doorbell: str, settings: WorkerSettings) -> None:
         self.doorbell, self.settings = doorbell, settings
         self.slots, self.planning = job_slots(settings)  # planning: 1 tenant until the memory plan sizes the pool
+        self.plan: PoolRoom | None = None  # the memory plan, once made
         self.key: str | None = None
         self.lead_model = ""  # the pool's base model id, as sessions name it (the lead job's model)
         self.shape: tc.RunShape | None = None  # the adapter shape of the sessions' runs it lends its resident to
@@ -117,8 +120,8 @@ class PoolRun:
             if pool.tenants:
                 jobs.round(pool)
                 if self.planning:  # the first job's step ran: its peak and adapter size the pool
-                    self.slots, self.planning = pool.planned_tenants(self.slots), False
-                    log.info("the memory plan makes room for %d tenant(s) on this worker", self.slots)
+                    self.plan, self.planning = pool.planned_room(self.slots), False
+                    log.info("the memory plan makes room for %d job(s) on this worker", self.plan.jobs)
             elif sessions is not None and len(sessions):
                 time.sleep(FILL_EVERY)
             else:
@@ -128,7 +131,7 @@ class PoolRun:
         """The training-API sessions this pool serves beside its jobs, their runs lent its resident when they have
         its adapter shape (grpo_core.training_api.shared.SharedBases.lend: the jobs' base weights and slot, in turn
         under the pool's baton); None without room for them or when no run can have the jobs' shape."""
-        from grpo_core.training_api.model import run_shape
+        from grpo_core.training_api.model import run_config, run_shape
         from grpo_core.training_api.shared import SharedBases
 
         assert first.spec is not None and first.model_dir is not None
@@ -136,9 +139,14 @@ class PoolRun:
         if shape is None or self.slots < 2:
             return None
         rank, mlp, attn = shape
+        lent = pool.placed(first.spec.cfg)
+        folder, name = first.model_dir, first.spec.base_name
+        if SharedBases.key(folder, run_config(rank, mlp, attn), name) != SharedBases.key(folder, lent, name):
+            log.info("sessions' runs would not fit this pool's resident (its device or precision): it takes none")
+            return None
         self.shape = tc.RunShape(rank=rank, train_mlp=mlp, train_attn=attn)
         seat = Seat(SharedBases(), pool.baton, pooled=True, together=works_together(self.settings))
-        seat.shared.lend(pool.resident, first.model_dir, pool.placed(first.spec.cfg), first.spec.base_name)
+        seat.shared.lend(pool.resident, folder, lent, name)
         return Sessions(self.settings, seat)
 
     def _fill(self, pool: TurnPool, jobs: JobTenants, sessions: Sessions | None) -> None:
@@ -147,15 +155,22 @@ class PoolRun:
         fleet lock)."""
         from worker import runner
 
-        def room() -> bool:
-            held = pool.tenants + (len(sessions) if sessions is not None else 0)
-            return held < (1 if self.planning else self.slots) and not runner.shutting_down()
+        def room(job: int, run: int) -> bool:
+            """Whether ``job`` more jobs and ``run`` more sessions fit (each session counted as one run)."""
+            jobs_then, runs_then = pool.tenants + job, (len(sessions) if sessions is not None else 0) + run
+            if runner.shutting_down():
+                return False
+            if self.planning:  # no second tenant before the memory plan
+                return jobs_then + runs_then <= 1
+            if self.plan is not None:
+                return self.plan.fits(jobs_then, runs_then)
+            return jobs_then + runs_then <= self.slots
 
         if time.monotonic() < self._next_fill:
             return
-        while room() and jobs.claim(pool):
+        while room(1, 0) and jobs.claim(pool):
             pass
-        while sessions is not None and room():
+        while sessions is not None and room(0, 1):
             client = InternalClient(self.settings.api_url, self.settings.internal_token)
             try:
                 if not sessions.claim_more(client, [self.lead_model], self.shape):
@@ -165,5 +180,5 @@ class PoolRun:
             for tenant in jobs.tenants.values():  # how many share the worker, never whose
                 held = pool.tenants + len(sessions)
                 tenant.reporter.on_message(f"A training-API session now shares this worker: {held} tenants, in turn")
-        if room():
+        if room(1, 0) or room(0, 1):
             self._next_fill = time.monotonic() + FILL_EVERY

@@ -23,7 +23,8 @@ def pool_slots(settings: WorkerSettings) -> int:
 def job_slots(settings: WorkerSettings) -> tuple[int, bool]:
     """A pool of jobs' tenants, and whether its memory plan sizes it: POOL_TENANTS when set; unset on a GPU, at most
     grpo_core.hardware.memory.POOL_CAP, sized once the first job's step has run (grpo_core.pool.TurnPool
-    .planned_tenants: its measured peak and each more tenant's adapter state); 1 (no pool) on a CPU."""
+    .planned_room: its measured peak, each more job's adapter state, each session's run's adapter state and
+    sampler copy); 1 (no pool) on a CPU."""
     if settings.pool_tenants is not None:
         return settings.pool_tenants, False
     import torch

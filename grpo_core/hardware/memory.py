@@ -39,7 +39,7 @@ OWN_GPU_SHARE = 0.9
 # of the update's launches); the budget is set aside in the token plan (``auto_micro_batch_tokens``).
 HEAD_BUDGET_BYTES = 2**30
 HEAD_BYTES_PER_LOGIT = 16
-# A pool's tenants (``pool_tenants``): each more holds its adapter's values, gradient and AdamW's two moments, and the
+# A pool's tenants (``pool_room``): each more holds its adapter's values, gradient and AdamW's two moments, and the
 # copy of its values parked while another holds the slot (grpo_core.resident), all fp32; the plan fills at most
 # POOL_MARGIN of the device and holds at most POOL_CAP tenants.
 TENANT_STATE_BYTES = 5 * 4
@@ -290,16 +290,38 @@ def kv_token_bytes(model: Any, precision_bytes: int = 2) -> int:
     return int(c.num_hidden_layers) * 2 * int(getattr(c, "num_key_value_heads", heads)) * head_dim * precision_bytes
 
 
-def pool_tenants(total: int, peak: int, lora_params: int, *, kv_per_tenant: int = 0, cap: int = POOL_CAP) -> int:
-    """How many tenants a pool (grpo_core.pool) holds on a device of ``total`` bytes: the first tenant's measured
-    ``peak`` (the base weights, the engine, the adapter's state and one step's activations: tenants in turn hold one
-    step's activations at a time, and a pass shared by several is packed within the smallest of their token
-    budgets), then for each more its adapter's state (``TENANT_STATE_BYTES`` per trained parameter) and, where the
-    tenants' rollouts share a decode, its rows' KV cache (``kv_per_tenant``), within ``POOL_MARGIN`` of the device;
-    at least 1, at most ``cap`` (past a few, more tenants share the device's time, not its idle capacity)."""
-    room = int(total * POOL_MARGIN) - peak
-    per_tenant = max(lora_params * TENANT_STATE_BYTES + kv_per_tenant, 1)
-    return max(1, min(cap, 1 + room // per_tenant))
+@dataclass(frozen=True)
+class PoolRoom:
+    """What a pool's device holds beside its first job (``pool_room``): ``room`` bytes, each more job tenant costing
+    ``per_job`` and each training-API run ``per_run``; at most ``cap`` tenants in all (past a few, more tenants share
+    the device's time, not its idle capacity)."""
+
+    room: int
+    per_job: int
+    per_run: int
+    cap: int = POOL_CAP
+
+    def fits(self, jobs: int, runs: int) -> bool:
+        """Whether ``jobs`` job tenants (the first among them) and ``runs`` training runs fit."""
+        return jobs + runs <= self.cap and max(jobs - 1, 0) * self.per_job + runs * self.per_run <= self.room
+
+    @property
+    def jobs(self) -> int:
+        """How many job tenants fit with no run beside them (at least 1)."""
+        return max(1, min(self.cap, 1 + self.room // self.per_job))
+
+
+def pool_room(
+    total: int, peak: int, lora_params: int, *, adapted_bytes: int = 0, kv_per_tenant: int = 0, cap: int = POOL_CAP
+) -> PoolRoom:
+    """A pool's room (grpo_core.pool) on a device of ``total`` bytes: ``POOL_MARGIN`` of it less the first tenant's
+    measured ``peak`` (the base weights, the engine, the adapter's state and one step's activations: tenants in turn
+    hold one step's activations at a time, and a pass shared by several is packed within the smallest of their token
+    budgets). Each more job costs its adapter's state (``TENANT_STATE_BYTES`` per trained parameter) and, where the
+    tenants' rollouts share a decode, its rows' KV cache (``kv_per_tenant``); each training-API run its adapter's
+    state and its sampler's merged copy of the adapted weights (``adapted_bytes``)."""
+    state = lora_params * TENANT_STATE_BYTES
+    return PoolRoom(int(total * POOL_MARGIN) - peak, max(state + kv_per_tenant, 1), max(state + adapted_bytes, 1), cap)
 
 
 def enable_checkpointing(model: Any) -> None:

@@ -70,6 +70,17 @@ def target_modules(train_mlp: bool, train_attn: bool) -> list[str] | Literal["al
     raise ValueError("train_mlp and train_attn are both false: the adapter would train nothing")
 
 
+def run_config(
+    rank: int, train_mlp: bool, train_attn: bool, device: str = "auto", precision: str = "auto"
+) -> GRPOConfig:
+    """What a training run's base is loaded with: its adapter (rank, α = ``LORA_ALPHA``, its modules), on ``device`` in
+    ``precision``, both resolved (grpo_core.training_api.shared keys bases by it)."""
+    place = resolve_device(device)
+    resolved, _ = resolve_precision(precision, place)
+    lora = {"rank": rank, "alpha": LORA_ALPHA, "target_modules": target_modules(train_mlp, train_attn)}
+    return GRPOConfig.model_validate({"lora": lora, "device": str(place), "precision": resolved})
+
+
 def run_shape(lora: LoraConfig) -> tuple[int, bool, bool] | None:
     """The (rank, train_mlp, train_attn) a training run is created with to have the adapter shape ``lora`` (a job's:
     the run may then share a pool's resident, grpo_core.training_api.shared.SharedBases.lend); None when no run has
@@ -147,10 +158,8 @@ class TrainingModel:
         shared: SharedBases | None = None,
         exact: bool = False,
     ) -> None:
-        place = resolve_device(device)
-        self.precision, _ = resolve_precision(precision, place)
-        lora = {"rank": rank, "alpha": LORA_ALPHA, "target_modules": target_modules(train_mlp, train_attn)}
-        cfg = GRPOConfig.model_validate({"lora": lora, "device": str(place), "precision": self.precision})
+        cfg = run_config(rank, train_mlp, train_attn, device, precision)
+        self.precision = cfg.precision
         self.shared, self.base = shared, None
         if shared is None:
             self.model, self.tokenizer = load_policy(model_dir, cfg, seed, base_name=base_name)
