@@ -295,7 +295,10 @@ def create_run(
             session_id=session_id,
             project_id=project_id,
             base_model=base_model,
-            lora={**create.model_dump(exclude={"base"}), "train_unembed": bool(lora.get("train_unembed", True))},
+            lora={
+                **create.model_dump(exclude={"base", "exact"}),
+                "train_unembed": bool(lora.get("train_unembed", True)),
+            },
             user_metadata=user_metadata,
         )
     )
