@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -45,19 +46,27 @@ def session(run: TrainingModel, lock: Baton | None = None) -> tuple[list[float],
     return out, final.logprobs
 
 
+def trained_alone(
+    model_dir: Path, tmp_path: Path, jobs: list[dict[str, Any]]
+) -> tuple[list[tuple[TrainResult, Recorder]], tuple[list[float], list[list[float]]]]:
+    """Each job trained alone, and the run's session alone on a base of its own."""
+    alone = []
+    for i, t in enumerate(jobs):
+        rec = Recorder()
+        result = train(cfg(**t["cfg"]), model_dir, ROWS, [DigitShare()], callbacks=rec,
+                       work_dir=tmp_path / f"alone{i}", seed=t["seed"])  # fmt: skip
+        alone.append((result, rec))
+    by_itself = TrainingModel(model_dir, rank=16, seed=7)
+    want = session(by_itself)
+    by_itself.close()
+    return alone, want
+
+
 def test_a_session_run_on_a_pools_resident_and_the_pools_jobs_each_train_as_alone(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
     jobs = TENANTS[:2]
-    alone = []
-    for i, t in enumerate(jobs):
-        rec = Recorder()
-        result = train(cfg(**t["cfg"]), tiny_model_dir, ROWS, [DigitShare()], callbacks=rec,
-                       work_dir=tmp_path / f"alone{i}", seed=t["seed"])  # fmt: skip
-        alone.append((result, rec))
-    by_itself = TrainingModel(tiny_model_dir, rank=16, seed=7)
-    want = session(by_itself)
-    by_itself.close()
+    alone, want = trained_alone(tiny_model_dir, tmp_path, jobs)
 
     recs = [Recorder() for _ in jobs]
     placement = resolve_placement("cpu", "fp32")
@@ -97,15 +106,7 @@ def test_a_pool_of_jobs_on_a_training_runs_resident_and_the_run_each_train_as_al
     ``borrowed``); the jobs train in rounds while the run's calls come from a thread of their own, both bit for bit
     as alone; the pool closes only its engine, and the base is freed once neither the run nor the pool holds it."""
     jobs = TENANTS[:2]
-    alone = []
-    for i, t in enumerate(jobs):
-        rec = Recorder()
-        result = train(cfg(**t["cfg"]), tiny_model_dir, ROWS, [DigitShare()], callbacks=rec,
-                       work_dir=tmp_path / f"alone{i}", seed=t["seed"])  # fmt: skip
-        alone.append((result, rec))
-    by_itself = TrainingModel(tiny_model_dir, rank=16, seed=7)
-    want = session(by_itself)
-    by_itself.close()
+    alone, want = trained_alone(tiny_model_dir, tmp_path, jobs)
 
     shared, lock = SharedBases(), Baton()
     run = TrainingModel(tiny_model_dir, rank=16, seed=7, shared=shared)
