@@ -32,9 +32,11 @@ class PoolReporter(Reporter):
     """A tenant's Reporter: its execution says it shares the worker, and with how many tenants (not whose)."""
 
     tenants = 1
+    together = False  # its rollouts and updates computed together with the other tenants'
 
     def on_start(self, execution: Execution) -> None:
-        super().on_start(execution.model_copy(update={"pool_tenants": self.tenants}))
+        update = {"pool_tenants": self.tenants, "pool_together": self.together}
+        super().on_start(execution.model_copy(update=update))
 
 
 @dataclass
@@ -70,9 +72,14 @@ class Tenant:
             shutil.rmtree(job.work_dir(), ignore_errors=True)
 
 
+def _together(pool: TurnPool, spec: TenantSpec | None) -> bool:
+    """Whether the tenant's rollouts and updates are computed with the other tenants' (grpo_core.pool)."""
+    return bool(pool.together) and spec is not None and not spec.cfg.pool_exact
+
+
 def _sampling(pool: TurnPool, spec: TenantSpec | None) -> str:
     """How the tenant's rollouts and updates run, as its event says it (grpo_core.pool: together or in turn)."""
-    if pool.together and spec is not None and not spec.cfg.pool_exact:
+    if _together(pool, spec):
         return "its rollouts and updates computed together with theirs (equal to alone within rounding)"
     return "exactly as alone"
 
@@ -155,6 +162,7 @@ class JobTenants:
         """Seat the tenant in the pool (its first step waits for its turn), saying that it shares the worker."""
         others = pool.tenants
         tenant.reporter.tenants = others + 1
+        tenant.reporter.together = _together(pool, tenant.spec)
         if others:
             tenant.reporter.on_message(
                 f"Sharing this worker's resident {tenant.claim.model} with {others} other job(s): each trains its "

@@ -295,6 +295,11 @@ class Execution(BaseModel):
         description="The job shares its worker's resident base model: how many tenants (jobs) the worker held when "
         "it started, itself included (each trains its own adapter, in turn); null: a worker of its own.",
     )
+    pool_together: bool = Field(
+        False,
+        description="A pooled job's rollouts and updates are computed together with the other tenants' (equal to "
+        "the job alone within rounding); false: in turn, bit for bit as alone.",
+    )
 
     def message(self) -> str:
         """One line for the job's event log."""
@@ -316,7 +321,9 @@ class Execution(BaseModel):
         head = ", LM head fused with the log-prob" if self.fused_lm_head else ""
         head += ", passes replayed as CUDA graphs" if self.capture_update else ""
         mode = "synchronous"
-        if self.pool_tenants is not None:
+        if self.pool_tenants is not None and self.pool_together:
+            mode += f", together with the other jobs of a worker shared by {self.pool_tenants} (alone within rounding)"
+        elif self.pool_tenants is not None:
             mode += f", in turn with the other jobs of a worker shared by {self.pool_tenants} (exact: as alone)"
         if self.max_staleness:
             mode = f"asynchronous, samples at most {self.max_staleness} step(s) old, sampler in {self.sampler}"

@@ -146,6 +146,7 @@ def test_four_jobs_of_two_projects_share_a_worker_and_each_trains_as_alone(
             events = all_events(client, job["id"])
             assert [e["data"]["step"] for e in events if e["type"] == "metrics"] == list(range(1, STEPS + 1))
             assert job["execution"]["pool_tenants"] >= 1
+            assert job["execution"]["pool_together"] is (job["id"] != a1["id"])  # a1 asked for exact: in turn
             messages = [e["message"] for e in events]
             assert any("shares this worker" in m or "Sharing this worker" in m for m in messages), messages
             assert not any("team-a" in m or "team-b" in m for m in messages)  # how many, never whose

@@ -40,6 +40,8 @@ class Execution:
             micro_batch_size. Default: False.
         pool_tenants (int | None | Unset): The job shares its worker's resident base model: how many tenants (jobs) the
             worker held when it started, itself included (each trains its own adapter, in turn); null: a worker of its own.
+        pool_together (bool | Unset): A pooled job's rollouts and updates are computed together with the other tenants'
+            (equal to the job alone within rounding); false: in turn, bit for bit as alone. Default: False.
         ranks_per_node (int | Unset): Ranks on each node; `device` and `threads` are rank 0's. Default: 1.
         sampler (None | str | Unset): max_staleness > 0: where the sampler runs, e.g. 'its own process, 1 thread (cores
             1)'; null when it runs in the training process.
@@ -67,6 +69,7 @@ class Execution:
     max_tokens_per_micro_batch: int | None | Unset = UNSET
     packing: bool | Unset = False
     pool_tenants: int | None | Unset = UNSET
+    pool_together: bool | Unset = False
     ranks_per_node: int | Unset = 1
     sampler: None | str | Unset = UNSET
     sharding: ExecutionShardingType0 | None | Unset = UNSET
@@ -124,6 +127,8 @@ class Execution:
             pool_tenants = UNSET
         else:
             pool_tenants = self.pool_tenants
+
+        pool_together = self.pool_together
 
         ranks_per_node = self.ranks_per_node
 
@@ -190,6 +195,8 @@ class Execution:
             field_dict["packing"] = packing
         if pool_tenants is not UNSET:
             field_dict["pool_tenants"] = pool_tenants
+        if pool_together is not UNSET:
+            field_dict["pool_together"] = pool_together
         if ranks_per_node is not UNSET:
             field_dict["ranks_per_node"] = ranks_per_node
         if sampler is not UNSET:
@@ -276,6 +283,8 @@ class Execution:
 
         pool_tenants = _parse_pool_tenants(d.pop("pool_tenants", UNSET))
 
+        pool_together = d.pop("pool_together", UNSET)
+
         ranks_per_node = d.pop("ranks_per_node", UNSET)
 
         def _parse_sampler(data: object) -> None | str | Unset:
@@ -349,6 +358,7 @@ class Execution:
             max_tokens_per_micro_batch=max_tokens_per_micro_batch,
             packing=packing,
             pool_tenants=pool_tenants,
+            pool_together=pool_together,
             ranks_per_node=ranks_per_node,
             sampler=sampler,
             sharding=sharding,
