@@ -126,6 +126,15 @@ class JobTenants:
             left.end(exc)
         self.tenants.clear()
 
+    def abandon(self) -> None:
+        """This worker stops training its jobs without an outcome: their leases stop beating, so each expires and
+        the reaper hands the job on, to resume from its last checkpoint."""
+        for left in self.tenants.values():
+            left.job.stop_heartbeat()
+            for g in left.graders:
+                g.close()
+        self.tenants.clear()
+
     def tenant(self, job: JobRun, claim: api.ClaimResponse) -> Tenant | None:
         """The claimed job's lease renewed, its inputs fetched and graders built (as JobRun does); None when that
         failed it (finished with the reason)."""

@@ -183,3 +183,35 @@ def test_sessions_on_one_worker_share_the_passes_of_their_forward_backward_calls
         alone.resident.free(release_cache=False)
         for r in runners:
             r.resident.free(release_cache=False)
+
+
+def test_jobs_on_a_sessions_base_end_with_a_failed_pool_and_are_handed_back_when_it_stops(tmp_path: Path) -> None:
+    """worker.training_api.jobs.JobsOnRuns: a round that fails ends every job with the failure and closes the pool
+    (the sessions go on); a pool closed without a failure stops its jobs' leases beating (the reaper hands them on)."""
+    from types import SimpleNamespace
+
+    from worker.training_api.jobs import JobsOnRuns
+    from worker.training_api.session import Seat
+
+    class Jobs:
+        ended: Exception | None = None
+        abandoned = False
+
+        def round(self, pool: Any) -> None:
+            raise RuntimeError("the pool broke")
+
+        def end_all(self, exc: Exception) -> None:
+            self.ended = exc
+
+        def abandon(self) -> None:
+            self.abandoned = True
+
+    on_runs = JobsOnRuns(WorkerSettings(state_dir=tmp_path, worker_token="t"), Seat(), "sessions:sess-1")
+    failing = Jobs()
+    on_runs.pool, on_runs.jobs = SimpleNamespace(tenants=1), failing  # type: ignore[assignment]
+    on_runs.round()
+    assert isinstance(failing.ended, RuntimeError) and on_runs.tenants == 0 and on_runs.jobs is None
+    stopped = Jobs()
+    on_runs.pool, on_runs.jobs = SimpleNamespace(tenants=1), stopped  # type: ignore[assignment]
+    on_runs.close()
+    assert stopped.abandoned and stopped.ended is None and on_runs.pool is None

@@ -65,7 +65,8 @@ class JobsOnRuns:
             self.jobs.round(self.pool)
         except Exception as exc:  # the pool itself failed: every job ends with it, the sessions go on
             log.exception("the pool of jobs on the sessions' base failed")
-            self.jobs.end_all(exc)
+            self.close(exc)
+            return
         if not self.pool.tenants:
             self.close()
 
@@ -74,6 +75,8 @@ class JobsOnRuns:
         with ``exc`` (the worker failed), or are handed back by their leases."""
         if self.jobs is not None and exc is not None:
             self.jobs.end_all(exc)
+        elif self.jobs is not None:
+            self.jobs.abandon()
         self._stack.close()  # (TurnPool's exit takes the device itself)
         if self._base is not None:
             self._give_back(self._base)
