@@ -40,6 +40,7 @@ from grpo_core.update.logprobs import compute_dtype, packed_token_logprobs
 from grpo_core.update.lora_fused import rows_problem, token_adapters
 from grpo_core.update.packing import pack_sequences, packed_attention
 from grpo_core.update.step import attention_kernels
+from grpo_core.update.together import ranked_passes
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,8 @@ def _together(calls: Sequence[Call]) -> list[ForwardResult]:
         sums.append(_Sums(inputs, lengths, [torch.empty(0, device=HOST)] * len(c.data), [None] * len(base.slot)))
     plans = [micro_batches(s.lengths, c.run.micro_batch_tokens, packed=True) for c, s in zip(calls, sums, strict=True)]
     budget = min(c.run.micro_batch_tokens for c in calls)
-    for group in _passes(plans, [s.lengths for s in sums], budget):
+    parts = [[_Part(k, idx) for idx in plan] for k, plan in enumerate(plans)]
+    for group in ranked_passes(parts, lambda p: sum(sums[p.call].lengths[i] for i in p.idx), budget):
         _pass(calls, sums, group)
     results = []
     for c, s in zip(calls, sums, strict=True):
@@ -166,22 +168,6 @@ def _together(calls: Sequence[Call]) -> list[ForwardResult]:
         if c.backward:
             base.add_grads(c.run, s.grads)
     return results
-
-
-def _passes(plans: list[list[list[int]]], lengths: list[list[int]], budget: int) -> list[list[_Part]]:
-    """Every call's micro-batches in passes of at most ``budget`` tokens: each call's first, then each call's
-    second, and so on (a micro-batch over the budget runs in a pass of its own)."""
-    order = [_Part(k, p[rank]) for rank in range(max(map(len, plans))) for k, p in enumerate(plans) if rank < len(p)]
-    passes: list[list[_Part]] = []
-    tokens = 0
-    for part in order:
-        n = sum(lengths[part.call][i] for i in part.idx)
-        if not passes or tokens + n > budget:
-            passes.append([])
-            tokens = 0
-        passes[-1].append(part)
-        tokens += n
-    return passes
 
 
 def _pass(calls: Sequence[Call], sums: list[_Sums], group: list[_Part]) -> None:
@@ -199,21 +185,22 @@ def _pass(calls: Sequence[Call], sums: list[_Sums], group: list[_Part]) -> None:
         losses = []
         with first.autocast(), attention_kernels(device.type, True):
             logp, _ = packed_token_logprobs(model, packed.to(device, compute_dtype(model)), temperature=1.0)  # (N,)
-            for p, own in zip(group, torch.split(logp, counts), strict=True):
+            on_host = torch.split(logp.detach().to(HOST), counts)  # one copy for the pass
+            for p, own, host in zip(group, torch.split(logp, counts), on_host, strict=True):
                 c, s = calls[p.call], sums[p.call]
                 lengths = [s.lengths[i] for i in p.idx]
-                for i, part in zip(p.idx, torch.split(own.detach().to(HOST), lengths), strict=True):
+                for i, part in zip(p.idx, torch.split(host, lengths), strict=True):
                     s.logprobs[i] = part
                 if backward:
                     names = loss_spec(c.loss_fn).inputs
                     batch = {k: torch.cat([s.inputs[i][k] for i in p.idx]).to(device) for k in names}
-                    loss = loss_of(c.loss_fn, own, batch, c.config, lengths).loss
-                    if not torch.isfinite(loss):
-                        raise UserError(f"the {c.loss_fn} loss of one run's datums {p.idx} is not finite")
-                    losses.append(loss)
+                    losses.append(loss_of(c.loss_fn, own, batch, c.config, lengths).loss)
         if backward:
+            total = torch.stack(losses).sum()
+            if not torch.isfinite(total):  # one wait for the pass; the calls rerun alone say whose loss it was
+                raise UserError("a loss of the pass is not finite")
             with attention_kernels(device.type, True), packed_attention(model, True):
-                torch.autograd.backward(torch.stack(losses).sum())
+                torch.autograd.backward(total)
             for k, p in enumerate(group):
                 _add(sums[p.call], leaves.grads(k))
 

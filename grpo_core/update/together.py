@@ -21,9 +21,9 @@ rounding, not bit for bit (tests/unit/test_update_together.py holds the bound).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -48,6 +48,8 @@ from grpo_core.update.step import (
     scheduled_micro_batches,
 )
 from grpo_core.update.tally import Tally, UpdateSums
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,8 @@ def policy_updates_together(
             out, _ = loss_of(item.mb, _zeros(item.mb), None, None, parts[item.part].cfg, tenants[item.part].step, None)
             tenants[item.part].tally.add(out)
     budget = min(p.cfg.micro_batch_tokens for p in parts)
-    for group in _passes([i for i in items if i.pack is not None], budget):
+    plans = [[i for i in items if i.part == k and i.pack is not None] for k in range(len(parts))]
+    for group in ranked_passes(plans, lambda i: i.tokens, budget):
         _pass(model, slot, parts, tenants, group, device, dtype)
     results = []
     for t in tenants:
@@ -159,23 +162,21 @@ def _zeros(mb: MicroBatch) -> Tensor:
     return torch.zeros(mb.args[2].shape, dtype=torch.float32, device=mb.args[2].device)
 
 
-def _passes(items: list[_Item], budget: int) -> list[list[_Item]]:
-    """The items in passes of at most ``budget`` tokens, in order: every tenant's first micro-batch, then every
-    tenant's second, and so on (an item over the budget runs alone)."""
-    rank: dict[int, int] = {}
-    ranked = []
-    for item in items:  # each tenant's micro-batches in its own order: the k-th of each, then the (k+1)-th
-        ranked.append((rank.get(item.part, 0), item))
-        rank[item.part] = rank.get(item.part, 0) + 1
-    order = [item for _, item in sorted(ranked, key=lambda r: r[0])]
-    passes: list[list[_Item]] = []
+def ranked_passes(plans: Sequence[Sequence[T]], size: Callable[[T], int], budget: int) -> list[list[T]]:
+    """Several tenants' micro-batches (``plans[k]``: tenant k's, in its own order) in passes of at most ``budget``
+    tokens (``size``), in order: every tenant's first micro-batch, then every tenant's second, and so on (one over
+    the budget runs in a pass of its own). The training API's calls share passes the same way
+    (grpo_core.training_api.together)."""
+    order = [p[rank] for rank in range(max(map(len, plans), default=0)) for p in plans if rank < len(p)]
+    passes: list[list[T]] = []
     tokens = 0
     for item in order:
-        if not passes or tokens + item.tokens > budget:
+        n = size(item)
+        if not passes or tokens + n > budget:
             passes.append([])
             tokens = 0
         passes[-1].append(item)
-        tokens += item.tokens
+        tokens += n
     return passes
 
 
