@@ -94,22 +94,21 @@ class JobsOnRuns:
 
         with self.seat.device:  # the runs' requests may be loading or freeing a base meanwhile
             bases = [b for b in self.seat.shared.loaded() if b.model_dir in models]
-            for base in bases:
+        for base in bases:
+            with self.seat.device:
+                if base.resident.model is None:  # its last run left meanwhile
+                    continue
                 self.seat.shared.borrow(self, base)
-        for i, base in enumerate(bases):
             assert base.model_dir is not None and base.cfg is not None
             try:
                 jobs = JobTenants(self.doorbell, self.settings, pool_key(models[base.model_dir], base.cfg))
                 claimed = jobs.next_claim()
             except BaseException:
-                for left in bases[i:]:
-                    self._give_back(left)
+                self._give_back(base)
                 raise
             if claimed is None:
                 self._give_back(base)
                 continue
-            for left in bases[i + 1 :]:
-                self._give_back(left)
             self._start(base, jobs, *claimed)
             return True
         return False
