@@ -10,7 +10,6 @@ tests/unit/test_pool_lent.py's."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,10 +21,9 @@ import tinker
 
 from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl
 from tests.integration.flow import all_events
-from tests.integration.stack import Stack, production_env, running_api, wait_status
+from tests.integration.stack import Stack, wait_status
 from tests.integration.test_pooled_jobs import DONE, steps_done, wait_for
-from tests.integration.test_pooled_sessions import ADAM, DATA, STEPS, sessions
-from tests.services import fresh_database, fresh_redis_db
+from tests.integration.test_pooled_sessions import ADAM, DATA, STEPS, sessions, two_projects
 from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -36,12 +34,9 @@ RANK = 16  # a job's default LoRA (rank 16, α 32, all linear layers) is a run's
 def stack(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Stack, dict[str, str]]]:
-    os.environ.setdefault("TINKER_TELEMETRY", "0")
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
-        env |= {"POOL_TENANTS": "2", "TRAINING_IDLE_TIMEOUT_SECONDS": "120", "TINKER_TELEMETRY": "0"}
-        with running_api(env, logs_dir) as s:
-            yield s, {name: s.project_key(name)[1] for name in ("team-a", "team-b")}
+    state = tmp_path_factory.mktemp("state")
+    with two_projects(s3, catalog_dir, logs_dir, state, {"POOL_TENANTS": "2"}) as pooled:
+        yield pooled  # the first test starts the worker once its job is queued
 
 
 def submit(api: httpx.Client, max_steps: int = 400) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,19 +56,28 @@ LOSS_BOUND = 1e-3  # relative
 LOGPROB_BOUND = 0.05
 
 
+@contextmanager
+def two_projects(
+    s3: dict[str, str], catalog_dir: Path, logs_dir: Path, state: Path, settings: dict[str, str]
+) -> Iterator[tuple[Stack, dict[str, str]]]:
+    """A pool's stack: a database and a Redis db of its own, the API with the worker ``settings`` (sessions idle
+    for up to 120 s, no telemetry), and a key of each of two projects; no worker yet."""
+    os.environ.setdefault("TINKER_TELEMETRY", "0")
+    with fresh_database() as pg_url:
+        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, state)
+        env |= {"TRAINING_IDLE_TIMEOUT_SECONDS": "120", "TINKER_TELEMETRY": "0", **settings}
+        with running_api(env, logs_dir) as s:
+            yield s, {name: s.project_key(name)[1] for name in ("team-a", "team-b")}
+
+
 @pytest.fixture(scope="module")
 def stack(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Stack, dict[str, str]]]:
-    os.environ.setdefault("TINKER_TELEMETRY", "0")
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
-        env |= {"POOL_TENANTS": "3", "POOL_SAMPLE_TOGETHER": "true", "TRAINING_IDLE_TIMEOUT_SECONDS": "120"}
-        env |= {"TINKER_TELEMETRY": "0"}
-        with running_api(env, logs_dir) as s:
-            keys = {name: s.project_key(name)[1] for name in ("team-a", "team-b")}
-            s.start_worker()
-            yield s, keys
+    settings = {"POOL_TENANTS": "3", "POOL_SAMPLE_TOGETHER": "true"}
+    with two_projects(s3, catalog_dir, logs_dir, tmp_path_factory.mktemp("state"), settings) as (s, keys):
+        s.start_worker()
+        yield s, keys
 
 
 class Trainer:
