@@ -10,6 +10,10 @@ object store.
     python -m api.admin models list
     python -m api.admin models remove ID
     python -m api.admin secrets reencrypt              # project secrets under SECRETS_KEY's first key
+    python -m api.admin billing show PROJECT           # its prices, monthly budget and month so far (JSON)
+    python -m api.admin billing set PROJECT [--price KIND=PRICE]… [--inference-price P] [--discount D]
+                                           [--clear-prices] [--monthly-budget B | --no-monthly-budget]
+    python -m api.admin billing changes [--project ID] # the log of price and budget changes
 
 What a script wants (an id, a key) is the only thing on stdout; explanations go to stderr, so
 ``KEY=$(python -m api.admin keys create --project proj-…)`` works. The first key created ends open mode: from
@@ -19,13 +23,17 @@ then on every request needs a valid key (api.core.deps.current_project).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
 
+from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
+from api.billing import service as billing
+from api.billing.schemas import BillingUpdate
 from api.core.errors import ServiceError
 from api.core.settings import get_settings
 from api.db.models import Project
@@ -33,6 +41,7 @@ from api.db.session import make_engine, make_sessionmaker
 from api.models import service as model_registry
 from api.secrets import service as project_secrets
 from api.tenants import service as tenants
+from api.usage.schemas import PriceSheet
 
 
 def _when(ts: int | None) -> str:
@@ -143,6 +152,41 @@ def _secrets(session: Session, args: argparse.Namespace) -> None:
         print(f"cannot decrypt {name} with any key of SECRETS_KEY: write it again (POST /v1/secrets)", file=sys.stderr)
 
 
+def _billing(session: Session, args: argparse.Namespace) -> None:
+    """A project's prices and monthly budget (api.billing.service), every change logged as ``admin-cli``."""
+    settings = get_settings()
+    if args.action == "changes":
+        for c in billing.changes(session, args.project, 1000):
+            print(json.dumps(c.model_dump(mode="json")))
+        return
+    if args.action == "set":
+        sheet = None
+        if args.price or args.inference_price is not None or args.discount is not None:
+            prices = dict(_price(p) for p in args.price)
+            sheet = PriceSheet(
+                device_hour=prices, inference_per_million_tokens=args.inference_price, discount=args.discount or 0.0
+            )
+        body = BillingUpdate(
+            prices=sheet,
+            clear_prices=args.clear_prices,
+            monthly_budget=args.monthly_budget,
+            clear_monthly_budget=args.no_monthly_budget,
+        )
+        billing.update(session, settings, None, args.project, body, actor="admin-cli")
+    billing.require_project(session, args.project)
+    print(billing.billing(session, settings, args.project).model_dump_json(indent=2))
+
+
+def _price(text: str) -> tuple[str, float]:
+    kind, sep, price = text.rpartition("=")
+    try:
+        if not sep or not kind:
+            raise ValueError
+        return kind, float(price)
+    except ValueError:
+        raise tenants.TenantError(f"--price takes KIND=PRICE (e.g. H100=2.5), not {text!r}") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m api.admin", description="Projects (tenants), their API keys, and the base model registry."
@@ -183,6 +227,20 @@ def parser() -> argparse.ArgumentParser:
     models.add_parser("remove", help="remove a registered model").add_argument("id")
     secrets = groups.add_parser("secrets", help="project secrets at rest").add_subparsers(dest="action", required=True)
     secrets.add_parser("reencrypt", help="re-encrypt every secret under the first key of SECRETS_KEY")
+    money = groups.add_parser("billing", help="prices and monthly budgets").add_subparsers(dest="action", required=True)
+    money.add_parser("show", help="a project's prices, monthly budget and month so far").add_argument("project")
+    set_ = money.add_parser("set", help="a project's own prices (replacing its sheet) or monthly budget")
+    set_.add_argument("project", help="project id (proj-…)")
+    set_.add_argument("--price", action="append", default=[], help="KIND=PRICE of a device-hour (repeat): H100=2.5")
+    set_.add_argument("--inference-price", type=float, help="per million inference tokens")
+    set_.add_argument("--discount", type=float, help="taken off every cost: 0.2 is 20 %% off, 1 a free project")
+    set_.add_argument("--clear-prices", action="store_true", help="back to the service's prices")
+    budget = set_.add_mutually_exclusive_group()
+    budget.add_argument("--monthly-budget", type=float, help="its budget for a UTC month, in the price unit")
+    budget.add_argument("--no-monthly-budget", action="store_true", help="no monthly budget")
+    money.add_parser("changes", help="the log of price and budget changes (JSON lines)").add_argument(
+        "--project", help="only this one"
+    )
     return p
 
 
@@ -191,8 +249,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = make_engine(get_settings().db_url)
     try:
         with make_sessionmaker(engine)() as session:
-            {"projects": _projects, "keys": _keys, "models": _models, "secrets": _secrets}[args.group](session, args)
+            groups = {"projects": _projects, "keys": _keys, "models": _models, "secrets": _secrets, "billing": _billing}
+            groups[args.group](session, args)
     except (tenants.TenantError, ServiceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ValidationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (OperationalError, ProgrammingError) as exc:

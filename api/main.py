@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
+from api.billing import routes as billing
 from api.core.callers import KeyCache
 from api.core.errors import install_handlers
 from api.core.ops import configure_logging
@@ -112,6 +113,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     install_ops(app, settings)
     for router in (
         files.router,
+        billing.estimate_router,  # before the jobs' routes: /estimate is no job id
         jobs.router,
         job_outputs.router,
         job_outputs.downloads,
@@ -126,6 +128,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         secrets.router,
         usage.router,
         usage.admin,
+        billing.router,
+        billing.admin,
         fleet.admin,
         jobs_internal.router,
         training.runs_router,

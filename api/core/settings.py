@@ -133,6 +133,20 @@ class ApiSettings(CommonSettings):
         "the old. Unset: on the embedded defaults a key generated once into <state_dir>/secrets_key (0600); "
         "beyond one machine secrets are off (503) until it is set.",
     )
+    price_currency: str = Field(
+        "USD", min_length=1, max_length=16, description="The unit of every price and budget once a price is set."
+    )
+    price_device_hour: dict[str, float] = Field(
+        default_factory=dict,
+        description='Price of one device-hour by device kind, as JSON: {"H100": 2.5, "cpu": 0.05, "default": 2.0}. A '
+        "key matches a kind it names exactly, else the longest key the kind contains (case-insensitive: 'H100' "
+        "matches 'NVIDIA H100 80GB HBM3'); 'default' prices the rest (without it, the highest price listed). A "
+        "project may have its own (python -m api.admin billing set). Unset, and no project's set: costs and budgets "
+        "are in device-hours.",
+    )
+    price_inference_per_million_tokens: float = Field(
+        0.0, ge=0, description="Price of a million tokens answered through /v1/chat/completions and /v1/completions."
+    )
     webhook_dispatcher: bool = Field(True, description="Run the webhook dispatcher thread in this API process.")
     webhook_poll_seconds: float = Field(1.0, description="How often the dispatcher looks for due deliveries.")
     webhook_timeout_seconds: float = Field(10.0, description="Per-attempt HTTP timeout of a webhook delivery.")

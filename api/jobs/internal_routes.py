@@ -66,7 +66,7 @@ def heartbeat(job_id: str, body: Fenced, session: SessionDep, settings: Settings
 def events(
     job_id: str, body: EventsRequest, request: Request, session: SessionDep, settings: SettingsDep
 ) -> EventsResponse:
-    added, steps, stop = svc.record_events(session, job_id, body.epoch, body.events, settings.lease_seconds)
+    added, steps, stop = svc.record_events(session, settings, job_id, body.epoch, body.events)
     request.app.state.steps_counter.inc(steps)
     return EventsResponse(added=added, stop=stop)
 

@@ -26,8 +26,9 @@ from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.models import ACTIVE, TERMINAL, Checkpoint, Job, JobStatus, ResumeReason, now
 from api.db.session import rows_changed
-from api.jobs import scheduling
+from api.jobs import budget, scheduling
 from api.jobs.events import add_event
+from api.jobs.schemas import COST
 from api.jobs.service import set_status
 from api.usage import metering
 from api.webhooks.service import record_job_event
@@ -97,17 +98,26 @@ def record_execution(session: Session, job_id: str, epoch: int, execution: Execu
 
 
 def record_events(
-    session: Session, job_id: str, epoch: int, events: list[EventIn], lease_seconds: int
+    session: Session, settings: ApiSettings, job_id: str, epoch: int, events: list[EventIn]
 ) -> tuple[int, int, Stop | None]:
-    """Append events; a metrics event for a step already recorded is skipped (retries never duplicate).
+    """Append events; a metrics event for a step already recorded is skipped (retries never duplicate). The steps
+    are metered first (api.usage.metering, per attempt, recorded or not: a resumed attempt re-running a step did
+    that work again), so each metrics event keeps the job's running cost, and the job's budget is checked
+    (api.jobs.budget: a warning, or a pause at the cap).
 
     Returns (events added, of which new steps, stop request): the worker posts after every step, so it learns of
-    a cancel or a pause at the next step boundary without waiting for a heartbeat.
+    a cancel, a pause or its budget's cap at the next step boundary without waiting for a heartbeat.
     """
-    job = fence(session, job_id, epoch, lease_seconds)
+    job = fence(session, job_id, epoch, settings.lease_seconds)
+    metrics = [ev for ev in events if isinstance(ev, MetricsEvent)]
+    cost: dict[str, Any] | None = None
+    if metrics:
+        metering.count_steps(session, job, metrics)
+        cost = budget.after_steps(session, settings, job, max(ev.step for ev in metrics)).model_dump(mode="json")
+        session.refresh(job)  # the cap may have turned it to pausing
     added = steps = 0
     for ev in events:
-        data = ev.data.model_dump(mode="json") if isinstance(ev, MetricsEvent) else None
+        data = ev.data.model_dump(mode="json") | {COST: cost} if isinstance(ev, MetricsEvent) else None
         try:
             with session.begin_nested():
                 add_event(session, job_id, ev.message, level=ev.level, type_=ev.type, step=ev.step, data=data)
@@ -117,8 +127,6 @@ def record_events(
         if isinstance(ev, MetricsEvent):
             steps += 1
             session.execute(update(Job).where(Job.id == job_id, Job.steps_done < ev.step).values(steps_done=ev.step))
-    # metered per attempt, recorded or not: a resumed attempt re-running a step did that work again
-    metering.count_steps(session, job, [ev for ev in events if isinstance(ev, MetricsEvent)])
     session.commit()
     return added, steps, stop_request(job)
 

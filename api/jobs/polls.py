@@ -14,6 +14,7 @@ which tells a 401 from a 404 from an empty page as before.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -33,7 +34,7 @@ from api.db import models as db
 from api.db.raw import fetch
 from api.db.session import json_loads
 from api.jobs import access, events, service
-from api.jobs.schemas import JobEvent
+from api.jobs.schemas import COST, JobEvent
 from grpo_core.schemas.metrics import StepMetrics
 
 EVENT_CACHE_BYTES = 64 * 2**20  # ~40,000 events of a 1.7 kB metrics payload
@@ -210,5 +211,9 @@ def _event_of(row: tuple[Any, ...]) -> JobEvent:
     """The event of a fast-path row (id, created_at, level, message, type, data as JSON text)."""
     event_id, created_at, level, message, type_, data = row
     # SQLAlchemy's JSON type stores None as JSON's null: 'null' as text, as the ORM reads it
-    metrics = None if data is None or data == "null" else StepMetrics.model_validate_json(data)
-    return JobEvent(id=event_id, created_at=created_at, level=level, message=message, type=type_, data=metrics)
+    raw = None if data is None or data == "null" else json.loads(data)
+    metrics = None if raw is None else StepMetrics.model_validate(raw)
+    cost = None if raw is None else raw.get(COST)
+    return JobEvent(
+        id=event_id, created_at=created_at, level=level, message=message, type=type_, data=metrics, cost=cost
+    )

@@ -30,12 +30,14 @@ from api.core.idempotency import idempotent
 from api.core.pagination import ListResponse
 from api.core.settings import ApiSettings
 from api.db import models as db
-from api.jobs import access, scheduling
+from api.jobs import access, budget, scheduling
 from api.jobs import service as svc
 from api.jobs.openai_compat import METADATA_FILTER_PARAM
 from api.jobs.polls import JobReader
-from api.jobs.schemas import Checkpoint, Job, JobCreate, JobEvent, JobReadiness
+from api.jobs.schemas import Checkpoint, Job, JobBudget, JobCreate, JobEvent, JobReadiness
 from api.usage import service as usage
+from api.usage.prices import price_book
+from api.usage.schemas import JobUsage
 
 router = APIRouter(prefix="/v1/fine_tuning/jobs", tags=["fine_tuning"], responses=ERROR_RESPONSES)
 Limit = Annotated[int, Query(ge=1, le=100)]
@@ -126,14 +128,28 @@ def resume_job(
     fine_tuning_job_id: str, session: SessionDep, queue: QueueDep, settings: SettingsDep, project: CurrentProject
 ) -> Job:
     """A paused job is queued again and continues from its last checkpoint (exact resume). 409 otherwise."""
-    return shaped(session, settings, svc.resume_job(session, queue, project, fine_tuning_job_id))
+    return shaped(session, settings, svc.resume_job(session, queue, settings, project, fine_tuning_job_id))
+
+
+@router.post("/{fine_tuning_job_id}/budget")
+def set_budget(
+    fine_tuning_job_id: str, body: JobBudget, session: SessionDep, settings: SettingsDep, project: CurrentProject
+) -> Job:
+    """Replace the job's budget (``max_cost``, ``max_device_hours``; both null: none). A job paused at its cap
+    stays paused until it is resumed; the change is logged for the operator."""
+    job = budget.set_budget(session, project, fine_tuning_job_id, body, actor=f"project:{project}")
+    return shaped(session, settings, job)
 
 
 def shaped_all(session: Session, settings: ApiSettings, rows: Sequence[db.Job]) -> list[Job]:
     """The response of each job, with what is read beside its row (a queued job's ``waiting``, the usage of those
     that ever started) read once for all."""
     why = scheduling.waiting(session, settings, rows)
-    used = usage.job_usage(session, [r.id for r in rows if r.started_at is not None])
+    projects = {r.project_id for r in rows}  # one, but for the operator's views
+    book, used = price_book(session, settings, projects), dict[str, JobUsage]()
+    for p in projects:
+        started = [r.id for r in rows if r.started_at is not None and r.project_id == p]
+        used |= usage.job_usage(session, started, book.of(p))
     return [Job.from_row(r, waiting=why.get(r.id), usage=used.get(r.id)) for r in rows]
 
 

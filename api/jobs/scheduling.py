@@ -13,7 +13,9 @@ running under an expired lease (a lost worker), with attempts left, fitting the 
 
 A project at its running limit (``max_running_jobs``, or the service's ``max_running_jobs_per_project``) is
 passed over: its jobs wait ``queued`` and say why (``waiting``), and they are rung again when one of its jobs
-ends. The choice and the take happen under one fleet-wide lock (api.db.locks) that is held until the claim
+ends. So is a project over its monthly budget (api.usage.budgets): its jobs wait, saying which budget and by how
+much, until the budget is raised (the reaper rings unclaimed jobs again) or the month ends.
+The choice and the take happen under one fleet-wide lock (api.db.locks) that is held until the claim
 commits, and the take is the claim's guarded UPDATE (api.jobs.claims.take): two workers never take the same job,
 a project's limit holds exactly, and the fencing epoch works as for any claim.
 
@@ -45,6 +47,7 @@ from api.db.models import ACTIVE, Job, JobStatus, Project, UsageRecord, now
 from api.db.session import rows_changed
 from api.jobs.events import add_event
 from api.jobs.schemas import Waiting
+from api.usage import budgets
 
 log = logging.getLogger(__name__)
 FLEET = "fleet"  # the one lock every scheduling decision takes (api.db.locks; not a project id)
@@ -73,6 +76,7 @@ class Fleet:
     running: dict[str, int] = field(default_factory=dict)
     limits: dict[str, int | None] = field(default_factory=dict)
     share: dict[str, float] = field(default_factory=dict)
+    held: dict[str, str] = field(default_factory=dict)  # projects over their monthly budget: why their jobs wait
 
     def at_limit(self, project_id: str) -> int | None:
         """The project's running limit when it is reached (its jobs wait), else None."""
@@ -81,8 +85,12 @@ class Fleet:
 
     def order(self, t: int) -> list[Candidate]:
         """Claimable candidates in the order they are handed out (see the module doc); none of a project at its
-        limit, none inside a backoff."""
-        ready = [c for c in self.candidates if self.at_limit(c.project_id) is None and (c.not_before or 0) <= t]
+        limit or over its monthly budget, none inside a backoff."""
+        ready = [
+            c
+            for c in self.candidates
+            if self.at_limit(c.project_id) is None and c.project_id not in self.held and (c.not_before or 0) <= t
+        ]
         return sorted(ready, key=lambda c: (-c.priority, self.share.get(c.project_id, 0.0), c.created_at, c.id))
 
 
@@ -161,7 +169,8 @@ def read_fleet(session: Session, settings: ApiSettings, t: int) -> Fleet:
     ):
         used[pid] += decayed(seconds or 0.0, seen, t, half_life)
     share = {p: used[p] / weights[p] for p in projects}
-    return Fleet(candidates, running, limits, share)
+    held = budgets.over_budget(session, settings, {c.project_id for c in candidates}, t)
+    return Fleet(candidates, running, limits, share, held)
 
 
 def fits(candidate: Candidate, devices: int | None, nodes: int | None) -> bool:
@@ -247,6 +256,8 @@ def waiting(session: Session, settings: ApiSettings, jobs: Sequence[Job]) -> dic
             out[job.id] = Waiting(reason=f"waiting: retrying in {job.not_before - t} s after a failed attempt")
         elif job.attempts >= job.max_attempts:
             out[job.id] = Waiting(reason="waiting: no attempts left")
+        elif job.project_id in fleet.held:
+            out[job.id] = Waiting(reason=fleet.held[job.project_id])
         elif limit is not None:
             plural = "s" if limit != 1 else ""
             out[job.id] = Waiting(reason=f"waiting: project at its limit of {limit} running job{plural}")

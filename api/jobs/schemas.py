@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from api.checkpoints.service import checkpoint_name
 from api.db.models import JobStatus
-from api.usage.schemas import JobUsage
+from api.usage.schemas import Cost, JobUsage
 from grpo_core.evaluation.readiness import ReadinessComparison, ReadinessReport
 from grpo_core.schemas.config import GRPOConfig
 from grpo_core.schemas.environment import EnvironmentSpec
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 NO_SAMPLES: dict[str, Any] = {"samples": []}  # a metrics event's data without its rollouts
+COST = "cost"  # the key of a metrics event's data under which the API keeps the job's running cost (not the worker's)
 
 
 class ReinforcementMethod(BaseModel):
@@ -46,6 +47,18 @@ class Method(BaseModel):
 
     type: Literal["reinforcement"] = Field(description="Only reinforcement (GRPO) jobs are run by this service.")
     reinforcement: ReinforcementMethod
+
+
+class JobBudget(BaseModel):
+    """A job's budget: it pauses at a checkpoint when its cost reaches either cap (a warning at 80 %). Body of
+    ``POST /v1/fine_tuning/jobs/{id}/budget`` too, which replaces it (both null: no budget)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_cost: float | None = Field(
+        None, gt=0, description="In the project's unit (GET /v1/billing: the currency, or device-hours unpriced)."
+    )
+    max_device_hours: float | None = Field(None, gt=0, description="Device-hours, whatever the prices.")
 
 
 class JobCreate(BaseModel):
@@ -93,6 +106,12 @@ class JobCreate(BaseModel):
         False,
         description="Probe the base model before training and report whether GRPO can learn on this task "
         "(GET …/{id}/readiness); true uses hyperparameters.preflight, or its defaults when unset.",
+    )
+    budget: JobBudget | None = Field(
+        None,
+        description="Pause the job at a checkpoint when its cost reaches max_cost (the project's unit) or "
+        "max_device_hours, with a warning at 80 % (events and webhooks); raise it (POST …/{id}/budget) and resume "
+        "to continue exactly where it stopped. POST /v1/fine_tuning/jobs/estimate says what a job will cost.",
     )
 
 
@@ -175,7 +194,12 @@ class Job(BaseModel):
     )
     usage: JobUsage = Field(
         default_factory=JobUsage,
-        description="What the job used so far, summed over its attempts (GET /v1/usage?job_id= has the details).",
+        description="What the job used so far, summed over its attempts (GET /v1/usage?job_id= has the details), "
+        "and what that cost (usage.cost).",
+    )
+    budget: JobBudget | None = Field(None, description="Its budget (null: none).")
+    budget_alert: Literal["warning", "reached"] | None = Field(
+        None, description="The budget's last alert: 'warning' at 80 %, 'reached' at the cap (the job then pauses)."
     )
 
     @classmethod
@@ -199,12 +223,13 @@ class JobEvent(BaseModel):
     message: str
     type: Literal["message", "metrics"]
     data: StepMetrics | None = Field(None, description="A metrics event's step metrics; null for a message.")
+    cost: Cost | None = Field(None, description="A metrics event: the job's cost when the step was recorded.")
 
     @classmethod
     def from_row(cls, row: db.JobEvent, *, samples: bool = True) -> JobEvent:
         """``samples=False`` leaves a metrics event's rollouts out (a light replay of a long job's curves)."""
         data = None if row.data is None else StepMetrics.model_validate(row.data if samples else row.data | NO_SAMPLES)
-        return cls.model_validate(row.columns() | {"data": data})
+        return cls.model_validate(row.columns() | {"data": data, "cost": (row.data or {}).get(COST)})
 
 
 class Checkpoint(BaseModel):
@@ -236,11 +261,12 @@ class MetricsPoint(BaseModel):
     step: int
     created_at: int
     metrics: StepMetrics
+    cost: Cost | None = Field(None, description="The job's cost when the step was recorded (its running cost).")
 
     @classmethod
     def from_row(cls, row: db.JobEvent) -> MetricsPoint:
         metrics = StepMetrics.model_validate((row.data or {}) | NO_SAMPLES)
-        return cls(step=row.step or 0, created_at=row.created_at, metrics=metrics)
+        return cls(step=row.step or 0, created_at=row.created_at, metrics=metrics, cost=(row.data or {}).get(COST))
 
 
 class MetricsPage(BaseModel):

@@ -27,6 +27,7 @@ from api.db.session import rows_changed
 from api.files.service import get_file, head_rows
 from api.graders.environments import check_environment
 from api.graders.service import dry_run
+from api.jobs import budget
 from api.jobs.access import get_job
 from api.jobs.events import add_event
 from api.jobs.openai_compat import ignored_field_warnings, metadata_filters
@@ -34,6 +35,7 @@ from api.jobs.prompt_limits import check_prompt_lengths
 from api.jobs.schemas import JobCreate
 from api.models import service as model_registry
 from api.secrets import service as project_secrets
+from api.usage import budgets
 from api.webhooks.service import record_job_event
 from grpo_core.schemas.config import DEFAULT_LEARNING_RATE, GRPOConfig, PreflightConfig, apply_caps
 from grpo_core.schemas.graders import reward_columns
@@ -58,7 +60,9 @@ def create_job(
 ) -> Job:
     """Validate everything a worker would trip over (the model, the files, the hyperparameters under this service's
     caps, the grader on the first training rows), store the job ``queued``, then ring the queue (after commit)."""
-    plan = _validate(session, store, settings, project_id, body, preflight_only)
+    check_quota(session, settings, project_id)  # early, unlocked: a project at its quota is refused before the work
+    budgets.check_project(session, settings, project_id, "new jobs")  # 402 over its monthly budget
+    plan = plan_job(session, store, settings, project_id, body, preflight_only)
     # Again, under the project's lock (held until the commit below): another API process or thread creating a job
     # for this project now waits here, then counts this one. Taken last so the validation above runs unlocked.
     hold_project_lock(session, "job-quota", project_id)
@@ -69,7 +73,7 @@ def create_job(
 
 
 @dataclass(frozen=True)
-class _Plan:
+class JobPlan:
     """What validation of a job's body resolved: its training file, its config (caps applied, preflight set), the
     messages about what the caps changed, and its method as the job row stores it."""
 
@@ -79,10 +83,16 @@ class _Plan:
     method: dict[str, Any]
 
 
-def _validate(
-    session: Session, store: ObjectStore, settings: ApiSettings, project_id: str, body: JobCreate, preflight_only: bool
-) -> _Plan:
-    """Every check of a job's body, unlocked, before anything is stored; a 4xx naming the field otherwise."""
+def plan_job(
+    session: Session,
+    store: ObjectStore,
+    settings: ApiSettings,
+    project_id: str,
+    body: JobCreate,
+    preflight_only: bool = False,
+) -> JobPlan:
+    """Every check of a job's body, unlocked, before anything is stored (a 4xx naming the field otherwise), and
+    what it resolved: what a job is created from, and what its estimate is made of (api.billing.estimate)."""
     model = model_registry.find(session, settings, body.model)
     if model is None:
         known = ", ".join(model_registry.available(session, settings)) or "none installed"
@@ -93,7 +103,6 @@ def _validate(
     check_priority(session, project_id, body.priority)
     named = {f"integrations[{i}].api_key_secret": s.api_key_secret for i, s in enumerate(body.integrations or [])}
     project_secrets.require_named(session, project_id, named)  # the secrets the integrations name exist
-    check_quota(session, settings, project_id)  # early, unlocked: a project at its quota is refused before the work
     # FOR SHARE (PostgreSQL): a concurrent DELETE /v1/files/{id} waits for this job, then sees it and refuses.
     train = get_file(session, project_id, body.training_file, param="training_file", for_share=True)
     files = {"training_file": train}
@@ -132,10 +141,10 @@ def _validate(
             param=f"{HP}.batch_size",
         )
     check_prompt_lengths(store, settings, model, files, cfg)
-    return _Plan(train, cfg, capped, method)
+    return JobPlan(train, cfg, capped, method)
 
 
-def _store(session: Session, settings: ApiSettings, project_id: str, body: JobCreate, plan: _Plan) -> Job:
+def _store(session: Session, settings: ApiSettings, project_id: str, body: JobCreate, plan: JobPlan) -> Job:
     """The job row, ``queued``, and its first events, committed."""
     cfg, train = plan.cfg, plan.train
     job = Job(
@@ -154,6 +163,7 @@ def _store(session: Session, settings: ApiSettings, project_id: str, body: JobCr
         queued_at=now(),
         priority=body.priority,
         preemptible=body.preemptible,
+        budget=(body.budget.model_dump(exclude_none=True) or None) if body.budget is not None else None,
         total_steps=0 if cfg.preflight is not None and cfg.preflight.only else cfg.total_steps(train.row_count),
         max_attempts=settings.max_attempts,
     )
@@ -364,9 +374,12 @@ def _unless_already(session: Session, job: Job, done: tuple[str, ...], code: str
         raise Conflict(message, param="fine_tuning_job_id", code=code)
 
 
-def resume_job(session: Session, queue: Doorbell, project_id: str, job_id: str) -> Job:
-    """paused -> queued with a fresh attempt budget; the claim resumes from the checkpoint taken at the pause."""
+def resume_job(session: Session, queue: Doorbell, settings: ApiSettings, project_id: str, job_id: str) -> Job:
+    """paused -> queued with a fresh attempt budget; the claim resumes from the checkpoint taken at the pause.
+    402 while a budget is spent (the project's monthly one, the job's own: api.jobs.budget.check_resume)."""
     job = get_job(session, project_id, job_id)
+    if job.status == JobStatus.paused:
+        budget.check_resume(session, settings, job)
     values = {
         "status": JobStatus.queued,
         "attempts": 0,

@@ -343,18 +343,21 @@ runs_router = APIRouter(prefix="/v1/training_runs", tags=["training_runs"], resp
 @runs_router.get("")
 def list_training_runs(
     session: SessionDep,
+    settings: SettingsDep,
     project: CurrentProject,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     after: str | None = None,
 ) -> ListResponse[s.TrainingRunObject]:
     """The project's training runs (training clients of the training API), newest first."""
     page = runs.list_runs(session, project, limit, after)
-    return ListResponse[s.TrainingRunObject].page(runs.views(session, page.items), page.has_more)
+    return ListResponse[s.TrainingRunObject].page(runs.views(session, settings, page.items), page.has_more)
 
 
 @runs_router.get("/{training_run_id}")
-def retrieve_training_run(training_run_id: str, session: SessionDep, project: CurrentProject) -> s.TrainingRunObject:
-    return runs.views(session, [service.get_run(session, project, training_run_id)])[0]
+def retrieve_training_run(
+    training_run_id: str, session: SessionDep, settings: SettingsDep, project: CurrentProject
+) -> s.TrainingRunObject:
+    return runs.views(session, settings, [service.get_run(session, project, training_run_id)])[0]
 
 
 @runs_router.get("/{training_run_id}/metrics")

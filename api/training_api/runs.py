@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from api.checkpoints import service as checkpoints
 from api.core.errors import InvalidRequest
 from api.core.pagination import Page, anchor, keyset_page
+from api.core.settings import ApiSettings
 from api.db.models import (
     TrainingCheckpoint,
     TrainingRequest,
@@ -29,13 +30,22 @@ from api.db.models import (
 )
 from api.training_api.schemas import MAX_REPORTED, ReportMetrics, RunCheckpoint, RunStep, TrainingRunObject
 from api.training_api.service import get_run
+from api.usage.prices import price_book
+from api.usage.schemas import JobUsage
+from api.usage.service import session_usage
 from runtime.training_api import RequestKind
 
 
-def views(db: Session, runs: Sequence[TrainingRun]) -> list[TrainingRunObject]:
-    """The runs as /v1 shows them, in three queries whatever their number (the dashboard lists 100 every 3 s):
-    their sessions' states, their optimizer steps counted, their checkpoints."""
+def views(db: Session, settings: ApiSettings, runs: Sequence[TrainingRun]) -> list[TrainingRunObject]:
+    """The runs as /v1 shows them, in a few queries whatever their number (the dashboard lists 100 every 3 s):
+    their sessions' states, their optimizer steps counted, their checkpoints, their sessions' usage and cost (the
+    runs of one page are one project's)."""
     ids = [r.id for r in runs]
+    book = price_book(db, settings, {r.project_id for r in runs})
+    used: dict[str, JobUsage] = {}
+    for project in {r.project_id for r in runs}:
+        mine = [r.session_id for r in runs if r.project_id == project]
+        used |= session_usage(db, mine, book.of(project))
     sessions = {
         row.id: row
         for row in db.scalars(select(TrainingSession).where(TrainingSession.id.in_({r.session_id for r in runs})))
@@ -78,6 +88,7 @@ def views(db: Session, runs: Sequence[TrainingRun]) -> list[TrainingRunObject]:
             created_at=run.created_at,
             last_request_at=run.last_request_at,
             checkpoints=ckpts.get(run.id, []),
+            usage=used.get(run.session_id) or JobUsage(),
         )
         for run in runs
     ]

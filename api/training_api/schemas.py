@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, StringConstraints
 
+from api.usage.schemas import JobUsage
+
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="ignore", protected_namespaces=())
@@ -168,6 +170,11 @@ class TrainingRunObject(BaseModel):
     created_at: int
     last_request_at: int
     checkpoints: list[RunCheckpoint]
+    usage: JobUsage = Field(
+        default_factory=JobUsage,
+        description="What its session used so far (device-seconds from its claim, or its requests' own where it "
+        "shares a worker) and what that cost (usage.cost); a session's runs share it.",
+    )
 
 
 class RunStep(BaseModel):

@@ -44,6 +44,7 @@ from api.db.session import rows_changed
 from api.models.service import available, find, source_of
 from api.training_api.paths import TinkerPath, checked_name, object_key, run_id, sampler_id
 from api.training_api.schemas import LoadWeights as LoadWeightsIn
+from api.usage import budgets
 from runtime import training_api as tc
 
 log = logging.getLogger(__name__)
@@ -167,11 +168,15 @@ def enqueue(
 
     ``client_seq``: the SDK's number of the call (its ``seq_id``). The SDK retries a POST whose answer it lost;
     the retry gets the first request's future back instead of a second request (a gradient added twice, two
-    steps), also when the two race (the unique constraint on (target, client_seq) decides)."""
+    steps), also when the two race (the unique constraint on (target, client_seq) decides).
+
+    402 ``budget_exceeded`` while the project is over its monthly budget (api.usage.budgets): the SDK raises its
+    ``BillingError``; a retry of a call taken before still gets its future."""
     if client_seq is not None:
         first = _by_client_seq(db, target, client_seq)
         if first is not None:
             return first
+    budgets.check_project(db, settings, session.project_id, "training-API calls")
     seq = db.execute(
         update(TrainingSession)
         .where(TrainingSession.id == session.id, TrainingSession.status == TrainingSessionStatus.active)

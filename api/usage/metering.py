@@ -24,7 +24,8 @@ UPDATE, so the numbers add up across retries, resumes and nodes:
   length: equal to ``tokens`` when nothing was dropped); ``grader_calls`` = samples scored × reward columns (each
   top-level grader once, a ``multi`` grader once), samples scored = ``sampling.groups_sampled`` ×
   (``gfpo_sample_size`` or ``group_size``); ``grader_seconds`` = ``timing.step.scoring`` (wall-clock seconds
-  scoring the step's samples, over every sampling round).
+  scoring the step's samples, over every sampling round); ``sampling_seconds``, ``training_seconds``,
+  ``eval_seconds`` = the step's ``timing.step`` phases (what api.billing.estimate is calibrated from).
 
 Eval runs (kind ``eval``), training-API sessions (``session``) and inference through the API (``inference``) are
 metered by the same two writes (``open_attempt``, ``contact``); see ``Attempt``. A session claimed by a worker that
@@ -149,6 +150,9 @@ def _open(session: Session, a: Attempt, t: float) -> None:
         grader_seconds=0.0,
         eval_tokens=0,
         inference_tokens=0,
+        sampling_seconds=0.0,
+        training_seconds=0.0,
+        eval_seconds=0.0,
     )
     try:
         with session.begin_nested():
@@ -221,6 +225,9 @@ def count_steps(session: Session, job: Job, events: list[MetricsEvent]) -> None:
                 trained_tokens=UsageRecord.trained_tokens + u.trained_tokens,
                 grader_calls=UsageRecord.grader_calls + u.grader_calls,
                 grader_seconds=UsageRecord.grader_seconds + u.grader_seconds,
+                sampling_seconds=UsageRecord.sampling_seconds + timing.sampling,
+                training_seconds=UsageRecord.training_seconds + timing.training,
+                eval_seconds=UsageRecord.eval_seconds + (timing.eval or 0.0),
             )
             .execution_options(synchronize_session=False)
         )

@@ -7,10 +7,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from api.core.deps import CurrentProject, ReadSessionDep, require_admin
+from api.core.deps import CurrentProject, ReadSessionDep, SettingsDep, require_admin
 from api.core.errors import ERROR_RESPONSES, ErrorResponse
 from api.db.models import UsageKind
 from api.usage import service
+from api.usage.prices import price_book
 from api.usage.schemas import AdminGroupBy, GroupBy, UsagePage
 
 router = APIRouter(prefix="/v1/usage", tags=["usage"], responses=ERROR_RESPONSES)
@@ -28,23 +29,28 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="Buckets at most (totals
 @router.get("")
 def get_usage(
     session: ReadSessionDep,
+    settings: SettingsDep,
     project: CurrentProject,
     start_time: StartTime = None,
     end_time: EndTime = None,
     job_id: Annotated[str | None, Query(description="Only this job's attempts (404: not this project's).")] = None,
     kind: Kind = None,
-    group_by: Annotated[GroupBy, Query(description="day: one bucket a UTC day; job: one a job.")] = "day",
+    group_by: Annotated[
+        GroupBy, Query(description="day: one bucket a UTC day; job: one a job; attempt: one an attempt of a job.")
+    ] = "day",
     limit: Limit = 100,
 ) -> UsagePage:
     """Device-seconds (by device kind), steps, sampled and trained tokens, grader calls and seconds, eval and
-    inference tokens of this project, newest bucket first; ``totals`` sums every matched record."""
+    inference tokens of this project, newest bucket first, each with its cost; ``totals`` sums every matched
+    record."""
     f = service.UsageFilter(project, start_time, end_time, job_id, kind)
-    return service.usage_page(session, f, group_by, limit)
+    return service.usage_page(session, f, group_by, limit, price_book(session, settings, [project]))
 
 
 @admin.get("")
 def get_fleet_usage(
     session: ReadSessionDep,
+    settings: SettingsDep,
     start_time: StartTime = None,
     end_time: EndTime = None,
     project_id: Annotated[str | None, Query(description="Only this project's records.")] = None,
@@ -56,4 +62,5 @@ def get_fleet_usage(
 ) -> UsagePage:
     """Every project's usage, by project (or by project and day), for the operator."""
     f = service.UsageFilter(project_id, start_time, end_time, kind=kind)
-    return service.usage_page(session, f, "project" if group_by == "project" else "project_day", limit)
+    group: service.Group = "project" if group_by == "project" else "project_day"
+    return service.usage_page(session, f, group, limit, price_book(session, settings))

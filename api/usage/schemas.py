@@ -5,10 +5,43 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-GroupBy = Literal["day", "job"]
+GroupBy = Literal["day", "job", "attempt"]
 AdminGroupBy = Literal["project", "day"]
+DEVICE_HOURS = "device_hour"  # the unit of a cost where no price is set
+
+
+class Cost(BaseModel):
+    """What something cost, from its usage records at the prices in force."""
+
+    amount: float = Field(description="In ``unit``: the currency's units, or device-hours where no price is set.")
+    unit: str = Field(description="The operator's currency (PRICE_CURRENCY, e.g. USD), or 'device_hour'.")
+    device_hours: float = Field(description="Devices × hours, every device kind together.")
+
+
+class PriceSheet(BaseModel):
+    """A project's own prices over the service's (each field left out: the service's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device_hour: dict[str, float] = Field(
+        default_factory=dict,
+        description="Price of a device-hour by device kind ('H100', 'cpu', 'default'); a kind named here takes this "
+        "price, the others the service's.",
+    )
+    inference_per_million_tokens: float | None = Field(None, ge=0, description="Price of a million inference tokens.")
+    discount: float = Field(0.0, ge=0, le=1, description="Taken off every cost: 0.2 is 20 % off, 1 a free project.")
+
+    @field_validator("device_hour")
+    @classmethod
+    def _prices(cls, v: dict[str, float]) -> dict[str, float]:
+        for kind, price in v.items():
+            if not kind.strip() or len(kind) > 256:
+                raise ValueError("a device kind is 1 to 256 characters")
+            if not price >= 0:
+                raise ValueError(f"the price of {kind!r} must be 0 or more, not {price}")
+        return v
 
 
 class JobUsage(BaseModel):
@@ -27,7 +60,15 @@ class JobUsage(BaseModel):
     trained_tokens: int = Field(0, description="Completion tokens of the batches the updates trained on.")
     grader_calls: int = Field(0, description="Samples scored × reward columns (graders).")
     grader_seconds: float = Field(0.0, description="Wall-clock seconds the steps spent scoring.")
+    sampling_seconds: float = Field(0.0, description="Wall-clock seconds the steps spent sampling.")
+    training_seconds: float = Field(0.0, description="Wall-clock seconds the steps spent in the update.")
+    eval_seconds: float = Field(0.0, description="Wall-clock seconds of validation.")
     attempts: int = Field(0, description="Attempts metered (claims of a job that ran).")
+    cost: Cost | None = Field(
+        None,
+        description="What it cost at the prices in force (device-hours where none is set); computed from these "
+        "counters, so a job's is the sum of its attempts'.",
+    )
 
 
 class Usage(JobUsage):
@@ -45,7 +86,8 @@ class UsageBucket(Usage):
     start_time: int = Field(description="Unix seconds: the day's start, or the group's first attempt's claim.")
     end_time: int = Field(description="Unix seconds: the next day's start, or the group's last contact.")
     day: str | None = Field(None, description="UTC YYYY-MM-DD (group_by=day).")
-    job_id: str | None = Field(None, description="The job (group_by=job).")
+    job_id: str | None = Field(None, description="The job (group_by=job or attempt).")
+    attempt: int | None = Field(None, description="The job's attempt (group_by=attempt: its lease epoch).")
     project_id: str | None = Field(None, description="The project (the admin view only).")
 
 

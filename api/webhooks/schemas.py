@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 if TYPE_CHECKING:
     from api.db import models as db
 
-WebhookEventType = Literal["fine_tuning.job.succeeded", "fine_tuning.job.failed", "fine_tuning.job.cancelled"]
+WebhookEventType = Literal[
+    "fine_tuning.job.succeeded",
+    "fine_tuning.job.failed",
+    "fine_tuning.job.cancelled",
+    # a job's budget (api.jobs.budget): 80 % of it spent; all of it spent, the job pausing at a checkpoint
+    "fine_tuning.job.budget_warning",
+    "fine_tuning.job.budget_reached",
+]
 EVENT_TYPES: tuple[WebhookEventType, ...] = get_args(WebhookEventType)
 
 

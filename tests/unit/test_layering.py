@@ -247,7 +247,7 @@ FLOORS: dict[str, list[set[str]]] = {
     "api": [
         {"core", "db"},  # the kit and the tables: no domain
         {"checkpoints", "files", "fleet", "graders", "models", "secrets", "tenants", "usage", "webhooks"},
-        {"evals", "inference", "jobs", "training_api"},
+        {"billing", "evals", "inference", "jobs", "training_api"},
         {"admin", "main", "reaper"},  # what wires the domains together, above them all
     ],
 }

@@ -25,7 +25,13 @@ from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.tiny_model import TINY_ID
 
 AUTH = {"Authorization": "Bearer t0k"}
-ALL = ["fine_tuning.job.succeeded", "fine_tuning.job.failed", "fine_tuning.job.cancelled"]
+ALL = [
+    "fine_tuning.job.succeeded",
+    "fine_tuning.job.failed",
+    "fine_tuning.job.cancelled",
+    "fine_tuning.job.budget_warning",
+    "fine_tuning.job.budget_reached",
+]
 
 
 class Receiver:

@@ -4,13 +4,15 @@ table into ``Base.metadata`` (what Alembic compares with the migrations: migrati
 Timestamps are Unix seconds (OpenAI's convention); ids are prefixed strings (file-…, ftjob-…). ``base`` holds
 ``Base`` (with the naming convention for constraints), ``now`` and ``new_id``; the rest are named for their domain:
 ``jobs`` (and ``JobStatus`` with its groups, ``ResumeReason``), ``checkpoints`` (a job's and a training run's),
-``files``, ``evals``, ``models`` (the registry), ``tenants``, ``training``, ``webhooks``, ``usage``, ``secrets``,
-``idempotency``. Import a table from here (``from api.db.models import Job``).
+``billing`` (changes of prices and budgets), ``files``, ``evals``, ``models`` (the registry), ``tenants``,
+``training``, ``webhooks``, ``usage``, ``secrets``, ``idempotency``.
+Import a table from here (``from api.db.models import Job``).
 """
 
 from __future__ import annotations
 
 from api.db.models.base import NAMING, Base, new_id, now
+from api.db.models.billing import BillingChange
 from api.db.models.checkpoints import Checkpoint, TrainingCheckpoint
 from api.db.models.evals import EVAL_RUN_ACTIVE, Eval, EvalOutputItem, EvalRun, EvalRunStatus
 from api.db.models.files import File
@@ -51,6 +53,7 @@ __all__ = [
     "UNFINISHED",
     "ApiKey",
     "Base",
+    "BillingChange",
     "Checkpoint",
     "Eval",
     "EvalOutputItem",

@@ -114,6 +114,11 @@ class Job(Base):
     preemptible: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
     preempted_by: Mapped[str | None] = mapped_column(String(64))
     queued_at: Mapped[int | None] = mapped_column(BigInteger)  # when it last became queued: how long it waits
+    # Its budget (api.billing.budgets): {"max_cost": …, "max_device_hours": …} (null: none), and the highest alert
+    # sent for it ("warning" at 80 %, "reached" at the cap; null: none), raised by a guarded UPDATE so each is sent
+    # once per budget (raising the budget clears it).
+    budget: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    budget_alert: Mapped[str | None] = mapped_column(String(16))
     created_at: Mapped[int] = mapped_column(BigInteger, default=now)
     started_at: Mapped[int | None] = mapped_column(BigInteger)
     finished_at: Mapped[int | None] = mapped_column(BigInteger)

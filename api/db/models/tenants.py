@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Float, ForeignKey, Integer, String
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Float, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from api.db.models.base import Base, now
@@ -23,6 +25,10 @@ class Project(Base):
     share_weight: Mapped[float] = mapped_column(Float, default=1.0, server_default="1")
     max_priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     max_running_jobs: Mapped[int | None] = mapped_column(Integer)
+    # Money (api.billing), set by an admin: the project's own prices over the service's (api.billing.prices.
+    # PriceSheet as JSON; null: the service's), and its monthly budget in the price unit (null: none).
+    prices: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    monthly_budget: Mapped[float | None] = mapped_column(Float)
 
 
 class ApiKey(Base):

@@ -58,5 +58,9 @@ class UsageRecord(Base):
     trained_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     grader_calls: Mapped[int] = mapped_column(BigInteger, default=0)
     grader_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    # wall-clock seconds of the steps' phases (timing.step): what the estimate of a new job is calibrated from
+    sampling_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    training_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    eval_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     eval_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     inference_tokens: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -1,6 +1,9 @@
 # Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 """Contains all the data models used in inputs/outputs"""
 
+from .billing_change_out import BillingChangeOut
+from .billing_change_page import BillingChangePage
+from .billing_update import BillingUpdate
 from .body_create_file import BodyCreateFile
 from .chat_completion_request import ChatCompletionRequest
 from .chat_completion_request_messages_item import ChatCompletionRequestMessagesItem
@@ -9,6 +12,7 @@ from .checkpoint import Checkpoint
 from .checkpoint_metrics import CheckpointMetrics
 from .completion_request import CompletionRequest
 from .completion_request_stream_options_type_0 import CompletionRequestStreamOptionsType0
+from .cost import Cost
 from .create_chat_completion_response_200 import CreateChatCompletionResponse200
 from .create_completion_response_200 import CreateCompletionResponse200
 from .criterion_counts import CriterionCounts
@@ -19,6 +23,7 @@ from .environment_spec_tool_call_format import EnvironmentSpecToolCallFormat
 from .episode_stats import EpisodeStats
 from .error_body import ErrorBody
 from .error_response import ErrorResponse
+from .estimate_drivers import EstimateDrivers
 from .eval_ import Eval
 from .eval_create import EvalCreate
 from .eval_create_data_source_config import EvalCreateDataSourceConfig
@@ -71,9 +76,13 @@ from .health_config import HealthConfig
 from .http_validation_error import HTTPValidationError
 from .integration import Integration
 from .job import Job
+from .job_budget import JobBudget
+from .job_budget_alert_type_0 import JobBudgetAlertType0
 from .job_create import JobCreate
 from .job_create_metadata_type_0 import JobCreateMetadataType0
 from .job_error import JobError
+from .job_estimate import JobEstimate
+from .job_estimate_confidence import JobEstimateConfidence
 from .job_event import JobEvent
 from .job_event_level import JobEventLevel
 from .job_event_type import JobEventType
@@ -129,6 +138,10 @@ from .output_item_sample_input_item import OutputItemSampleInputItem
 from .output_item_sample_output_item import OutputItemSampleOutputItem
 from .output_item_sample_usage import OutputItemSampleUsage
 from .preflight_config import PreflightConfig
+from .price_sheet import PriceSheet
+from .price_sheet_device_hour import PriceSheetDeviceHour
+from .project_billing import ProjectBilling
+from .project_billing_device_hour import ProjectBillingDeviceHour
 from .prompt_outcome import PromptOutcome
 from .python_grader import PythonGrader
 from .readiness_comparison import ReadinessComparison
@@ -172,6 +185,7 @@ from .scores import Scores
 from .secret import Secret
 from .secret_create import SecretCreate
 from .secret_deleted import SecretDeleted
+from .span import Span
 from .step_errors import StepErrors
 from .step_metrics import StepMetrics
 from .step_timing import StepTiming
@@ -206,6 +220,9 @@ from .webhook_endpoint_created import WebhookEndpointCreated
 from .webhook_endpoint_deleted import WebhookEndpointDeleted
 
 __all__ = (
+    "BillingChangeOut",
+    "BillingChangePage",
+    "BillingUpdate",
     "BodyCreateFile",
     "ChatCompletionRequest",
     "ChatCompletionRequestMessagesItem",
@@ -214,6 +231,7 @@ __all__ = (
     "CheckpointMetrics",
     "CompletionRequest",
     "CompletionRequestStreamOptionsType0",
+    "Cost",
     "CreateChatCompletionResponse200",
     "CreateCompletionResponse200",
     "CriterionCounts",
@@ -224,6 +242,7 @@ __all__ = (
     "EpisodeStats",
     "ErrorBody",
     "ErrorResponse",
+    "EstimateDrivers",
     "Eval",
     "EvalCreate",
     "EvalCreateDataSourceConfig",
@@ -276,9 +295,13 @@ __all__ = (
     "HTTPValidationError",
     "Integration",
     "Job",
+    "JobBudget",
+    "JobBudgetAlertType0",
     "JobCreate",
     "JobCreateMetadataType0",
     "JobError",
+    "JobEstimate",
+    "JobEstimateConfidence",
     "JobEvent",
     "JobEventLevel",
     "JobEventType",
@@ -334,6 +357,10 @@ __all__ = (
     "OutputItemSampleOutputItem",
     "OutputItemSampleUsage",
     "PreflightConfig",
+    "PriceSheet",
+    "PriceSheetDeviceHour",
+    "ProjectBilling",
+    "ProjectBillingDeviceHour",
     "PromptOutcome",
     "PythonGrader",
     "ReadinessComparison",
@@ -377,6 +404,7 @@ __all__ = (
     "Secret",
     "SecretCreate",
     "SecretDeleted",
+    "Span",
     "StepErrors",
     "StepMetrics",
     "StepTiming",

@@ -1,9 +1,10 @@
 # Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 from typing import Literal
 
-GetUsageGroupBy = Literal["day", "job"]
+GetUsageGroupBy = Literal["attempt", "day", "job"]
 
 GET_USAGE_GROUP_BY_VALUES: set[GetUsageGroupBy] = {
+    "attempt",
     "day",
     "job",
 }

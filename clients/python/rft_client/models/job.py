@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.job_budget_alert_type_0 import JobBudgetAlertType0, check_job_budget_alert_type_0
 from ..models.job_status import JobStatus, check_job_status
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.execution import Execution
     from ..models.integration import Integration
+    from ..models.job_budget import JobBudget
     from ..models.job_error import JobError
     from ..models.job_hyperparameters import JobHyperparameters
     from ..models.job_metadata_type_0 import JobMetadataType0
@@ -53,6 +55,9 @@ class Job:
         trained_tokens (int | None):
         training_file (str):
         validation_file (None | str):
+        budget (JobBudget | None | Unset): Its budget (null: none).
+        budget_alert (JobBudgetAlertType0 | None | Unset): The budget's last alert: 'warning' at 80 %, 'reached' at the
+            cap (the job then pauses).
         estimated_finish (int | None | Unset):
         execution (Execution | None | Unset): Where and how the worker trains it: the device, and what the `auto`
             hyperparameters (device, precision, micro_batch_size, gradient_checkpointing, rollout_engine) resolved to on its
@@ -87,6 +92,8 @@ class Job:
     trained_tokens: int | None
     training_file: str
     validation_file: None | str
+    budget: JobBudget | None | Unset = UNSET
+    budget_alert: JobBudgetAlertType0 | None | Unset = UNSET
     estimated_finish: int | None | Unset = UNSET
     execution: Execution | None | Unset = UNSET
     integrations: list[Integration] | None | Unset = UNSET
@@ -100,6 +107,7 @@ class Job:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.execution import Execution  # noqa: PLC0415
+        from ..models.job_budget import JobBudget  # noqa: PLC0415
         from ..models.job_error import JobError  # noqa: PLC0415
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
         from ..models.waiting import Waiting  # noqa: PLC0415
@@ -154,6 +162,22 @@ class Job:
 
         validation_file: None | str
         validation_file = self.validation_file
+
+        budget: dict[str, Any] | None | Unset
+        if isinstance(self.budget, Unset):
+            budget = UNSET
+        elif isinstance(self.budget, JobBudget):
+            budget = self.budget.to_dict()
+        else:
+            budget = self.budget
+
+        budget_alert: None | str | Unset
+        if isinstance(self.budget_alert, Unset):
+            budget_alert = UNSET
+        elif isinstance(self.budget_alert, str):
+            budget_alert = self.budget_alert
+        else:
+            budget_alert = self.budget_alert
 
         estimated_finish: int | None | Unset
         if isinstance(self.estimated_finish, Unset):
@@ -228,6 +252,10 @@ class Job:
                 "validation_file": validation_file,
             }
         )
+        if budget is not UNSET:
+            field_dict["budget"] = budget
+        if budget_alert is not UNSET:
+            field_dict["budget_alert"] = budget_alert
         if estimated_finish is not UNSET:
             field_dict["estimated_finish"] = estimated_finish
         if execution is not UNSET:
@@ -253,6 +281,7 @@ class Job:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.execution import Execution  # noqa: PLC0415
         from ..models.integration import Integration  # noqa: PLC0415
+        from ..models.job_budget import JobBudget  # noqa: PLC0415
         from ..models.job_error import JobError  # noqa: PLC0415
         from ..models.job_hyperparameters import JobHyperparameters  # noqa: PLC0415
         from ..models.job_metadata_type_0 import JobMetadataType0  # noqa: PLC0415
@@ -350,6 +379,40 @@ class Job:
             return cast(None | str, data)
 
         validation_file = _parse_validation_file(d.pop("validation_file"))
+
+        def _parse_budget(data: object) -> JobBudget | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                budget_type_0 = JobBudget.from_dict(data)
+
+                return budget_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobBudget | None | Unset, data)
+
+        budget = _parse_budget(d.pop("budget", UNSET))
+
+        def _parse_budget_alert(data: object) -> JobBudgetAlertType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                budget_alert_type_0 = check_job_budget_alert_type_0(data)
+
+                return budget_alert_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobBudgetAlertType0 | None | Unset, data)
+
+        budget_alert = _parse_budget_alert(d.pop("budget_alert", UNSET))
 
         def _parse_estimated_finish(data: object) -> int | None | Unset:
             if data is None:
@@ -453,6 +516,8 @@ class Job:
             trained_tokens=trained_tokens,
             training_file=training_file,
             validation_file=validation_file,
+            budget=budget,
+            budget_alert=budget_alert,
             estimated_finish=estimated_finish,
             execution=execution,
             integrations=integrations,

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.integration import Integration
+    from ..models.job_budget import JobBudget
     from ..models.job_create_metadata_type_0 import JobCreateMetadataType0
     from ..models.method import Method
     from ..models.resources import Resources
@@ -26,6 +27,9 @@ class JobCreate:
         method (Method):
         model (str): A base model id from GET /v1/models.
         training_file (str): Id of an uploaded JSONL file (purpose fine-tune).
+        budget (JobBudget | None | Unset): Pause the job at a checkpoint when its cost reaches max_cost (the project's
+            unit) or max_device_hours, with a warning at 80 % (events and webhooks); raise it (POST …/{id}/budget) and
+            resume to continue exactly where it stopped. POST /v1/fine_tuning/jobs/estimate says what a job will cost.
         integrations (list[Integration] | None | Unset): OpenAI's integrations: `[{type: wandb, wandb: {project, name,
             entity, tags}}]` mirrors the config, every step's metrics and the adapter's location to Weights & Biases
             (offline files on the worker when it has no WANDB_API_KEY). `api_key_secret: NAME` logs with the W&B key stored
@@ -52,6 +56,7 @@ class JobCreate:
     method: Method
     model: str
     training_file: str
+    budget: JobBudget | None | Unset = UNSET
     integrations: list[Integration] | None | Unset = UNSET
     metadata: JobCreateMetadataType0 | None | Unset = UNSET
     preemptible: bool | Unset = True
@@ -63,6 +68,7 @@ class JobCreate:
     validation_file: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.job_budget import JobBudget  # noqa: PLC0415
         from ..models.job_create_metadata_type_0 import JobCreateMetadataType0  # noqa: PLC0415
 
         method = self.method.to_dict()
@@ -70,6 +76,14 @@ class JobCreate:
         model = self.model
 
         training_file = self.training_file
+
+        budget: dict[str, Any] | None | Unset
+        if isinstance(self.budget, Unset):
+            budget = UNSET
+        elif isinstance(self.budget, JobBudget):
+            budget = self.budget.to_dict()
+        else:
+            budget = self.budget
 
         integrations: list[dict[str, Any]] | None | Unset
         if isinstance(self.integrations, Unset):
@@ -128,6 +142,8 @@ class JobCreate:
                 "training_file": training_file,
             }
         )
+        if budget is not UNSET:
+            field_dict["budget"] = budget
         if integrations is not UNSET:
             field_dict["integrations"] = integrations
         if metadata is not UNSET:
@@ -152,6 +168,7 @@ class JobCreate:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.integration import Integration  # noqa: PLC0415
+        from ..models.job_budget import JobBudget  # noqa: PLC0415
         from ..models.job_create_metadata_type_0 import JobCreateMetadataType0  # noqa: PLC0415
         from ..models.method import Method  # noqa: PLC0415
         from ..models.resources import Resources  # noqa: PLC0415
@@ -162,6 +179,23 @@ class JobCreate:
         model = d.pop("model")
 
         training_file = d.pop("training_file")
+
+        def _parse_budget(data: object) -> JobBudget | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                budget_type_0 = JobBudget.from_dict(data)
+
+                return budget_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobBudget | None | Unset, data)
+
+        budget = _parse_budget(d.pop("budget", UNSET))
 
         def _parse_integrations(data: object) -> list[Integration] | None | Unset:
             if data is None:
@@ -246,6 +280,7 @@ class JobCreate:
             method=method,
             model=model,
             training_file=training_file,
+            budget=budget,
             integrations=integrations,
             metadata=metadata,
             preemptible=preemptible,

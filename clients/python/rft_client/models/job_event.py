@@ -12,6 +12,7 @@ from ..models.job_event_type import JobEventType, check_job_event_type
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.cost import Cost
     from ..models.step_metrics import StepMetrics
 
 
@@ -28,6 +29,7 @@ class JobEvent:
         level (JobEventLevel):
         message (str):
         type_ (JobEventType):
+        cost (Cost | None | Unset): A metrics event: the job's cost when the step was recorded.
         data (None | StepMetrics | Unset): A metrics event's step metrics; null for a message.
         object_ (Literal['fine_tuning.job.event'] | Unset):  Default: 'fine_tuning.job.event'.
     """
@@ -37,11 +39,13 @@ class JobEvent:
     level: JobEventLevel
     message: str
     type_: JobEventType
+    cost: Cost | None | Unset = UNSET
     data: None | StepMetrics | Unset = UNSET
     object_: Literal["fine_tuning.job.event"] | Unset = "fine_tuning.job.event"
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.cost import Cost  # noqa: PLC0415
         from ..models.step_metrics import StepMetrics  # noqa: PLC0415
 
         created_at = self.created_at
@@ -53,6 +57,14 @@ class JobEvent:
         message = self.message
 
         type_: str = self.type_
+
+        cost: dict[str, Any] | None | Unset
+        if isinstance(self.cost, Unset):
+            cost = UNSET
+        elif isinstance(self.cost, Cost):
+            cost = self.cost.to_dict()
+        else:
+            cost = self.cost
 
         data: dict[str, Any] | None | Unset
         if isinstance(self.data, Unset):
@@ -75,6 +87,8 @@ class JobEvent:
                 "type": type_,
             }
         )
+        if cost is not UNSET:
+            field_dict["cost"] = cost
         if data is not UNSET:
             field_dict["data"] = data
         if object_ is not UNSET:
@@ -84,6 +98,7 @@ class JobEvent:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.cost import Cost  # noqa: PLC0415
         from ..models.step_metrics import StepMetrics  # noqa: PLC0415
 
         d = dict(src_dict)
@@ -96,6 +111,23 @@ class JobEvent:
         message = d.pop("message")
 
         type_ = check_job_event_type(d.pop("type"))
+
+        def _parse_cost(data: object) -> Cost | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                cost_type_0 = Cost.from_dict(data)
+
+                return cost_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Cost | None | Unset, data)
+
+        cost = _parse_cost(d.pop("cost", UNSET))
 
         def _parse_data(data: object) -> None | StepMetrics | Unset:
             if data is None:
@@ -124,6 +156,7 @@ class JobEvent:
             level=level,
             message=message,
             type_=type_,
+            cost=cost,
             data=data,
             object_=object_,
         )

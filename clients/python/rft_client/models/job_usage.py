@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -10,6 +10,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.cost import Cost
     from ..models.job_usage_device_seconds_by_kind import JobUsageDeviceSecondsByKind
 
 
@@ -22,29 +23,48 @@ class JobUsage:
 
     Attributes:
         attempts (int | Unset): Attempts metered (claims of a job that ran). Default: 0.
+        cost (Cost | None | Unset): What it cost at the prices in force (device-hours where none is set); computed from
+            these counters, so a job's is the sum of its attempts'.
         device_seconds (float | Unset): Devices × seconds from each attempt's claim to its worker's last contact (all
             nodes). Default: 0.0.
         device_seconds_by_kind (JobUsageDeviceSecondsByKind | Unset): device_seconds by what the devices are: a GPU's
             name, 'cpu (model)'; 'unknown' before the worker reported it.
+        eval_seconds (float | Unset): Wall-clock seconds of validation. Default: 0.0.
         grader_calls (int | Unset): Samples scored × reward columns (graders). Default: 0.
         grader_seconds (float | Unset): Wall-clock seconds the steps spent scoring. Default: 0.0.
         sampled_tokens (int | Unset): Completion tokens sampled, those dropped by dynamic sampling included. Default: 0.
+        sampling_seconds (float | Unset): Wall-clock seconds the steps spent sampling. Default: 0.0.
         steps (int | Unset): Optimizer steps run, each attempt's own (a resumed attempt's re-run steps too). Default: 0.
         trained_tokens (int | Unset): Completion tokens of the batches the updates trained on. Default: 0.
+        training_seconds (float | Unset): Wall-clock seconds the steps spent in the update. Default: 0.0.
     """
 
     attempts: int | Unset = 0
+    cost: Cost | None | Unset = UNSET
     device_seconds: float | Unset = 0.0
     device_seconds_by_kind: JobUsageDeviceSecondsByKind | Unset = UNSET
+    eval_seconds: float | Unset = 0.0
     grader_calls: int | Unset = 0
     grader_seconds: float | Unset = 0.0
     sampled_tokens: int | Unset = 0
+    sampling_seconds: float | Unset = 0.0
     steps: int | Unset = 0
     trained_tokens: int | Unset = 0
+    training_seconds: float | Unset = 0.0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.cost import Cost  # noqa: PLC0415
+
         attempts = self.attempts
+
+        cost: dict[str, Any] | None | Unset
+        if isinstance(self.cost, Unset):
+            cost = UNSET
+        elif isinstance(self.cost, Cost):
+            cost = self.cost.to_dict()
+        else:
+            cost = self.cost
 
         device_seconds = self.device_seconds
 
@@ -52,44 +72,76 @@ class JobUsage:
         if not isinstance(self.device_seconds_by_kind, Unset):
             device_seconds_by_kind = self.device_seconds_by_kind.to_dict()
 
+        eval_seconds = self.eval_seconds
+
         grader_calls = self.grader_calls
 
         grader_seconds = self.grader_seconds
 
         sampled_tokens = self.sampled_tokens
 
+        sampling_seconds = self.sampling_seconds
+
         steps = self.steps
 
         trained_tokens = self.trained_tokens
+
+        training_seconds = self.training_seconds
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
         if attempts is not UNSET:
             field_dict["attempts"] = attempts
+        if cost is not UNSET:
+            field_dict["cost"] = cost
         if device_seconds is not UNSET:
             field_dict["device_seconds"] = device_seconds
         if device_seconds_by_kind is not UNSET:
             field_dict["device_seconds_by_kind"] = device_seconds_by_kind
+        if eval_seconds is not UNSET:
+            field_dict["eval_seconds"] = eval_seconds
         if grader_calls is not UNSET:
             field_dict["grader_calls"] = grader_calls
         if grader_seconds is not UNSET:
             field_dict["grader_seconds"] = grader_seconds
         if sampled_tokens is not UNSET:
             field_dict["sampled_tokens"] = sampled_tokens
+        if sampling_seconds is not UNSET:
+            field_dict["sampling_seconds"] = sampling_seconds
         if steps is not UNSET:
             field_dict["steps"] = steps
         if trained_tokens is not UNSET:
             field_dict["trained_tokens"] = trained_tokens
+        if training_seconds is not UNSET:
+            field_dict["training_seconds"] = training_seconds
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.cost import Cost  # noqa: PLC0415
         from ..models.job_usage_device_seconds_by_kind import JobUsageDeviceSecondsByKind  # noqa: PLC0415
 
         d = dict(src_dict)
         attempts = d.pop("attempts", UNSET)
+
+        def _parse_cost(data: object) -> Cost | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                cost_type_0 = Cost.from_dict(data)
+
+                return cost_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Cost | None | Unset, data)
+
+        cost = _parse_cost(d.pop("cost", UNSET))
 
         device_seconds = d.pop("device_seconds", UNSET)
 
@@ -100,25 +152,35 @@ class JobUsage:
         else:
             device_seconds_by_kind = JobUsageDeviceSecondsByKind.from_dict(_device_seconds_by_kind)
 
+        eval_seconds = d.pop("eval_seconds", UNSET)
+
         grader_calls = d.pop("grader_calls", UNSET)
 
         grader_seconds = d.pop("grader_seconds", UNSET)
 
         sampled_tokens = d.pop("sampled_tokens", UNSET)
 
+        sampling_seconds = d.pop("sampling_seconds", UNSET)
+
         steps = d.pop("steps", UNSET)
 
         trained_tokens = d.pop("trained_tokens", UNSET)
 
+        training_seconds = d.pop("training_seconds", UNSET)
+
         job_usage = cls(
             attempts=attempts,
+            cost=cost,
             device_seconds=device_seconds,
             device_seconds_by_kind=device_seconds_by_kind,
+            eval_seconds=eval_seconds,
             grader_calls=grader_calls,
             grader_seconds=grader_seconds,
             sampled_tokens=sampled_tokens,
+            sampling_seconds=sampling_seconds,
             steps=steps,
             trained_tokens=trained_tokens,
+            training_seconds=training_seconds,
         )
 
         job_usage.additional_properties = d

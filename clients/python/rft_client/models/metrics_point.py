@@ -10,6 +10,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.cost import Cost
     from ..models.step_metrics import StepMetrics
 
 
@@ -26,21 +27,33 @@ class MetricsPoint:
             metrics (StepMetrics): One optimizer step. ``kl`` is null when β = 0; per-token means are over the tokens that
                 were updated.
             step (int):
+            cost (Cost | None | Unset): The job's cost when the step was recorded (its running cost).
             object_ (Literal['fine_tuning.job.metrics'] | Unset):  Default: 'fine_tuning.job.metrics'.
     """
 
     created_at: int
     metrics: StepMetrics
     step: int
+    cost: Cost | None | Unset = UNSET
     object_: Literal["fine_tuning.job.metrics"] | Unset = "fine_tuning.job.metrics"
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.cost import Cost  # noqa: PLC0415
+
         created_at = self.created_at
 
         metrics = self.metrics.to_dict()
 
         step = self.step
+
+        cost: dict[str, Any] | None | Unset
+        if isinstance(self.cost, Unset):
+            cost = UNSET
+        elif isinstance(self.cost, Cost):
+            cost = self.cost.to_dict()
+        else:
+            cost = self.cost
 
         object_ = self.object_
 
@@ -53,6 +66,8 @@ class MetricsPoint:
                 "step": step,
             }
         )
+        if cost is not UNSET:
+            field_dict["cost"] = cost
         if object_ is not UNSET:
             field_dict["object"] = object_
 
@@ -60,6 +75,7 @@ class MetricsPoint:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.cost import Cost  # noqa: PLC0415
         from ..models.step_metrics import StepMetrics  # noqa: PLC0415
 
         d = dict(src_dict)
@@ -69,6 +85,23 @@ class MetricsPoint:
 
         step = d.pop("step")
 
+        def _parse_cost(data: object) -> Cost | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                cost_type_0 = Cost.from_dict(data)
+
+                return cost_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Cost | None | Unset, data)
+
+        cost = _parse_cost(d.pop("cost", UNSET))
+
         object_ = cast(Literal["fine_tuning.job.metrics"] | Unset, d.pop("object", UNSET))
         if object_ != "fine_tuning.job.metrics" and not isinstance(object_, Unset):
             raise ValueError(f"object must match const 'fine_tuning.job.metrics', got '{object_}'")
@@ -77,6 +110,7 @@ class MetricsPoint:
             created_at=created_at,
             metrics=metrics,
             step=step,
+            cost=cost,
             object_=object_,
         )
 

@@ -10,6 +10,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.job_usage import JobUsage
     from ..models.run_checkpoint import RunCheckpoint
 
 
@@ -31,6 +32,8 @@ class TrainingRunObject:
         steps (int): optim_step calls done.
         error (None | str | Unset): Why the session is not active, when it says.
         object_ (Literal['training_run'] | Unset):  Default: 'training_run'.
+        usage (JobUsage | Unset): What a job used, summed over its attempts (a killed and resumed job: both attempts,
+            each once).
     """
 
     base_model: str
@@ -44,6 +47,7 @@ class TrainingRunObject:
     steps: int
     error: None | str | Unset = UNSET
     object_: Literal["training_run"] | Unset = "training_run"
+    usage: JobUsage | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,6 +80,10 @@ class TrainingRunObject:
 
         object_ = self.object_
 
+        usage: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.usage, Unset):
+            usage = self.usage.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -95,11 +103,14 @@ class TrainingRunObject:
             field_dict["error"] = error
         if object_ is not UNSET:
             field_dict["object"] = object_
+        if usage is not UNSET:
+            field_dict["usage"] = usage
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.job_usage import JobUsage  # noqa: PLC0415
         from ..models.run_checkpoint import RunCheckpoint  # noqa: PLC0415
 
         d = dict(src_dict)
@@ -139,6 +150,13 @@ class TrainingRunObject:
         if object_ != "training_run" and not isinstance(object_, Unset):
             raise ValueError(f"object must match const 'training_run', got '{object_}'")
 
+        _usage = d.pop("usage", UNSET)
+        usage: JobUsage | Unset
+        if isinstance(_usage, Unset):
+            usage = UNSET
+        else:
+            usage = JobUsage.from_dict(_usage)
+
         training_run_object = cls(
             base_model=base_model,
             checkpoints=checkpoints,
@@ -151,6 +169,7 @@ class TrainingRunObject:
             steps=steps,
             error=error,
             object_=object_,
+            usage=usage,
         )
 
         training_run_object.additional_properties = d

@@ -10,6 +10,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.cost import Cost
     from ..models.usage_bucket_device_seconds_by_kind import UsageBucketDeviceSecondsByKind
 
 
@@ -24,30 +25,39 @@ class UsageBucket:
         Attributes:
             end_time (int): Unix seconds: the next day's start, or the group's last contact.
             start_time (int): Unix seconds: the day's start, or the group's first attempt's claim.
+            attempt (int | None | Unset): The job's attempt (group_by=attempt: its lease epoch).
             attempts (int | Unset): Attempts metered (claims of a job that ran). Default: 0.
+            cost (Cost | None | Unset): What it cost at the prices in force (device-hours where none is set); computed from
+                these counters, so a job's is the sum of its attempts'.
             day (None | str | Unset): UTC YYYY-MM-DD (group_by=day).
             device_seconds (float | Unset): Devices × seconds from each attempt's claim to its worker's last contact (all
                 nodes). Default: 0.0.
             device_seconds_by_kind (UsageBucketDeviceSecondsByKind | Unset): device_seconds by what the devices are: a GPU's
                 name, 'cpu (model)'; 'unknown' before the worker reported it.
+            eval_seconds (float | Unset): Wall-clock seconds of validation. Default: 0.0.
             eval_tokens (int | Unset): Prompt and completion tokens of eval runs' samples. Default: 0.
             grader_calls (int | Unset): Samples scored × reward columns (graders). Default: 0.
             grader_seconds (float | Unset): Wall-clock seconds the steps spent scoring. Default: 0.0.
             inference_tokens (int | Unset): Tokens of /v1/chat/completions and /v1/completions answers. Default: 0.
-            job_id (None | str | Unset): The job (group_by=job).
+            job_id (None | str | Unset): The job (group_by=job or attempt).
             object_ (Literal['usage.bucket'] | Unset):  Default: 'usage.bucket'.
             project_id (None | str | Unset): The project (the admin view only).
             sampled_tokens (int | Unset): Completion tokens sampled, those dropped by dynamic sampling included. Default: 0.
+            sampling_seconds (float | Unset): Wall-clock seconds the steps spent sampling. Default: 0.0.
             steps (int | Unset): Optimizer steps run, each attempt's own (a resumed attempt's re-run steps too). Default: 0.
             trained_tokens (int | Unset): Completion tokens of the batches the updates trained on. Default: 0.
+            training_seconds (float | Unset): Wall-clock seconds the steps spent in the update. Default: 0.0.
     """
 
     end_time: int
     start_time: int
+    attempt: int | None | Unset = UNSET
     attempts: int | Unset = 0
+    cost: Cost | None | Unset = UNSET
     day: None | str | Unset = UNSET
     device_seconds: float | Unset = 0.0
     device_seconds_by_kind: UsageBucketDeviceSecondsByKind | Unset = UNSET
+    eval_seconds: float | Unset = 0.0
     eval_tokens: int | Unset = 0
     grader_calls: int | Unset = 0
     grader_seconds: float | Unset = 0.0
@@ -56,16 +66,34 @@ class UsageBucket:
     object_: Literal["usage.bucket"] | Unset = "usage.bucket"
     project_id: None | str | Unset = UNSET
     sampled_tokens: int | Unset = 0
+    sampling_seconds: float | Unset = 0.0
     steps: int | Unset = 0
     trained_tokens: int | Unset = 0
+    training_seconds: float | Unset = 0.0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.cost import Cost  # noqa: PLC0415
+
         end_time = self.end_time
 
         start_time = self.start_time
 
+        attempt: int | None | Unset
+        if isinstance(self.attempt, Unset):
+            attempt = UNSET
+        else:
+            attempt = self.attempt
+
         attempts = self.attempts
+
+        cost: dict[str, Any] | None | Unset
+        if isinstance(self.cost, Unset):
+            cost = UNSET
+        elif isinstance(self.cost, Cost):
+            cost = self.cost.to_dict()
+        else:
+            cost = self.cost
 
         day: None | str | Unset
         if isinstance(self.day, Unset):
@@ -78,6 +106,8 @@ class UsageBucket:
         device_seconds_by_kind: dict[str, Any] | Unset = UNSET
         if not isinstance(self.device_seconds_by_kind, Unset):
             device_seconds_by_kind = self.device_seconds_by_kind.to_dict()
+
+        eval_seconds = self.eval_seconds
 
         eval_tokens = self.eval_tokens
 
@@ -103,9 +133,13 @@ class UsageBucket:
 
         sampled_tokens = self.sampled_tokens
 
+        sampling_seconds = self.sampling_seconds
+
         steps = self.steps
 
         trained_tokens = self.trained_tokens
+
+        training_seconds = self.training_seconds
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -115,14 +149,20 @@ class UsageBucket:
                 "start_time": start_time,
             }
         )
+        if attempt is not UNSET:
+            field_dict["attempt"] = attempt
         if attempts is not UNSET:
             field_dict["attempts"] = attempts
+        if cost is not UNSET:
+            field_dict["cost"] = cost
         if day is not UNSET:
             field_dict["day"] = day
         if device_seconds is not UNSET:
             field_dict["device_seconds"] = device_seconds
         if device_seconds_by_kind is not UNSET:
             field_dict["device_seconds_by_kind"] = device_seconds_by_kind
+        if eval_seconds is not UNSET:
+            field_dict["eval_seconds"] = eval_seconds
         if eval_tokens is not UNSET:
             field_dict["eval_tokens"] = eval_tokens
         if grader_calls is not UNSET:
@@ -139,15 +179,20 @@ class UsageBucket:
             field_dict["project_id"] = project_id
         if sampled_tokens is not UNSET:
             field_dict["sampled_tokens"] = sampled_tokens
+        if sampling_seconds is not UNSET:
+            field_dict["sampling_seconds"] = sampling_seconds
         if steps is not UNSET:
             field_dict["steps"] = steps
         if trained_tokens is not UNSET:
             field_dict["trained_tokens"] = trained_tokens
+        if training_seconds is not UNSET:
+            field_dict["training_seconds"] = training_seconds
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.cost import Cost  # noqa: PLC0415
         from ..models.usage_bucket_device_seconds_by_kind import UsageBucketDeviceSecondsByKind  # noqa: PLC0415
 
         d = dict(src_dict)
@@ -155,7 +200,33 @@ class UsageBucket:
 
         start_time = d.pop("start_time")
 
+        def _parse_attempt(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        attempt = _parse_attempt(d.pop("attempt", UNSET))
+
         attempts = d.pop("attempts", UNSET)
+
+        def _parse_cost(data: object) -> Cost | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                cost_type_0 = Cost.from_dict(data)
+
+                return cost_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Cost | None | Unset, data)
+
+        cost = _parse_cost(d.pop("cost", UNSET))
 
         def _parse_day(data: object) -> None | str | Unset:
             if data is None:
@@ -174,6 +245,8 @@ class UsageBucket:
             device_seconds_by_kind = UNSET
         else:
             device_seconds_by_kind = UsageBucketDeviceSecondsByKind.from_dict(_device_seconds_by_kind)
+
+        eval_seconds = d.pop("eval_seconds", UNSET)
 
         eval_tokens = d.pop("eval_tokens", UNSET)
 
@@ -207,17 +280,24 @@ class UsageBucket:
 
         sampled_tokens = d.pop("sampled_tokens", UNSET)
 
+        sampling_seconds = d.pop("sampling_seconds", UNSET)
+
         steps = d.pop("steps", UNSET)
 
         trained_tokens = d.pop("trained_tokens", UNSET)
 
+        training_seconds = d.pop("training_seconds", UNSET)
+
         usage_bucket = cls(
             end_time=end_time,
             start_time=start_time,
+            attempt=attempt,
             attempts=attempts,
+            cost=cost,
             day=day,
             device_seconds=device_seconds,
             device_seconds_by_kind=device_seconds_by_kind,
+            eval_seconds=eval_seconds,
             eval_tokens=eval_tokens,
             grader_calls=grader_calls,
             grader_seconds=grader_seconds,
@@ -226,8 +306,10 @@ class UsageBucket:
             object_=object_,
             project_id=project_id,
             sampled_tokens=sampled_tokens,
+            sampling_seconds=sampling_seconds,
             steps=steps,
             trained_tokens=trained_tokens,
+            training_seconds=training_seconds,
         )
 
         usage_bucket.additional_properties = d

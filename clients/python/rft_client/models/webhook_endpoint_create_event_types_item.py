@@ -2,10 +2,16 @@
 from typing import Literal
 
 WebhookEndpointCreateEventTypesItem = Literal[
-    "fine_tuning.job.cancelled", "fine_tuning.job.failed", "fine_tuning.job.succeeded"
+    "fine_tuning.job.budget_reached",
+    "fine_tuning.job.budget_warning",
+    "fine_tuning.job.cancelled",
+    "fine_tuning.job.failed",
+    "fine_tuning.job.succeeded",
 ]
 
 WEBHOOK_ENDPOINT_CREATE_EVENT_TYPES_ITEM_VALUES: set[WebhookEndpointCreateEventTypesItem] = {
+    "fine_tuning.job.budget_reached",
+    "fine_tuning.job.budget_warning",
     "fine_tuning.job.cancelled",
     "fine_tuning.job.failed",
     "fine_tuning.job.succeeded",

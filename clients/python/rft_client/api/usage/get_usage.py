@@ -154,15 +154,17 @@ def sync_detailed(
 
      Device-seconds (by device kind), steps, sampled and trained tokens, grader calls and seconds, eval
     and
-    inference tokens of this project, newest bucket first; ``totals`` sums every matched record.
+    inference tokens of this project, newest bucket first, each with its cost; ``totals`` sums every
+    matched
+    record.
 
     Args:
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         job_id (None | str | Unset): Only this job's attempts (404: not this project's).
         kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
-        group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job. Default:
-            'day'.
+        group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job; attempt:
+            one an attempt of a job. Default: 'day'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 100.
         authorization (None | str | Unset):
 
@@ -206,15 +208,17 @@ def sync(
 
      Device-seconds (by device kind), steps, sampled and trained tokens, grader calls and seconds, eval
     and
-    inference tokens of this project, newest bucket first; ``totals`` sums every matched record.
+    inference tokens of this project, newest bucket first, each with its cost; ``totals`` sums every
+    matched
+    record.
 
     Args:
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         job_id (None | str | Unset): Only this job's attempts (404: not this project's).
         kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
-        group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job. Default:
-            'day'.
+        group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job; attempt:
+            one an attempt of a job. Default: 'day'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 100.
         authorization (None | str | Unset):
 
@@ -253,15 +257,17 @@ async def asyncio_detailed(
 
      Device-seconds (by device kind), steps, sampled and trained tokens, grader calls and seconds, eval
     and
-    inference tokens of this project, newest bucket first; ``totals`` sums every matched record.
+    inference tokens of this project, newest bucket first, each with its cost; ``totals`` sums every
+    matched
+    record.
 
     Args:
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         job_id (None | str | Unset): Only this job's attempts (404: not this project's).
         kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
-        group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job. Default:
-            'day'.
+        group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job; attempt:
+            one an attempt of a job. Default: 'day'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 100.
         authorization (None | str | Unset):
 
@@ -303,15 +309,17 @@ async def asyncio(
 
      Device-seconds (by device kind), steps, sampled and trained tokens, grader calls and seconds, eval
     and
-    inference tokens of this project, newest bucket first; ``totals`` sums every matched record.
+    inference tokens of this project, newest bucket first, each with its cost; ``totals`` sums every
+    matched
+    record.
 
     Args:
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         job_id (None | str | Unset): Only this job's attempts (404: not this project's).
         kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
-        group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job. Default:
-            'day'.
+        group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job; attempt:
+            one an attempt of a job. Default: 'day'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 100.
         authorization (None | str | Unset):
 

@@ -1,0 +1,249 @@
+# Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.billing_update import BillingUpdate
+from ...models.error_response import ErrorResponse
+from ...models.project_billing import ProjectBilling
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    project_id: str,
+    *,
+    body: BillingUpdate,
+    authorization: None | str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(authorization, Unset):
+        headers["authorization"] = authorization
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/admin/projects/{project_id}/billing".format(
+            project_id=quote(str(project_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorResponse | ProjectBilling | None:
+    if response.status_code == 200:
+        response_200 = ProjectBilling.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorResponse.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorResponse.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorResponse.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorResponse.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = ErrorResponse.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorResponse.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = ErrorResponse.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = ErrorResponse.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorResponse | ProjectBilling]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    project_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: BillingUpdate,
+    authorization: None | str | Unset = UNSET,
+) -> Response[ErrorResponse | ProjectBilling]:
+    """Set Project Billing
+
+     Set a project's own prices or monthly budget (each left out: unchanged). Every change is logged
+    (``GET /v1/admin/billing/changes``); a raised budget lets its queued jobs go at once.
+
+    Args:
+        project_id (str):
+        authorization (None | str | Unset):
+        body (BillingUpdate): Body of ``POST /v1/admin/projects/{id}/billing``: what to change (a
+            field left out stays as it is).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorResponse | ProjectBilling]
+    """
+
+    kwargs = _get_kwargs(
+        project_id=project_id,
+        body=body,
+        authorization=authorization,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    project_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: BillingUpdate,
+    authorization: None | str | Unset = UNSET,
+) -> ErrorResponse | ProjectBilling | None:
+    """Set Project Billing
+
+     Set a project's own prices or monthly budget (each left out: unchanged). Every change is logged
+    (``GET /v1/admin/billing/changes``); a raised budget lets its queued jobs go at once.
+
+    Args:
+        project_id (str):
+        authorization (None | str | Unset):
+        body (BillingUpdate): Body of ``POST /v1/admin/projects/{id}/billing``: what to change (a
+            field left out stays as it is).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorResponse | ProjectBilling
+    """
+
+    return sync_detailed(
+        project_id=project_id,
+        client=client,
+        body=body,
+        authorization=authorization,
+    ).parsed
+
+
+async def asyncio_detailed(
+    project_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: BillingUpdate,
+    authorization: None | str | Unset = UNSET,
+) -> Response[ErrorResponse | ProjectBilling]:
+    """Set Project Billing
+
+     Set a project's own prices or monthly budget (each left out: unchanged). Every change is logged
+    (``GET /v1/admin/billing/changes``); a raised budget lets its queued jobs go at once.
+
+    Args:
+        project_id (str):
+        authorization (None | str | Unset):
+        body (BillingUpdate): Body of ``POST /v1/admin/projects/{id}/billing``: what to change (a
+            field left out stays as it is).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorResponse | ProjectBilling]
+    """
+
+    kwargs = _get_kwargs(
+        project_id=project_id,
+        body=body,
+        authorization=authorization,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    project_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: BillingUpdate,
+    authorization: None | str | Unset = UNSET,
+) -> ErrorResponse | ProjectBilling | None:
+    """Set Project Billing
+
+     Set a project's own prices or monthly budget (each left out: unchanged). Every change is logged
+    (``GET /v1/admin/billing/changes``); a raised budget lets its queued jobs go at once.
+
+    Args:
+        project_id (str):
+        authorization (None | str | Unset):
+        body (BillingUpdate): Body of ``POST /v1/admin/projects/{id}/billing``: what to change (a
+            field left out stays as it is).
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorResponse | ProjectBilling
+    """
+
+    return (
+        await asyncio_detailed(
+            project_id=project_id,
+            client=client,
+            body=body,
+            authorization=authorization,
+        )
+    ).parsed
