@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rft_cli.api import CliError, Config, fetch, iter_events
+from rft_cli.render import cost_text
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 SPARK = "▁▂▃▄▅▆▇█"
@@ -122,7 +123,8 @@ def step_line(state: FollowState, status: str) -> str:
 def follow_job(
     config: Config, job_id: str, console: Console, err: Console, interval: float = 2.0, timeout: float | None = None
 ) -> int:
-    """Follow until the job ends; returns the exit code (0 succeeded, 1 failed or cancelled, reason on ``err``)."""
+    """Follow until the job ends or pauses; returns the exit code (0 succeeded, 1 failed, cancelled or paused, the
+    reason on ``err``)."""
     state = FollowState()
     job = _retrieve(config, job_id)
     state.total = job.total_steps
@@ -162,7 +164,7 @@ def follow_job(
                     spark=sparkline(state.rewards),
                     eta=state.eta(status),
                 )
-                if status in TERMINAL:
+                if status in TERMINAL or status == "paused":  # paused: by its budget, or by someone
                     break
                 if deadline is not None and time.monotonic() > deadline:
                     raise CliError(f"still {status} after {timeout:g} s (the job keeps running)", exit_code=124)
@@ -181,15 +183,25 @@ def finish_message(job: Job, state: FollowState, console: Console, err: Console)
     scores = f"train reward {_fmt(state.reward)}" + (
         f", validation reward {_fmt(state.valid_reward)}" if state.valid_reward is not None else ""
     )
+    cost = cost_text(job.usage.to_dict().get("cost") if job.usage else None)
     if status == "succeeded":
         console.print(
-            f"[green]job {job.id} succeeded[/]: {job.steps_done}/{job.total_steps} steps, {scores}; "
+            f"[green]job {job.id} succeeded[/]: {job.steps_done}/{job.total_steps} steps, {scores}, cost {cost}; "
             f"adapter: rft adapters download {job.id}",
             highlight=False,
             soft_wrap=True,
         )
         return 0
+    if status == "paused":
+        why = "its budget was reached; raise it (rft jobs budget) and " if job.budget_alert == "reached" else ""
+        err.print(
+            f"[yellow]job {job.id} paused[/] at step {job.steps_done}/{job.total_steps} ({scores}, cost {cost}): "
+            f"{why}rft jobs resume {job.id} continues it",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return 1
     detail = f": {job.error.code}: {job.error.message}" if isinstance(job.error, JobError) else ""
-    line = f"[red]job {job.id} {status}[/]{escape(detail)} (after {state.step} steps, {scores})"
+    line = f"[red]job {job.id} {status}[/]{escape(detail)} (after {state.step} steps, {scores}, cost {cost})"
     err.print(line, highlight=False, soft_wrap=True)
     return 1

@@ -10,6 +10,7 @@ from rft_client.api.fine_tuning import (
     cancel_job,
     create_job,
     create_preflight,
+    estimate_job,
     get_readiness,
     list_checkpoints,
     list_jobs,
@@ -17,8 +18,9 @@ from rft_client.api.fine_tuning import (
     pause_job,
     resume_job,
     retrieve_job,
+    set_budget,
 )
-from rft_client.models import JobCreate, ListResponseCheckpoint, SamplesResponse
+from rft_client.models import JobBudget, JobCreate, ListResponseCheckpoint, SamplesResponse
 from rft_client.types import UNSET
 
 from rft_cli.api import ApiError, CliError, Config, call, fetch, iter_events, parsed
@@ -34,7 +36,9 @@ from rft_cli.jobspec import (
 )
 from rft_cli.render import (
     console,
+    cost_text,
     err_console,
+    estimate_lines,
     job_summary,
     jobs_table,
     print_json,
@@ -109,11 +113,18 @@ def create(
     preflight_only: Annotated[
         bool, typer.Option("--preflight-only", help="Only the readiness report: probe the base model, train nothing.")
     ] = False,
+    max_cost: Annotated[
+        float | None, typer.Option(help="Budget: pause at a checkpoint when the job has cost this much (rft billing).")
+    ] = None,
+    max_device_hours: Annotated[float | None, typer.Option(help="Budget in device-hours, whatever the prices.")] = None,
+    estimate: Annotated[
+        bool, typer.Option("--estimate", help="Print what the job would take and cost, and create nothing.")
+    ] = False,
     idempotency_key: Annotated[str | None, typer.Option(help="Retry-safe creation (same key, same job).")] = None,
     follow: Annotated[bool, typer.Option("--follow", help="Follow the job after creating it.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Create a GRPO job from flags and/or a job file (flags win)."""
+    """Create a GRPO job from flags and/or a job file (flags win); ``--estimate`` only says what it would cost."""
     config: Config = ctx.obj
     spec = load_mapping(file) if file else {}
     for key, flag in (("training_file", training_file), ("validation_file", validation_file)):
@@ -140,6 +151,8 @@ def create(
         body["priority"] = priority
     if preemptible is not None:
         body["preemptible"] = preemptible
+    if max_cost is not None or max_device_hours is not None:
+        body["budget"] = {k: v for k, v in (("max_cost", max_cost), ("max_device_hours", max_device_hours)) if v}
     try:
         model_body = JobCreate.from_dict(body)
     except (KeyError, TypeError, ValueError) as exc:
@@ -147,6 +160,10 @@ def create(
     lost = dropped_keys(body, model_body.to_dict())
     if lost:
         raise CliError(f"unknown field(s) for this API: {', '.join(lost)}")
+    if estimate:
+        answer = parsed(call(estimate_job, config, body=model_body))
+        print_json(answer) if as_json else estimate_lines(answer)
+        return
     kwargs: dict[str, Any] = {"body": model_body}
     if idempotency_key:
         kwargs["idempotency_key"] = idempotency_key
@@ -210,6 +227,23 @@ def pause(ctx: typer.Context, job_id: JobId, as_json: JsonFlag = False) -> None:
 def resume(ctx: typer.Context, job_id: JobId, as_json: JsonFlag = False) -> None:
     """Resume a paused job from its checkpoint."""
     _control(ctx, resume_job, job_id, as_json)
+
+
+@app.command("budget")
+def budget(
+    ctx: typer.Context,
+    job_id: JobId,
+    max_cost: Annotated[float | None, typer.Option(help="In the project's unit (rft billing); unset: none.")] = None,
+    max_device_hours: Annotated[float | None, typer.Option(help="Device-hours; unset: none.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replace a job's budget (neither option: no budget). A job paused at its cap then needs rft jobs resume."""
+    body = JobBudget(max_cost=max_cost, max_device_hours=max_device_hours)
+    job = parsed(call(set_budget, ctx.obj, fine_tuning_job_id=job_id, body=body))
+    if as_json:
+        print_json(job)
+    else:
+        console.print(f"{job['id']}: budget {job.get('budget') or 'none'}, spent {cost_text(job['usage'].get('cost'))}")
 
 
 @app.command("follow")

@@ -53,6 +53,7 @@ app.add_typer(graders.app, name="graders", no_args_is_help=True)
 app.add_typer(project_secrets.app, name="secrets", no_args_is_help=True)
 app.command("chat")(chat.chat)
 app.command("usage")(usage.usage)
+app.command("billing")(usage.billing)
 models_app = typer.Typer(
     help="Base models the workers can fine-tune, and your fine-tuned models.", no_args_is_help=True
 )

@@ -88,6 +88,8 @@ def job_summary(j: dict[str, Any]) -> None:
         ),
         ("resources", _resources(j.get("resources") or {})),
         ("fine_tuned_model", escape(j.get("fine_tuned_model") or "-")),
+        ("cost", cost_text((j.get("usage") or {}).get("cost"))),
+        ("budget", _budget(j)),
         ("created", when(j.get("created_at"))),
         ("finished", when(j.get("finished_at"))),
     ]
@@ -156,3 +158,36 @@ def readiness_lines(r: dict[str, Any]) -> list[str]:
     if r.get("comparison"):
         lines.append(f"after training: {r['comparison']['summary']}")
     return lines
+
+
+def cost_text(cost: dict[str, Any] | None) -> str:
+    """``0.0123 USD (0.0034 device-hours)``, or the device-hours alone where nothing is priced."""
+    if not cost:
+        return "-"
+    hours = f"{cost['device_hours']:.4g} device-hours"
+    return hours if cost["unit"] == "device_hour" else f"{cost['amount']:.4g} {cost['unit']} ({hours})"
+
+
+def _budget(j: dict[str, Any]) -> str:
+    b = j.get("budget") or {}
+    caps = ", ".join(f"{k} {v:g}" for k, v in b.items() if v) or "none"
+    return caps + (f" ([yellow]{j['budget_alert']}[/])" if j.get("budget_alert") else "")
+
+
+def estimate_lines(e: dict[str, Any]) -> None:
+    """What ``rft jobs create --estimate`` prints: the figures with their ranges, what drives them, how sure."""
+    d, unit = e["drivers"], e["unit"]
+    money = "device-hours" if unit == "device_hour" else unit
+
+    def span(s: dict[str, float], fmt: str = ".3g") -> str:
+        return f"{s['expected']:{fmt}} ({s['low']:{fmt}} to {s['high']:{fmt}})"
+
+    console.print(f"estimate for {escape(e['model'])} on {escape(e['device_kind'])} ({e['confidence']} confidence)")
+    console.print(f"  cost         : {span(e['cost'])} {money}")
+    console.print(f"  device time  : {span(e['device_hours'])} device-hours; {span(e['step_seconds'])} s a step")
+    console.print(
+        f"  the work     : {d['steps']} steps × {d['prompts_per_step']} prompts × {d['samples_per_prompt']} samples × "
+        f"~{d['completion_tokens_per_sample']:.0f} tokens = {d['sampled_tokens']} sampled tokens, "
+        f"{d['grader_calls']} grader calls, {d['evals']} validation prompts; {d['devices']} device(s)"
+    )
+    console.print(f"  [dim]{escape(e['basis'])}[/]")

@@ -6,8 +6,9 @@
 3. Start the API (uvicorn) and one Celery worker on the embedded defaults: SQLite, filesystem broker, local
    object store, all under .state/demo — no service needed.
 4. With the `rft` CLI (rft_cli/, built on the generated client in clients/python): upload the files, create a
-   GRPO job with the readiness probe (its verdict is printed before step 1, the comparison after), follow it
-   (step/total, train reward and its sparkline, ETA), download the final LoRA adapter. The job's dashboard page
+   GRPO job with the readiness probe (its verdict is printed before step 1, the comparison after), after asking
+   what it will cost (the estimate), follow it (step/total, train reward and its sparkline, ETA), print what it
+   cost (its usage), download the final LoRA adapter. The job's dashboard page
    (printed URL) shows the same run live; ``--screenshot PATH`` saves a picture of it.
 5. Before/after: an eval in OpenAI's shape (/v1/evals, scripts/demo_eval.py) of the base model and of the
    fine-tuned model on the held-out questions, run by the worker; the demo fails unless the fine-tuned one wins.
@@ -242,11 +243,15 @@ def main() -> None:
         }
         hp_flags = [a for key, value in hyperparameters.items() for a in ("--hp", f"{key}={value}")]
         flag_args = [a for pair in flags.items() for a in pair]
+        print("    what it will cost, asked before it runs (POST /v1/fine_tuning/jobs/estimate):")
+        rft(base_url, "jobs", "create", *flag_args, *hp_flags, "--estimate")
         created = rft(base_url, "jobs", "create", *flag_args, *hp_flags, "--json", capture=True)
         job = json.loads(created)
         print(f"4/6 following {job['id']} ({job['total_steps']} steps), then downloading its adapter")
         print(f"    dashboard (curves, rollouts, checkpoints): {base_url}/#/jobs/{job['id']}")
         rft(base_url, "jobs", "follow", job["id"])  # exits non-zero (and so does the demo) unless it succeeded
+        print("    what it cost, from its usage records (rft usage --job):")
+        rft(base_url, "usage", "--job", job["id"], "--by", "attempt")
         print("    the readiness report (rft jobs readiness): the base model before, the adapter after")
         rft(base_url, "jobs", "readiness", job["id"])
         if args.screenshot:

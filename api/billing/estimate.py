@@ -3,12 +3,14 @@
 The model is the job's shape times rates measured on the device kind a worker would give it:
 
     device_seconds = devices × (attempts × setup + steps × step + eval_prompts × s_eval)
-    step = max_completion_tokens × (s_decode + rows × s_row) + trained_per_step × s_trained
+    step = max_completion_tokens × (s_decode + rows × s_row) + rows × (s_update + max_completion_tokens × s_token)
            + grader_calls_per_step × s_grader + overhead
 
 Sampling decodes every row of a step together until the longest completion ends (about max_completion_tokens
 steps), each decode step costing a fixed part (the weights read once) and a part per row: on a CPU the second
-dominates, on a GPU the first, and a per-token rate alone would be off by the ratio of two jobs' group sizes.
+dominates, on a GPU the first, and a per-token rate alone would be off by the ratio of two jobs' group sizes. The
+update runs every row padded to the longest completion, the prompt included: a part per row and a part per row and
+completion token, not the completion tokens alone.
 The shape comes from the body as the job would run (api.jobs.service.plan_job: the caps applied, the steps the
 training file gives): prompts per step, completions per prompt, grader columns, validation runs × prompts, and the
 expected completion length, ``max_completion_tokens`` × the share of theirs that earlier jobs of the model used.
@@ -16,9 +18,13 @@ expected completion length, ``max_completion_tokens`` × the share of theirs tha
 The rates are calibrated from the usage records (the one meter) of the finished jobs of this base model on this device
 kind (at most ``HISTORY`` of the newest, each summed over its attempts; pooled attempts left out, their seconds are
 shared): s_decode and s_row by least squares over the jobs' sampling_seconds / (steps × max_completion_tokens) against
-their rows (one group size only: all of it per row); seconds per trained token = Σ training_seconds / Σ trained_tokens,
-and so per grader call and per validation prompt; what the records hold beyond those phases (loading, checkpoints, the
-host's own work) is fitted as ``setup`` per attempt + ``overhead`` per step by least squares. The range is the worst
+their rows (one group size only: all of it per row); s_update and s_token likewise over training_seconds / (steps ×
+rows) against max_completion_tokens; seconds per grader call = Σ grader_seconds / Σ grader_calls, and so per
+validation prompt; what the records hold beyond those phases (loading, checkpoints, the
+host's own work) is fitted as ``setup`` per attempt + ``overhead`` per step by least squares (both only where the
+jobs' steps per attempt differ by 2× or more; else all of it per attempt). Each fit is weighted, a job's weight
+halving every 4 jobs back: a worker's first job pays for cold caches its later ones do not, and the newest jobs
+describe the fleet as it is. The range is the worst
 relative error of that calibration predicting each of its own jobs from the others (leave-one-out, 3 jobs or more; ±25 %
 with fewer). With no job of this model on this kind, the rates of other models on it are scaled by parameter count
 (medium); with none at all, a stated fallback from the model's size and the device's class (low, ×½ to ×2).
@@ -47,10 +53,12 @@ from runtime.storage import ObjectStore
 
 _GRADER: TypeAdapter[GraderSpec] = TypeAdapter(GraderSpec)
 HISTORY = 50  # finished jobs a calibration reads at most, newest first
+HALF_LIFE = 4.0  # a job's weight in the calibration halves every this many jobs back: newer ones describe the fleet
+LEVER = 2.0  # setup and per-step overhead are told apart only by jobs whose steps per attempt differ this much
 FEW = 0.25  # the range where fewer than 3 jobs calibrate it
 # The fallback with no history at all (low confidence): effective FLOP/s of one device of each class for decoding
 # (memory-bound, batched) and for the update (forward + backward + the old policy's log-probs: ~8 × params a token)
-FALLBACK_FLOPS = {"cpu": (2e10, 5e10), "cuda": (2e12, 1e14)}
+FALLBACK_FLOPS = {"cpu": (6e10, 1.2e11), "cuda": (2e12, 1e14)}  # cpu: SmolLM2-135M on 2 AVX-512 cores
 FALLBACK_SETUP = {"cpu": 30.0, "cuda": 90.0}
 
 
@@ -91,7 +99,8 @@ class Rates:
 
     decode: float  # seconds of one decode step, whatever the rows
     row: float  # seconds one more row adds to a decode step
-    trained: float
+    update: float  # seconds the update takes for one row, whatever its length
+    token: float  # seconds each max_completion_token adds to a row's update
     grader: float
     eval_prompt: float
     setup: float
@@ -101,6 +110,10 @@ class Rates:
     def sampling(self, s: Shape) -> float:
         """Seconds one step samples for."""
         return s.max_tokens * (self.decode + s.batch * s.drawn * self.row)
+
+    def training(self, s: Shape) -> float:
+        """Seconds one step's update takes."""
+        return s.batch * s.group * (self.update + s.max_tokens * self.token)
 
     def drivers(self, s: Shape) -> EstimateDrivers:
         tokens = self.length * s.max_tokens
@@ -116,7 +129,9 @@ class Rates:
             seconds_per_decode_step=self.decode,
             seconds_per_decode_row=self.row,
             seconds_per_sampled_token=_ratio(self.sampling(s), s.batch * s.drawn * tokens),
-            seconds_per_trained_token=self.trained,
+            seconds_per_update_row=self.update,
+            seconds_per_update_row_token=self.token,
+            seconds_per_trained_token=_ratio(self.training(s), s.batch * s.group * tokens),
             seconds_per_grader_call=self.grader,
             seconds_per_eval_prompt=self.eval_prompt,
             setup_seconds=round(self.setup, 3),
@@ -125,8 +140,7 @@ class Rates:
         )
 
     def step_seconds(self, s: Shape) -> float:
-        trained = s.batch * s.group * self.length * s.max_tokens * self.trained
-        return self.sampling(s) + trained + s.batch * s.drawn * s.columns * self.grader + self.per_step
+        return self.sampling(s) + self.training(s) + s.batch * s.drawn * s.columns * self.grader + self.per_step
 
     def device_seconds(self, s: Shape, attempts: int = 1) -> float:
         return s.devices * (attempts * self.setup + s.steps * self.step_seconds(s) + s.eval_prompts * self.eval_prompt)
@@ -137,7 +151,8 @@ class Rates:
             self,
             decode=self.decode * factor,
             row=self.row * factor,
-            trained=self.trained * factor,
+            update=self.update * factor,
+            token=self.token * factor,
             eval_prompt=self.eval_prompt * factor,
             setup=self.setup * factor,
         )
@@ -220,46 +235,66 @@ def _ratio(num: float, den: float) -> float:
 
 
 def calibrate(jobs: Sequence[Observed]) -> Rates:
-    """The rates of ``jobs`` (module doc): per-unit phase rates, and setup + per-step overhead by least squares."""
+    """The rates of ``jobs``, newest first (module doc): each a weighted least squares or ratio, a job's weight
+    halving every ``HALF_LIFE`` jobs back."""
+    w = [0.5 ** (i / HALF_LIFE) for i in range(len(jobs))]
+
+    def total(values: Sequence[float]) -> float:
+        return sum(wi * v for wi, v in zip(w, values, strict=True))
+
     length = _ratio(
-        sum(o.trained_tokens for o in jobs),
-        sum(o.steps * o.shape.batch * o.shape.group * o.shape.max_tokens for o in jobs),
+        total([o.trained_tokens for o in jobs]),
+        total([o.steps * o.shape.batch * o.shape.group * o.shape.max_tokens for o in jobs]),
     )
-    evals = sum(o.shape.eval_prompts * o.steps / max(o.shape.steps, 1) for o in jobs)
     rest = [(float(o.attempts), float(o.steps), max(o.device_seconds - o.phases, 0.0)) for o in jobs]
-    setup, per_step = _fit(rest)
+    setup, per_step = _fit(rest, w, lever=LEVER)
     decode_steps = [(o.steps * o.shape.max_tokens, o.shape.batch * o.shape.drawn, o.sampling_seconds) for o in jobs]
-    decode, row = _fit([(float(n), float(n * rows), y) for n, rows, y in decode_steps], prefer_second=True)
+    decode, row = _fit([(float(n), float(n * rows), y) for n, rows, y in decode_steps], w, prefer_second=True)
+    rows_trained = [(o.steps * o.shape.batch * o.shape.group, o.shape.max_tokens, o.training_seconds) for o in jobs]
+    update, token = _fit([(float(n), float(n * t), y) for n, t, y in rows_trained], w)
+    evals = total([o.shape.eval_prompts * o.steps / max(o.shape.steps, 1) for o in jobs])
     return Rates(
         decode=decode,
         row=row,
-        trained=_ratio(sum(o.training_seconds for o in jobs), sum(o.trained_tokens for o in jobs)),
-        grader=_ratio(sum(o.grader_seconds for o in jobs), sum(o.grader_calls for o in jobs)),
-        eval_prompt=_ratio(sum(o.eval_seconds for o in jobs), evals),
+        update=update,
+        token=token,
+        grader=_ratio(total([o.grader_seconds for o in jobs]), total([o.grader_calls for o in jobs])),
+        eval_prompt=_ratio(total([o.eval_seconds for o in jobs]), evals),
         setup=setup,
         per_step=per_step,
         length=length or 1.0,
     )
 
 
-def _fit(points: Sequence[tuple[float, float, float]], prefer_second: bool = False) -> tuple[float, float]:
-    """Least squares of y = a·x1 + b·x2 with a, b ≥ 0 (e.g. x1: attempts, x2: steps, y: seconds beyond the
-    phases). Where the points cannot tell a from b, all of it goes to the one that fits better (ties: to b when
-    ``prefer_second``)."""
-    s11 = sum(x1 * x1 for x1, _, _ in points)
-    s12 = sum(x1 * x2 for x1, x2, _ in points)
-    s22 = sum(x2 * x2 for _, x2, _ in points)
-    s1y = sum(x1 * y for x1, _, y in points)
-    s2y = sum(x2 * y for _, x2, y in points)
+def _fit(
+    points: Sequence[tuple[float, float, float]],
+    weights: Sequence[float] | None = None,
+    *,
+    prefer_second: bool = False,
+    lever: float = 1.0,
+) -> tuple[float, float]:
+    """Weighted least squares of y = a·x1 + b·x2 with a, b ≥ 0 (e.g. x1: attempts, x2: steps, y: seconds beyond
+    the phases). Both are fitted only where the points' x2/x1 span a factor of ``lever`` or more (a weaker lever
+    hands noise from one to the other); otherwise, or where the solution is not physical, all of it goes to the
+    one that fits better (a tie: to a, or to b when ``prefer_second``)."""
+    w = list(weights) if weights is not None else [1.0] * len(points)
+    s11 = sum(wi * x1 * x1 for wi, (x1, _, _) in zip(w, points, strict=True))
+    s12 = sum(wi * x1 * x2 for wi, (x1, x2, _) in zip(w, points, strict=True))
+    s22 = sum(wi * x2 * x2 for wi, (_, x2, _) in zip(w, points, strict=True))
+    s1y = sum(wi * x1 * y for wi, (x1, _, y) in zip(w, points, strict=True))
+    s2y = sum(wi * x2 * y for wi, (_, x2, y) in zip(w, points, strict=True))
+    ratios = [x2 / x1 for x1, x2, _ in points if x1 > 0]
+    spans = bool(ratios) and min(ratios) > 0 and max(ratios) / min(ratios) >= lever
     det = s11 * s22 - s12 * s12
-    if det > 1e-9 * max(s11 * s22, 1.0):
+    if spans and det > 1e-9 * max(s11 * s22, 1.0):
         a, b = (s1y * s22 - s2y * s12) / det, (s2y * s11 - s1y * s12) / det
         if a >= 0 and b >= 0:
             return a, b
-    # one free coefficient: all of it per attempt, unless that fits worse than all of it per step
     a_only, b_only = _ratio(s1y, s11), _ratio(s2y, s22)
-    err_a = sum((y - a_only * x1) ** 2 for x1, _, y in points)
-    err_b = sum((y - b_only * x2) ** 2 for _, x2, y in points)
+    err_a = sum(wi * (y - a_only * x1) ** 2 for wi, (x1, _, y) in zip(w, points, strict=True))
+    err_b = sum(wi * (y - b_only * x2) ** 2 for wi, (_, x2, y) in zip(w, points, strict=True))
+    if not spans and not prefer_second:
+        return a_only, 0.0  # no lever: the per-attempt reading (a job's setup) is the physical one
     first = err_a < err_b or (err_a == err_b and not prefer_second)
     return (a_only, 0.0) if first else (0.0, b_only)
 
@@ -283,7 +318,8 @@ def fallback(params: int, kind: str) -> Rates:
     return Rates(
         decode=0.0,
         row=2 * params / decode,
-        trained=8 * params / update,
+        update=0.0,
+        token=8 * params / update,
         grader=0.001,
         eval_prompt=2 * params * 64 / decode,
         setup=FALLBACK_SETUP[cls],

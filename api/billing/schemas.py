@@ -88,7 +88,9 @@ class EstimateDrivers(BaseModel):
     seconds_per_decode_step: float = Field(description="What one decode step of sampling costs, whatever the rows.")
     seconds_per_decode_row: float = Field(description="What each row (prompt × completion) adds to a decode step.")
     seconds_per_sampled_token: float = Field(description="The two above over this job's expected tokens.")
-    seconds_per_trained_token: float
+    seconds_per_update_row: float = Field(description="What the update costs a row (prompt × completion).")
+    seconds_per_update_row_token: float = Field(description="What each max_completion_token adds to a row's update.")
+    seconds_per_trained_token: float = Field(description="The two above over this job's expected tokens.")
     seconds_per_grader_call: float
     seconds_per_eval_prompt: float
     setup_seconds: float = Field(description="Per attempt: loading the model, the first contact, the last upload.")

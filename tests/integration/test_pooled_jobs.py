@@ -8,10 +8,8 @@ the others, one within the stated bound of it (tests/unit/test_pool_together.py)
 
 from __future__ import annotations
 
-import io
 import os
 import signal
-import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,10 +19,9 @@ from typing import Any
 import httpx
 import pytest
 import torch
-from pydantic import TypeAdapter
-from safetensors.torch import load_file
 
 from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl
+from tests.integration.adapters import adapter_of, trained_alone
 from tests.integration.flow import all_events
 from tests.integration.stack import Stack, production_env, running_api, wait_status
 from tests.services import fresh_database, fresh_redis_db
@@ -78,38 +75,6 @@ def wait_for(check: Any, stack: Stack, timeout: float = 240) -> None:
     while not check():
         assert time.monotonic() < deadline, stack.logs()
         time.sleep(0.2)
-
-
-def adapter_of(api: httpx.Client, job_id: str, out: Path) -> dict[str, torch.Tensor]:
-    ckpts = api.get(f"/v1/fine_tuning/jobs/{job_id}/checkpoints").json()["data"]
-    resp = api.get(f"/v1/fine_tuning/jobs/{job_id}/checkpoints/{ckpts[0]['id']}/content")
-    if resp.status_code == 302:
-        resp = httpx.get(resp.headers["location"], timeout=30)
-    assert resp.status_code == 200, resp.text
-    with tarfile.open(fileobj=io.BytesIO(resp.content)) as tar:
-        tar.extractall(out, filter="data")
-    return load_file(str(out / "adapter_model.safetensors"))
-
-
-def trained_alone(job: dict[str, Any], tiny_model_dir: Path, work: Path) -> dict[str, torch.Tensor]:
-    """The same job (its resolved hyperparameters, grader, rows and seed) trained alone in this process."""
-    from grpo_core.rewards.graders import build_graders
-    from grpo_core.schemas.config import GRPOConfig
-    from grpo_core.schemas.graders import GraderSpec
-    from grpo_core.trainer import train
-    from tests.training import Recorder
-    from worker.settings import WorkerSettings
-
-    rl = job["method"]["reinforcement"]
-    cfg = GRPOConfig.model_validate(rl["hyperparameters"])
-    graders = build_graders(TypeAdapter(GraderSpec).validate_python(rl["grader"]), WorkerSettings().grader_env())
-    try:
-        result = train(cfg, tiny_model_dir, ARITH_ROWS, graders, callbacks=Recorder(), work_dir=work, seed=job["seed"])
-    finally:
-        for g in graders:
-            g.close()
-    assert result.final_checkpoint is not None
-    return load_file(str(result.final_checkpoint / "adapter_model.safetensors"))
 
 
 def test_four_jobs_of_two_projects_share_a_worker_and_each_trains_as_alone(

@@ -29,7 +29,9 @@ class EstimateDrivers:
         seconds_per_eval_prompt (float):
         seconds_per_grader_call (float):
         seconds_per_sampled_token (float): The two above over this job's expected tokens.
-        seconds_per_trained_token (float):
+        seconds_per_trained_token (float): The two above over this job's expected tokens.
+        seconds_per_update_row (float): What the update costs a row (prompt × completion).
+        seconds_per_update_row_token (float): What each max_completion_token adds to a row's update.
         setup_seconds (float): Per attempt: loading the model, the first contact, the last upload.
         steps (int): Optimizer steps the job will take.
         trained_tokens (int):
@@ -49,6 +51,8 @@ class EstimateDrivers:
     seconds_per_grader_call: float
     seconds_per_sampled_token: float
     seconds_per_trained_token: float
+    seconds_per_update_row: float
+    seconds_per_update_row_token: float
     setup_seconds: float
     steps: int
     trained_tokens: int
@@ -83,6 +87,10 @@ class EstimateDrivers:
 
         seconds_per_trained_token = self.seconds_per_trained_token
 
+        seconds_per_update_row = self.seconds_per_update_row
+
+        seconds_per_update_row_token = self.seconds_per_update_row_token
+
         setup_seconds = self.setup_seconds
 
         steps = self.steps
@@ -107,6 +115,8 @@ class EstimateDrivers:
                 "seconds_per_grader_call": seconds_per_grader_call,
                 "seconds_per_sampled_token": seconds_per_sampled_token,
                 "seconds_per_trained_token": seconds_per_trained_token,
+                "seconds_per_update_row": seconds_per_update_row,
+                "seconds_per_update_row_token": seconds_per_update_row_token,
                 "setup_seconds": setup_seconds,
                 "steps": steps,
                 "trained_tokens": trained_tokens,
@@ -146,6 +156,10 @@ class EstimateDrivers:
 
         seconds_per_trained_token = d.pop("seconds_per_trained_token")
 
+        seconds_per_update_row = d.pop("seconds_per_update_row")
+
+        seconds_per_update_row_token = d.pop("seconds_per_update_row_token")
+
         setup_seconds = d.pop("setup_seconds")
 
         steps = d.pop("steps")
@@ -167,6 +181,8 @@ class EstimateDrivers:
             seconds_per_grader_call=seconds_per_grader_call,
             seconds_per_sampled_token=seconds_per_sampled_token,
             seconds_per_trained_token=seconds_per_trained_token,
+            seconds_per_update_row=seconds_per_update_row,
+            seconds_per_update_row_token=seconds_per_update_row_token,
             setup_seconds=setup_seconds,
             steps=steps,
             trained_tokens=trained_tokens,
