@@ -261,6 +261,7 @@ def test_create_job_with_the_form(
 ) -> None:
     data = tmp_path / "sums.jsonl"
     data.write_bytes(jsonl(ARITH_ROWS))
+    before = client.get("/v1/fine_tuning/jobs", params={"limit": 100}).json()["data"]
     page.goto(f"{stack.url}/#/new")
     form = page.get_by_test_id("create-job")
     form.locator('select[name="model"] option', has_text=TINY_ID).wait_for(state="attached")
@@ -280,6 +281,12 @@ def test_create_job_with_the_form(
     form.locator('input[name="max_steps"]').fill("2")
     form.locator('input[name="max_completion_tokens"]').fill("6")
     form.locator('input[name="suffix"]').fill("from-the-form")
+    form.locator('input[name="max_cost"]').fill("5")
+    form.get_by_test_id("estimate-job").click()  # what it will cost, before it is created
+    estimate = form.get_by_test_id("estimate")
+    estimate.wait_for()
+    assert "device-hours" in estimate.inner_text() and "2 steps × 2 prompts × 4 samples" in estimate.inner_text()
+    assert client.get("/v1/fine_tuning/jobs", params={"limit": 100}).json()["data"] == before  # nothing created
     form.get_by_test_id("submit-job").click()
     page.get_by_test_id("job-page").wait_for()
     job_id = page.get_attribute('[data-testid="job-page"]', "data-job-id")
@@ -287,6 +294,7 @@ def test_create_job_with_the_form(
     hp = job["hyperparameters"]
     assert (job["suffix"], job["model"]) == ("from-the-form", TINY_ID)
     assert (hp["recipe"], hp["group_size"], hp["batch_size"], hp["max_steps"]) == ("dr_grpo", 4, 2, 2)
+    assert job["budget"] == {"max_cost": 5.0, "max_device_hours": None}
     grader = job["method"]["reinforcement"]["grader"]
     assert grader["type"] == "python" and grader["source"].startswith("def grade(sample, item):")
     files = client.get("/v1/files", params={"limit": 100}).json()["data"]

@@ -115,7 +115,7 @@ def test_a_job_pauses_at_its_budget_and_resumes_to_the_same_adapter(
         hook = api.post("/v1/webhook_endpoints", json={"url": receiver.url})
         assert hook.status_code == 201, hook.text
         job = submit(api, max_steps=40, checkpoint_interval=100)
-        assert job["budget"] == {"max_cost": 1000.0}
+        assert job["budget"] == {"max_cost": 1000.0, "max_device_hours": None}
         stack.start_worker()
         # once it has run a few steps, the budget is cut to 125 % of what it spent: warned at once, reached soon
         url = f"/v1/fine_tuning/jobs/{job['id']}"
@@ -197,7 +197,7 @@ def test_a_project_over_its_monthly_budget_is_refused_new_work(priced: Priced) -
     sc = tinker.ServiceClient(base_url=priced.stack.url, api_key=f"tml-{key}")
     try:
         with pytest.raises(tinker.BillingError) as refused:
-            sc.create_lora_training_client(base_model=TINY_ID, rank=8, seed=1)
+            sc.create_lora_training_client(base_model=TINY_ID, rank=8, seed=1).result()
         assert "monthly budget" in str(refused.value), refused.value
     finally:
         with contextlib.suppress(Exception):

@@ -1,9 +1,10 @@
 """The scheduler (api.jobs.scheduling): its order on hand-made fleets, and through the API and the worker API on a
-fresh SQLite schema: claim-next, fair share from usage records, the running limit with its reason, priorities
-within the project's allowance, and preemption by the reaper."""
+fresh SQLite schema: claim-next, fair share from usage records, the running limit and the monthly budget with their
+reasons, priorities within the project's allowance, and preemption by the reaper."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
+from api.billing import service as billing
+from api.billing.schemas import BillingUpdate
 from api.core.queue import Doorbell
 from api.core.settings import ApiSettings
 from api.db.models import UsageRecord, now
@@ -331,3 +334,38 @@ def test_polls_share_a_snapshot_for_a_moment_and_this_process_s_claims_drop_it(
     claim = fleet.claim_next()  # this process claims: its snapshot is dropped at once
     assert claim is not None and claim["job_id"] == a_jobs[1]
     assert fleet.job("b", b_job)["waiting"] == {"reason": "waiting: next to start when a worker is free", "position": 0}
+
+
+def test_a_project_over_its_monthly_budget_waits_with_the_reason_until_it_is_raised(
+    fleet: Fleetside, settings: ApiSettings
+) -> None:
+    """No prices: the budget is in device-hours. Over it, the project's queued job waits saying which budget and by
+    how much, no worker may take it, and a new job is refused (402); raised, the job goes."""
+    fleet.project("a")
+    jobs = {fleet.submit("a")["id"], fleet.submit("a")["id"]}
+    first = fleet.claim_next()
+    assert first is not None
+    fleet.finish(first, device_seconds=7200.0)  # two device-hours this month
+    pid = fleet.projects["a"]
+    with Session(fleet.engine) as s:
+        billing.update(s, settings, None, pid, BillingUpdate(monthly_budget=1.5), actor="test")
+    (two,) = jobs - {first["job_id"]}
+    month = time.strftime("%Y-%m", time.gmtime())
+    assert fleet.job("a", two)["waiting"] == {
+        "reason": f"waiting: project {pid} has spent 2 device-hours of its monthly budget of 1.5 device-hours for "
+        f"{month} (over by 0.5 device-hours)",
+        "position": None,
+    }
+    assert fleet.claim_next() is None
+    f = fleet.c.post(
+        "/v1/files",
+        data={"purpose": "fine-tune"},
+        files={"file": ("d.jsonl", jsonl(ARITH_ROWS))},
+        headers=fleet.keys["a"],
+    )
+    refused = fleet.c.post(JOBS, json=job_body(TINY_ID, f.json()["id"]), headers=fleet.keys["a"])
+    assert refused.status_code == 402 and refused.json()["error"]["param"] == "monthly_budget", refused.text
+    with Session(fleet.engine) as s:
+        billing.update(s, settings, None, pid, BillingUpdate(monthly_budget=3.0), actor="test")
+    nxt = fleet.claim_next()
+    assert nxt is not None and nxt["job_id"] == two

@@ -1,6 +1,7 @@
 // Create a job: upload the training (and validation) JSONL, describe the grader (a template per type, checked
-// by POST /v1/fine_tuning/alpha/graders/validate), pick a model and a recipe, set the common hyperparameters, submit. The API
-// validates everything again; its error names the field at fault.
+// by POST /v1/fine_tuning/alpha/graders/validate), pick a model and a recipe, set the common hyperparameters, ask
+// what it will cost (POST /v1/fine_tuning/jobs/estimate) and set a budget, submit. The API validates everything
+// again; its error names the field at fault.
 import { useEffect, useState } from "preact/hooks";
 import { api, jobsPath } from "./api.js";
 import { ErrorNote, html, navigate } from "./util.js";
@@ -73,6 +74,18 @@ function FilePick({ label, name, files, value, onChange, required }) {
   </fieldset>`;
 }
 
+// what POST /v1/fine_tuning/jobs/estimate answered, in a sentence: the expected figure, its range, how sure
+function EstimateNote({ e }) {
+  const unit = e.unit === "device_hour" ? "device-hours" : e.unit;
+  const f = (x) => Number(x).toPrecision(3);
+  const d = e.drivers;
+  return html`<p class="muted" data-testid="estimate">
+    About <b>${f(e.cost.expected)} ${unit}</b> (${f(e.cost.low)} to ${f(e.cost.high)}),
+    ${f(e.device_hours.expected)} device-hours on ${e.device_kind}, ${f(e.step_seconds.expected)} s a step
+    (${d.steps} steps × ${d.prompts_per_step} prompts × ${d.samples_per_prompt} samples); ${e.confidence} confidence: ${e.basis}.
+  </p>`;
+}
+
 export function CreateJob() {
   const [models, setModels] = useState([]);
   const [recipes, setRecipes] = useState([]);
@@ -91,6 +104,8 @@ export function CreateJob() {
   const [error, setError] = useState(null);
   const [check, setCheck] = useState(null);
   const [busy, setBusy] = useState(false);
+  const [maxCost, setMaxCost] = useState("");
+  const [estimate, setEstimate] = useState(null);
   // one Idempotency-Key per job body: a retry after a timeout replays the first answer, a changed form is new
   const [attempt, setAttempt] = useState({ body: "", key: "" });
 
@@ -136,35 +151,54 @@ export function CreateJob() {
     }
   };
 
+  // the job's body from the form (files uploaded first): what both "Estimate cost" and "Create job" send
+  const buildBody = async () => {
+    const spec = parseGrader();
+    let more;
+    try {
+      more = JSON.parse(extra || "{}");
+    } catch (err) {
+      throw new Error(`more hyperparameters: not JSON (${err.message})`);
+    }
+    const hyper = { ...more };
+    for (const [k] of FIELDS) {
+      if (hp[k] === "") continue;
+      if (k in more) throw new Error(`${k} is set both in its box and in "more hyperparameters"`);
+      hyper[k] = Number(hp[k]);
+    }
+    if (recipe) hyper.recipe = recipe;
+    if (!train.file && !train.id) throw new Error("training file: choose a JSONL file");
+    const trainingFile = train.file ? await upload(train.file) : train.id;
+    const validationFile = valid.file ? await upload(valid.file) : valid.id || null;
+    return {
+      model,
+      training_file: trainingFile,
+      ...(validationFile ? { validation_file: validationFile } : {}),
+      ...(suffix ? { suffix } : {}),
+      method: { type: "reinforcement", reinforcement: { grader: spec, hyperparameters: hyper } },
+      ...(maxCost ? { budget: { max_cost: Number(maxCost) } } : {}),
+    };
+  };
+
+  const askEstimate = async () => {
+    setError(null);
+    setEstimate(null);
+    setBusy(true);
+    try {
+      setEstimate(await api(`${jobsPath()}/estimate`, { method: "POST", body: await buildBody() }));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
   const submit = async (e) => {
     e.preventDefault();
     setError(null);
     setBusy(true);
     try {
-      const spec = parseGrader();
-      let more;
-      try {
-        more = JSON.parse(extra || "{}");
-      } catch (err) {
-        throw new Error(`more hyperparameters: not JSON (${err.message})`);
-      }
-      const hyper = { ...more };
-      for (const [k] of FIELDS) {
-        if (hp[k] === "") continue;
-        if (k in more) throw new Error(`${k} is set both in its box and in "more hyperparameters"`);
-        hyper[k] = Number(hp[k]);
-      }
-      if (recipe) hyper.recipe = recipe;
-      if (!train.file && !train.id) throw new Error("training file: choose a JSONL file");
-      const trainingFile = train.file ? await upload(train.file) : train.id;
-      const validationFile = valid.file ? await upload(valid.file) : valid.id || null;
-      const body = {
-        model,
-        training_file: trainingFile,
-        ...(validationFile ? { validation_file: validationFile } : {}),
-        ...(suffix ? { suffix } : {}),
-        method: { type: "reinforcement", reinforcement: { grader: spec, hyperparameters: hyper } },
-      };
+      const body = await buildBody();
       const text = JSON.stringify(body);
       const key = text === attempt.body ? attempt.key : randomKey();
       setAttempt({ body: text, key });
@@ -227,6 +261,14 @@ export function CreateJob() {
         <textarea name="extra" rows="3" spellcheck="false" value=${extra} onInput=${(e) => setExtra(e.target.value)}></textarea>
       </label>
       <label>Suffix <input name="suffix" maxlength="64" value=${suffix} onInput=${(e) => setSuffix(e.target.value)} /></label>
+    </fieldset>
+    <fieldset>
+      <legend>Cost</legend>
+      <label>Budget: pause at a checkpoint when the job has cost (optional)
+        <input name="max_cost" type="number" step="any" min="0" value=${maxCost} onInput=${(e) => setMaxCost(e.target.value)} />
+      </label>
+      <button type="button" class="small" onClick=${askEstimate} disabled=${busy} data-testid="estimate-job">Estimate cost</button>
+      ${estimate && html`<${EstimateNote} e=${estimate} />`}
     </fieldset>
     <${ErrorNote} error=${error} />
     <button class="primary" type="submit" disabled=${busy} data-testid="submit-job">${busy ? "Submitting…" : "Create job"}</button>
