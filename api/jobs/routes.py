@@ -145,11 +145,13 @@ def shaped_all(session: Session, settings: ApiSettings, rows: Sequence[db.Job]) 
     """The response of each job, with what is read beside its row (a queued job's ``waiting``, the usage of those
     that ever started) read once for all."""
     why = scheduling.waiting(session, settings, rows)
-    projects = {r.project_id for r in rows}  # one, but for the operator's views
-    book, used = price_book(session, settings, projects), dict[str, JobUsage]()
-    for p in projects:
-        started = [r.id for r in rows if r.started_at is not None and r.project_id == p]
-        used |= usage.job_usage(session, started, book.of(p))
+    started = [r for r in rows if r.started_at is not None]  # a queued job's poll stays one query: no usage yet
+    used: dict[str, JobUsage] = {}
+    if started:
+        projects = {r.project_id for r in started}  # one, but for the operator's views
+        book = price_book(session, settings, projects)
+        for p in projects:
+            used |= usage.job_usage(session, [r.id for r in started if r.project_id == p], book.of(p))
     return [Job.from_row(r, waiting=why.get(r.id), usage=used.get(r.id)) for r in rows]
 
 

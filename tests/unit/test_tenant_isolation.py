@@ -41,6 +41,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/evals/{eval_id}"): {"name": "renamed"},
     ("POST", "/v1/evals/{eval_id}/runs"): EVAL_RUN,
     ("POST", "/v1/training_runs/{training_run_id}/metrics"): {"step": 2, "metrics": {"reward": 1.0}},
+    ("POST", "/v1/fine_tuning/jobs/{fine_tuning_job_id}/budget"): {"max_cost": 5.0},
 }
 SAMPLE = {"prompt": "1+1=", "completion": "2", "reward": 1.0, "advantage": 0.5}
 
@@ -201,7 +202,9 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
             continue
         if path.startswith("/v1/admin/"):  # the operator's routes: a project key never opens them
             for hdr in (a_hdr, b_hdr):
-                r = call(client, method, path, {"model_id": "tiny-llama"}, hdr, json={"source": "/"})
+                r = call(
+                    client, method, path, {"model_id": "tiny-llama", "project_id": "proj-x"}, hdr, json={"source": "/"}
+                )
                 assert r.status_code == 403, (method, path, r.text)
             continue
         if not path.startswith("/v1/"):  # health, readiness, metrics: must address no tenant object
