@@ -183,7 +183,8 @@ def estimate_lines(e: dict[str, Any]) -> None:
         return f"{s['expected']:{fmt}} ({s['low']:{fmt}} to {s['high']:{fmt}})"
 
     console.print(f"estimate for {escape(e['model'])} on {escape(e['device_kind'])} ({e['confidence']} confidence)")
-    console.print(f"  cost         : {span(e['cost'])} {money}")
+    if unit != "device_hour":  # unpriced, the cost is the device time below
+        console.print(f"  cost         : {span(e['cost'])} {money}")
     console.print(f"  device time  : {span(e['device_hours'])} device-hours; {span(e['step_seconds'])} s a step")
     console.print(
         f"  the work     : {d['steps']} steps × {d['prompts_per_step']} prompts × {d['samples_per_prompt']} samples × "

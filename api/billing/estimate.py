@@ -58,7 +58,7 @@ LEVER = 2.0  # setup and per-step overhead are told apart only by jobs whose ste
 FEW = 0.25  # the range where fewer than 3 jobs calibrate it
 # The fallback with no history at all (low confidence): effective FLOP/s of one device of each class for decoding
 # (memory-bound, batched) and for the update (forward + backward + the old policy's log-probs: ~8 × params a token)
-FALLBACK_FLOPS = {"cpu": (6e10, 1.2e11), "cuda": (2e12, 1e14)}  # cpu: SmolLM2-135M on 2 AVX-512 cores
+FALLBACK_FLOPS = {"cpu": (6e10, 3e11), "cuda": (2e12, 1e14)}  # cpu: SmolLM2-135M's demo job on 2 AVX-512 cores
 FALLBACK_SETUP = {"cpu": 30.0, "cuda": 90.0}
 
 

@@ -278,3 +278,21 @@ def test_usage_by_day_and_by_job(
     failed(rft("usage", "--since", "last week"), "--since 'last week'")
     failed(rft("usage", "--by", "week"), "--by 'week'")
     failed(rft("usage", "--job", "ftjob-nope"), "404", "[param: job_id]")
+
+
+def test_an_estimate_a_budget_and_the_projects_billing(rft: Rft, data: dict[str, Path]) -> None:
+    fid = json.loads(ok(rft("files", "upload", str(data["train"]), "--json")).stdout)["id"]
+    args = ["jobs", "create", "--model", TINY_ID, "--training-file", fid, "--grader", str(data["grader"])]
+    args += [a for hp in TINY_HP for a in ("--hp", hp)]
+    shown = ok(rft(*args, "--estimate")).stdout
+    assert f"estimate for {TINY_ID} on unknown (low confidence)" in shown and "device-hours" in shown
+    assert "cost " not in shown  # unpriced: the cost is the device time
+    assert json.loads(ok(rft(*args, "--estimate", "--json")).stdout)["object"] == "fine_tuning.job.estimate"
+    assert json.loads(ok(rft("jobs", "list", "--json")).stdout)["data"] == []  # an estimate creates nothing
+    job = json.loads(ok(rft(*args, "--max-device-hours", "2", "--json")).stdout)
+    assert job["budget"] == {"max_cost": None, "max_device_hours": 2.0}
+    out = ok(rft("jobs", "budget", job["id"], "--max-cost", "0.5")).stdout
+    assert out.startswith(f"{job['id']}: budget ") and "0.5" in out
+    assert "max_cost 0.5" in ok(rft("jobs", "get", job["id"])).stdout
+    billing = ok(rft("billing")).stdout
+    assert "none set (costs in device-hours)" in billing and "monthly budget of none" in billing
