@@ -94,6 +94,8 @@ def monthly(session: Session, settings: ApiSettings, project_id: str, t: float |
 def check_project(session: Session, settings: ApiSettings, project_id: str, refused: str) -> None:
     """402 naming ``monthly_budget`` when the project is over its monthly budget; ``refused`` says what is refused
     ("new jobs", "training-API calls")."""
+    if session.scalar(select(Project.monthly_budget).where(Project.id == project_id)) is None:
+        return  # no budget: nothing to sum (every training-API request asks)
     month = monthly(session, settings, project_id)
     if month.over:
         raise BudgetExceeded(

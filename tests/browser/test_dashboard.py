@@ -299,6 +299,7 @@ def test_create_job_with_the_form(
     assert grader["type"] == "python" and grader["source"].startswith("def grade(sample, item):")
     files = client.get("/v1/files", params={"limit": 100}).json()["data"]
     assert [f["filename"] for f in files].count("sums.jsonl") == 1  # the rejected first submit left no copy
+    page.get_by_test_id("budget").filter(has_text="5 device-h").wait_for()  # unpriced: the budget in device-hours
     page.get_by_test_id("status").filter(has_text="succeeded").wait_for(timeout=120_000)
     assert not page_errors
 

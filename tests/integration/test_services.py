@@ -139,6 +139,8 @@ def check_usage_of_a_resumed_job(
     from sqlalchemy.orm import Session
 
     from api.core.errors import NotFound
+    from api.core.settings import ApiSettings
+    from api.usage.prices import price_book
     from api.usage.service import UsageFilter, usage_page
 
     with create_engine(pg_url).connect() as conn:
@@ -165,8 +167,15 @@ def check_usage_of_a_resumed_job(
     for k in USAGE:
         assert used["totals"][k] == pytest.approx(first[k] + second[k]) == done["usage"][k], k
     assert used["totals"]["steps"] == first["last_step"] + 30 - n >= 30
+    # no prices set: the cost is device-hours, the job's the sum of its two attempts' (killed, resumed)
+    attempts = api.get("/v1/usage", params={"job_id": done["id"], "group_by": "attempt"}).json()["data"]
+    assert sorted(b["attempt"] for b in attempts) == [1, 2]
+    cost = done["usage"]["cost"]
+    assert cost["unit"] == "device_hour" and cost["amount"] == pytest.approx(sum(b["cost"]["amount"] for b in attempts))
+    assert cost["amount"] == pytest.approx((first["device_seconds"] + second["device_seconds"]) / 3600, abs=1e-8)
     with Session(create_engine(pg_url)) as session:  # the project scope of the same query, as another project
-        theirs = usage_page(session, UsageFilter("proj-another"), "job", 100)
+        book = price_book(session, ApiSettings())  # no prices: costs in device-hours
+        theirs = usage_page(session, UsageFilter("proj-another"), "job", 100, book)
         assert theirs.data == [] and theirs.totals.steps == theirs.totals.device_seconds == 0
         with pytest.raises(NotFound):
-            usage_page(session, UsageFilter("proj-another", job_id=done["id"]), "day", 100)
+            usage_page(session, UsageFilter("proj-another", job_id=done["id"]), "day", 100, book)

@@ -222,6 +222,17 @@ export function JobPage({ jobId }) {
       <div title="devices × seconds from each attempt's claim to its last contact (GET /v1/usage?job_id=)">
         <span class="muted">device time</span> <b data-testid="device-time">${duration(job.usage?.device_seconds || 0)}</b>
       </div>
+      ${job.usage?.cost && job.usage.cost.unit !== "device_hour" &&
+      html`<div title="from its usage records, at this project's prices (GET /v1/billing)">
+        <span class="muted">cost</span> <b data-testid="cost">${Number(job.usage.cost.amount).toPrecision(3)} ${job.usage.cost.unit}</b>
+      </div>`}
+      ${job.budget && (job.budget.max_cost || job.budget.max_device_hours) &&
+      html`<div title="the job pauses at a checkpoint when it reaches its budget (a warning at 80 %)">
+        <span class="muted">budget</span> <b data-testid="budget" class=${job.budget_alert ? "warn" : ""}>${[
+          job.budget.max_cost && `${job.budget.max_cost} ${job.usage?.cost?.unit === "device_hour" ? "device-h" : job.usage?.cost?.unit || ""}`,
+          job.budget.max_device_hours && `${job.budget.max_device_hours} device-h`,
+        ].filter(Boolean).join(", ")}${job.budget_alert ? ` (${job.budget_alert})` : ""}</b>
+      </div>`}
       ${job.fine_tuned_model && html`<div><span class="muted">model</span> <code>${job.fine_tuned_model}</code></div>`}
     </div>
     <${Warnings} job=${job} messages=${feed.messages} />
