@@ -55,6 +55,15 @@ def list_metrics(session: Session, project_id: str, job_id: str, *, limit: int, 
     return keyset_page(session, query, [JobEvent.step], limit=limit, descending=False, within=job)
 
 
+def base_reward(session: Session, job_id: str) -> float | None:
+    """The base model's mean reward on the job's task: step 1's train reward, sampled before any update (None
+    before step 1 is recorded)."""
+    query = select(JobEvent.data).where(JobEvent.job_id == job_id, JobEvent.type == "metrics", JobEvent.step == 1)
+    data = session.scalar(query)
+    value = ((data or {}).get("scores") or {}).get("train_reward_mean")
+    return float(value) if value is not None else None
+
+
 def step_event(session: Session, project_id: str, job_id: str, step: int | None) -> JobEvent:
     """The metrics event of ``step`` (the latest when None); 404 ``step`` when there is none."""
     require_job(session, project_id, job_id)

@@ -43,9 +43,11 @@ def list_metrics(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     after: Annotated[int | None, Query(ge=0, description="Return steps after this one.")] = None,
 ) -> MetricsPage:
-    """The per-step metric series, oldest first (rollouts left out: see …/samples)."""
+    """The per-step metric series, oldest first (rollouts left out: see …/samples), each with the job's running
+    cost and, on a validation step, the reward gained over the base model and per unit of cost."""
     page = events.list_metrics(session, project, fine_tuning_job_id, limit=limit, after=after)
-    return MetricsPage(data=[MetricsPoint.from_row(r) for r in page.items], has_more=page.has_more)
+    base = events.base_reward(session, fine_tuning_job_id) if page.items else None
+    return MetricsPage(data=[MetricsPoint.from_row(r, base) for r in page.items], has_more=page.has_more)
 
 
 @router.get("/{fine_tuning_job_id}/samples")

@@ -262,11 +262,31 @@ class MetricsPoint(BaseModel):
     created_at: int
     metrics: StepMetrics
     cost: Cost | None = Field(None, description="The job's cost when the step was recorded (its running cost).")
+    reward_gain: float | None = Field(
+        None,
+        description="A validation step: its validation reward less the base model's (step 1's train reward, sampled "
+        "before any update).",
+    )
+    reward_gain_per_cost: float | None = Field(
+        None, description="reward_gain per unit of cost (cost.unit: the currency, or device-hours): what it bought."
+    )
 
     @classmethod
-    def from_row(cls, row: db.JobEvent) -> MetricsPoint:
+    def from_row(cls, row: db.JobEvent, base_reward: float | None = None) -> MetricsPoint:
+        """``base_reward``: the base model's (api.jobs.events.base_reward), for the reward gained."""
         metrics = StepMetrics.model_validate((row.data or {}) | NO_SAMPLES)
-        return cls(step=row.step or 0, created_at=row.created_at, metrics=metrics, cost=(row.data or {}).get(COST))
+        cost = Cost.model_validate(row.data[COST]) if row.data and row.data.get(COST) else None
+        valid = metrics.scores.valid_reward_mean
+        gain = valid - base_reward if valid is not None and base_reward is not None else None
+        per_cost = gain / cost.amount if gain is not None and cost is not None and cost.amount > 0 else None
+        return cls(
+            step=row.step or 0,
+            created_at=row.created_at,
+            metrics=metrics,
+            cost=cost,
+            reward_gain=gain,
+            reward_gain_per_cost=per_cost,
+        )
 
 
 class MetricsPage(BaseModel):

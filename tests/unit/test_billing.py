@@ -3,6 +3,8 @@ alerts, the estimate's least squares and its calibration (api.usage.prices, api.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from api.billing.estimate import Observed, Rates, Shape, _fit, calibrate, spread
@@ -111,3 +113,19 @@ def test_a_shape_counts_its_validation_runs() -> None:
     assert Shape.of(cfg, 12, 1, 10, 1).eval_prompts == 30  # steps 5, 10 and the last (12)
     assert Shape.of(cfg, 10, 1, 10, 1).eval_prompts == 20  # the last is step 10
     assert Shape.of(cfg, 10, 1, 0, 1).eval_prompts == 0  # no validation file
+
+
+def test_a_validation_step_says_the_reward_it_gained_over_the_base_model_per_unit_of_cost() -> None:
+    from types import SimpleNamespace
+
+    from api.jobs.schemas import MetricsPoint
+    from tests.helpers import step_metrics
+
+    scores = {"train_reward_mean": 0.6, "train_reward_std": 0.1, "valid_reward_mean": 0.75, "graders": []}
+    cost = {"amount": 0.5, "unit": "USD", "device_hours": 0.2}
+    row: Any = SimpleNamespace(step=10, created_at=1, data=step_metrics(10, 10, scores=scores) | {"cost": cost})
+    point = MetricsPoint.from_row(row, base_reward=0.25)
+    assert point.cost == Cost(**cost)
+    assert point.reward_gain == pytest.approx(0.5) and point.reward_gain_per_cost == pytest.approx(1.0)
+    plain: Any = SimpleNamespace(step=3, created_at=1, data=step_metrics(3, 10))  # no validation, no base: nothing
+    assert MetricsPoint.from_row(plain, base_reward=0.25).reward_gain is None

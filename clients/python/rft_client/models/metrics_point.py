@@ -29,6 +29,10 @@ class MetricsPoint:
             step (int):
             cost (Cost | None | Unset): The job's cost when the step was recorded (its running cost).
             object_ (Literal['fine_tuning.job.metrics'] | Unset):  Default: 'fine_tuning.job.metrics'.
+            reward_gain (float | None | Unset): A validation step: its validation reward less the base model's (step 1's
+                train reward, sampled before any update).
+            reward_gain_per_cost (float | None | Unset): reward_gain per unit of cost (cost.unit: the currency, or device-
+                hours): what it bought.
     """
 
     created_at: int
@@ -36,6 +40,8 @@ class MetricsPoint:
     step: int
     cost: Cost | None | Unset = UNSET
     object_: Literal["fine_tuning.job.metrics"] | Unset = "fine_tuning.job.metrics"
+    reward_gain: float | None | Unset = UNSET
+    reward_gain_per_cost: float | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -57,6 +63,18 @@ class MetricsPoint:
 
         object_ = self.object_
 
+        reward_gain: float | None | Unset
+        if isinstance(self.reward_gain, Unset):
+            reward_gain = UNSET
+        else:
+            reward_gain = self.reward_gain
+
+        reward_gain_per_cost: float | None | Unset
+        if isinstance(self.reward_gain_per_cost, Unset):
+            reward_gain_per_cost = UNSET
+        else:
+            reward_gain_per_cost = self.reward_gain_per_cost
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -70,6 +88,10 @@ class MetricsPoint:
             field_dict["cost"] = cost
         if object_ is not UNSET:
             field_dict["object"] = object_
+        if reward_gain is not UNSET:
+            field_dict["reward_gain"] = reward_gain
+        if reward_gain_per_cost is not UNSET:
+            field_dict["reward_gain_per_cost"] = reward_gain_per_cost
 
         return field_dict
 
@@ -106,12 +128,32 @@ class MetricsPoint:
         if object_ != "fine_tuning.job.metrics" and not isinstance(object_, Unset):
             raise ValueError(f"object must match const 'fine_tuning.job.metrics', got '{object_}'")
 
+        def _parse_reward_gain(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        reward_gain = _parse_reward_gain(d.pop("reward_gain", UNSET))
+
+        def _parse_reward_gain_per_cost(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        reward_gain_per_cost = _parse_reward_gain_per_cost(d.pop("reward_gain_per_cost", UNSET))
+
         metrics_point = cls(
             created_at=created_at,
             metrics=metrics,
             step=step,
             cost=cost,
             object_=object_,
+            reward_gain=reward_gain,
+            reward_gain_per_cost=reward_gain_per_cost,
         )
 
         metrics_point.additional_properties = d

@@ -118,7 +118,9 @@ def sync_detailed(
 ) -> Response[ErrorResponse | MetricsPage]:
     """List Metrics
 
-     The per-step metric series, oldest first (rollouts left out: see …/samples).
+     The per-step metric series, oldest first (rollouts left out: see …/samples), each with the job's
+    running
+    cost and, on a validation step, the reward gained over the base model and per unit of cost.
 
     Args:
         fine_tuning_job_id (str):
@@ -158,7 +160,9 @@ def sync(
 ) -> ErrorResponse | MetricsPage | None:
     """List Metrics
 
-     The per-step metric series, oldest first (rollouts left out: see …/samples).
+     The per-step metric series, oldest first (rollouts left out: see …/samples), each with the job's
+    running
+    cost and, on a validation step, the reward gained over the base model and per unit of cost.
 
     Args:
         fine_tuning_job_id (str):
@@ -193,7 +197,9 @@ async def asyncio_detailed(
 ) -> Response[ErrorResponse | MetricsPage]:
     """List Metrics
 
-     The per-step metric series, oldest first (rollouts left out: see …/samples).
+     The per-step metric series, oldest first (rollouts left out: see …/samples), each with the job's
+    running
+    cost and, on a validation step, the reward gained over the base model and per unit of cost.
 
     Args:
         fine_tuning_job_id (str):
@@ -231,7 +237,9 @@ async def asyncio(
 ) -> ErrorResponse | MetricsPage | None:
     """List Metrics
 
-     The per-step metric series, oldest first (rollouts left out: see …/samples).
+     The per-step metric series, oldest first (rollouts left out: see …/samples), each with the job's
+    running
+    cost and, on a validation step, the reward gained over the base model and per unit of cost.
 
     Args:
         fine_tuning_job_id (str):
