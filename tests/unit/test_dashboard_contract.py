@@ -94,4 +94,4 @@ def test_the_usage_page_reads_usage_fields() -> None:
     assert {"data", "totals", "has_more", "totals.device_seconds_by_kind"} <= page
     assert not sorted(p for p in page if not resolve("UsagePage", p)), page
     used = set(re.findall(r"\bjob\.usage\??\.(\w+)", job))
-    assert used == {"device_seconds"} and all(resolve("Job", f"usage.{f}") for f in used)
+    assert used == {"device_seconds", "cost"} and all(resolve("Job", f"usage.{f}") for f in used)
