@@ -23,8 +23,10 @@ from api.evals import routes as evals
 from api.files import routes as files
 from api.fleet import routes as fleet
 from api.graders import routes as graders
+from api.inference import admin_routes as inference_admin
+from api.inference import internal_routes as inference_internal
 from api.inference import routes as inference
-from api.inference.service import InferenceClient
+from api.inference.router import Router
 from api.jobs import internal_routes as jobs_internal
 from api.jobs import output_routes as job_outputs
 from api.jobs import routes as jobs
@@ -60,18 +62,9 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         app.state.polls = Polls(engine)  # status polls and event pages on plain SQL (api.jobs.polls)
         app.state.store = settings.store()
         app.state.queue = JobQueue(settings)
-        app.state.inference = None
-        if settings.inference_base_url:  # /v1/chat/completions and /v1/completions (api.inference.service)
-            app.state.inference = InferenceClient(
-                settings.inference_base_url,
-                app.state.store,
-                settings.adapters_dir,
-                settings.inference_adapter_server_dir,
-                max_adapters=settings.inference_max_adapters,
-                max_lora_rank=settings.inference_max_lora_rank,
-                timeout_seconds=settings.inference_timeout_seconds,
-                api_key=settings.inference_api_key,
-            )
+        # /v1/chat/completions and /v1/completions, routed across the inference replicas (api.inference.router)
+        app.state.inference = Router(settings, app.state.store, app.state.sessionmaker, app.state.queue)
+        app.state.inference.start()
         settings.internal_token  # noqa: B018 - create the embedded worker token before any worker asks
         # Everything built so far (imports, the app, its routes and schemas) lives as long as the process: keep it
         # out of the cyclic collector, whose full passes over it stall requests (bench/api_load.py shows the tail:
@@ -97,8 +90,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             reaper.stop()
         if dispatcher is not None:
             dispatcher.stop()
-        if app.state.inference is not None:
-            await app.state.inference.aclose()
+        await app.state.inference.aclose()
         engine.dispose()
 
     app = FastAPI(
@@ -124,6 +116,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         evals.router,
         evals_internal.router,
         inference.router,
+        inference_admin.admin,
+        inference_internal.router,
         webhooks.router,
         secrets.router,
         usage.router,

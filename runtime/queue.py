@@ -12,3 +12,6 @@ JOIN_JOB = "worker.tasks.join_job"  # join_job(job_id, epoch): become another no
 GPU_QUEUE = "gpu"  # one Celery worker process per GPU serves it (prefetch 1)
 RUN_EVAL = "worker.tasks.run_eval"  # run_eval(run_id): an eval run, on the same queue (a run is small)
 RUN_SESSION = "worker.tasks.run_session"  # run_session(session_id): hold a training API session (api.training_api)
+SERVE_MODEL = (
+    "worker.tasks.serve_model"  # serve_model(replica_id): start an inference server on demand (worker.serving)
+)

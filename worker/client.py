@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from grpo_core.schemas.metrics import Execution
 from runtime import eval_contract as evc
 from runtime import internal as api
+from runtime import serving_contract as svc
 from runtime import training_api as tcc
 from runtime.errors import InfrastructureError
 
@@ -88,6 +89,13 @@ class InternalClient:
 
     def eval_finish(self, run_id: str, body: evc.EvalFinishRequest) -> str:
         return self._post(evc.url(evc.FINISH, run_id), body, evc.EvalFinishResponse).status
+
+    def serve_claim(self, replica_id: str, worker_id: str, claim_id: str) -> svc.ServeClaim:
+        body = svc.ServeClaimRequest(worker_id=worker_id, claim_id=claim_id)
+        return self._post(svc.url(svc.CLAIM, replica_id), body, svc.ServeClaim)
+
+    def serve_report(self, replica_id: str, body: svc.ServeReport) -> svc.ServeAnswer:
+        return self._post(svc.url(svc.REPORT, replica_id), body, svc.ServeAnswer)
 
     def training_claim(self, session_id: str, body: tcc.Claim) -> tcc.SessionClaim:
         return self._post(tcc.url(tcc.CLAIM, session_id), body, tcc.SessionClaim)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import logging
 
-from runtime.queue import JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION
+from runtime.queue import JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION, SERVE_MODEL
 from worker.celery_app import app
 from worker.evals import EvalRunner
 from worker.node import JoinRun
 from worker.pool import PoolRun
+from worker.serving import ServeRun
 from worker.settings import get_settings
 from worker.training_api.pool import SessionPool
 
@@ -47,3 +48,10 @@ def run_session(session_id: str) -> None:
     (worker.training_api); a session another worker holds is left to it. A worker with room for several serves
     more sessions of the base models it holds meanwhile (worker.training_api.pool)."""
     SessionPool(session_id, get_settings()).run()
+
+
+@app.task(name=SERVE_MODEL)
+def serve_model(replica_id: str) -> None:
+    """Start inference replica ``replica_id`` (a base model the API was asked for and no replica serves) and serve
+    it until the API says it is idle (worker.serving); a replica another worker holds is left to it."""
+    ServeRun(replica_id, get_settings()).run()

@@ -224,7 +224,7 @@ def install(app: FastAPI, settings: ApiSettings) -> None:
         ok = all(v == "ok" for v in checks.values())
         body: dict[str, Any] = {"status": "ready" if ok else "not ready", "checks": checks}
         inference = getattr(app.state, "inference", None)
-        if inference is not None:
+        if inference is not None and inference.configured:
             # Reported, not required: without the inference server only /v1/chat/completions and /v1/completions
             # fail (503); taking the whole API out of its load balancer would stop uploads, jobs and workers too.
             problem = await inference.ready()

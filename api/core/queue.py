@@ -2,8 +2,8 @@
 
 The message is a doorbell, not the truth: the job row is committed first and the worker claims it through the
 internal API, so a lost or duplicated message can delay a job but never corrupt it. Services take a ``Doorbell``
-(anything with ``ring``, ``join``, ``ring_eval``, ``ring_session`` and ``wake``), so a test can record the rings
-instead of sending them.
+(anything with ``ring``, ``join``, ``ring_eval``, ``ring_session``, ``serve`` and ``wake``), so a test can record
+the rings instead of sending them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Protocol
 from celery import Celery
 
 from api.core.wakeups import Wakeups
-from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION
+from runtime.queue import GPU_QUEUE, JOIN_JOB, RUN_EVAL, RUN_JOB, RUN_SESSION, SERVE_MODEL
 from runtime.settings import CommonSettings
 
 
@@ -34,6 +34,11 @@ class Doorbell(Protocol):
     def ring_session(self, session_id: str) -> None:
         """Tell a worker that training session ``session_id`` has work and no worker; raises when the broker
         cannot be reached."""
+        ...
+
+    def serve(self, replica_id: str) -> None:
+        """Ask a worker with room to start inference replica ``replica_id`` (api.inference.replicas); raises when
+        the broker cannot be reached."""
         ...
 
     def wake(self, key: str) -> None:
@@ -67,6 +72,9 @@ class JobQueue:
 
     def ring_session(self, session_id: str) -> None:
         self.app.send_task(RUN_SESSION, args=[session_id], queue=GPU_QUEUE)
+
+    def serve(self, replica_id: str) -> None:
+        self.app.send_task(SERVE_MODEL, args=[replica_id], queue=GPU_QUEUE)
 
     def wake(self, key: str) -> None:
         self.wakeups.notify(key)

@@ -125,6 +125,39 @@ class ApiSettings(CommonSettings):
         64, ge=1, description="The inference server's --max-lora-rank: a fine-tuned model of a higher rank is a 400."
     )
     inference_timeout_seconds: float = Field(600.0, gt=0, description="Longest wait for one inference answer.")
+    inference_endpoints: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="The operator's inference replicas by base model, as JSON: "
+        '{"Qwen2.5-7B-Instruct": ["http://qwen-7b-0:8100/v1", "http://qwen-7b-1:8100/v1"]} (compose services, the '
+        "Service of a Kubernetes Deployment). INFERENCE_BASE_URL adds one more, of whichever model it serves. More "
+        "may be registered at run time (python -m api.admin inference add).",
+    )
+    inference_on_demand: bool | None = Field(
+        None,
+        description="Start a replica on a worker when a registered base model with none is asked for, and stop it "
+        "after INFERENCE_IDLE_SECONDS without requests. Default: on with the embedded defaults, off on a fleet.",
+    )
+    inference_idle_seconds: float = Field(
+        600.0, gt=0, description="A replica started on demand stops after this long without a request."
+    )
+    inference_start_wait_seconds: float = Field(
+        60.0,
+        ge=0,
+        description="How long a request for a model whose replica is starting waits before it is answered 503 with "
+        "Retry-After (the start goes on; OpenAI's SDK retries).",
+    )
+    inference_replica_concurrency: int = Field(
+        64,
+        ge=1,
+        description="Requests in flight to one replica (from one API process) before a model's requests spread to "
+        "the next replica.",
+    )
+    inference_start_timeout_seconds: float = Field(
+        900.0, gt=0, description="How long a worker waits for a replica it started to answer before it fails it."
+    )
+    inference_health_seconds: float = Field(
+        10.0, gt=0, description="How often each replica's /models is checked; a replica failing it is skipped."
+    )
     idempotency_ttl_seconds: int = Field(86400, description="How long an Idempotency-Key is remembered (Stripe: 24h).")
     secrets_key: SecretStr | None = Field(
         None,
@@ -154,6 +187,11 @@ class ApiSettings(CommonSettings):
         [5, 300, 1800, 7200, 18000, 36000, 36000],
         description="Seconds before each retry after a failed attempt (Standard Webhooks); failed after the last.",
     )
+
+    @property
+    def serves_on_demand(self) -> bool:
+        """Whether a model with no replica gets one started (INFERENCE_ON_DEMAND, default: one machine only)."""
+        return self.single_machine if self.inference_on_demand is None else self.inference_on_demand
 
     @property
     def adapters_dir(self) -> Path:

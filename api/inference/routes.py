@@ -16,10 +16,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from sqlalchemy.orm import Session
 
 from api.core.deps import CurrentProject, SessionDep, SettingsDep
-from api.core.errors import ERROR_RESPONSES, Unavailable
+from api.core.errors import ERROR_RESPONSES
 from api.core.settings import ApiSettings
+from api.inference.router import Router
 from api.inference.schemas import ChatCompletionRequest, CompletionRequest
-from api.inference.service import InferenceClient
 from api.models import served as served_models
 from api.models import service as model_registry
 from api.usage import metering
@@ -33,19 +33,13 @@ _ANSWER: dict[int | str, dict[str, Any]] = {
         "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {}},
     },
     502: {"description": "The inference server failed the request"},
-    503: {"description": "The inference server is not configured or not answering"},
+    503: {"description": "No replica answers, or the model's replica is starting (`model_starting`, with Retry-After)"},
 }
 
 
-def client(request: Request) -> InferenceClient:
-    inference: InferenceClient | None = request.app.state.inference
-    if inference is None:
-        raise Unavailable(
-            "inference is not configured on this service: set INFERENCE_BASE_URL to an OpenAI-compatible server "
-            "that loads LoRA adapters (python -m worker.inference_server starts one)",
-            code="inference_not_configured",
-        )
-    return inference
+def client(request: Request) -> Router:
+    router: Router = request.app.state.inference
+    return router
 
 
 async def _forward(
@@ -94,7 +88,9 @@ async def create_chat_completion(
     body: ChatCompletionRequest, request: Request, session: SessionDep, settings: SettingsDep, project: CurrentProject
 ) -> JSONResponse | StreamingResponse:
     """A chat completion from a base model, a fine-tuned model or a checkpoint of this project (another project's
-    model is 404). The first request for a fine-tuned model loads its adapter into the inference server."""
+    model is 404). The first request for a fine-tuned model loads its adapter into the replica its adapter is
+    routed to; a model no replica serves yet is started on a worker where the service does that (503
+    ``model_starting`` with Retry-After while it starts)."""
     return await _forward(request, "/chat/completions", body, session, settings, project)
 
 

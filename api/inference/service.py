@@ -197,7 +197,7 @@ class InferenceClient:
                 code="inference_timeout",
             )
         return Unavailable(
-            f"the inference server at {self.base_url} (INFERENCE_BASE_URL) is not answering: {type(exc).__name__}",
+            f"the inference server at {self.base_url} is not answering: {type(exc).__name__}",
             code="inference_unavailable",
             headers={"Retry-After": "10"},
         )
@@ -299,11 +299,14 @@ class InferenceClient:
         *,
         cache_salt: str | None = None,
         meter: Meter | None = None,
+        check: bool = True,
     ) -> JSONResponse | StreamingResponse:
         """Send ``body`` to the server's ``path`` for ``target``, loading its adapter first; the answer (JSON, or an
         SSE stream when ``body["stream"]``) names ``target.requested`` as its model. ``cache_salt`` (one per
-        project) replaces any the caller sent; ``meter`` gets the answer's usage after it is sent."""
-        await self.check_base(target)
+        project) replaces any the caller sent; ``meter`` gets the answer's usage after it is sent. ``check``: ask the
+        server's ``/models`` (cached) whether it serves the target's base (the router knows it already)."""
+        if check:
+            await self.check_base(target)
         payload = {**body, "model": target.adapter or target.base}
         wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         if body.get("stream") and meter is not None:

@@ -4,14 +4,16 @@ register, inspect and remove base models (ADMIN_TOKEN)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from api.core.deps import CurrentProject, SessionDep, SettingsDep, StoreDep, require_admin
 from api.core.errors import ERROR_RESPONSES, ErrorResponse
+from api.core.settings import ApiSettings
 from api.models import service
 from api.models.schemas import Model, ModelDetail, ModelList, ModelRegister
-from api.models.served import fine_tuned_models
+from api.models.served import Fleet, fine_tuned_models
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
 _ADMIN_RESPONSES = {**ERROR_RESPONSES, 403: {"model": ErrorResponse, "description": "ADMIN_TOKEN is not configured"}}
@@ -21,9 +23,22 @@ admin = APIRouter(
 
 
 @router.get("")
-def list_base_models(settings: SettingsDep, session: SessionDep, project: CurrentProject) -> ModelList:
+async def list_base_models(
+    request: Request, settings: SettingsDep, session: SessionDep, project: CurrentProject
+) -> ModelList:
     """Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned models,
-    newest first."""
+    newest first; each says whether the inference fleet serves it now (``serving``)."""
+    inference: Fleet = request.app.state.inference  # api.inference.router.Router
+    await inference.refresh()
+    base, tuned = await run_in_threadpool(_models, session, settings, project)
+    for m in base:
+        m.serving = inference.serving(m.id)
+    for m in tuned:
+        m.serving = inference.serving(m.parent or "")
+    return ModelList(data=base + tuned)
+
+
+def _models(session: Session, settings: ApiSettings, project: str) -> tuple[list[Model], list[Model]]:
     base = [
         Model.registered(e.row) if e.row is not None else Model(id=e.id, source="catalog")
         for e in service.available(session, settings).values()
@@ -32,7 +47,7 @@ def list_base_models(settings: SettingsDep, session: SessionDep, project: Curren
         Model(id=name, created=created, owned_by=project, parent=parent)
         for name, parent, created in fine_tuned_models(session, project)
     ]
-    return ModelList(data=base + tuned)
+    return base, tuned
 
 
 @admin.post("", status_code=201)

@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field
 
 from api.db.models import RegisteredModel
 
+Serving = Literal["ready", "starting", "on_first_use", "unavailable", "not_served"]  # api.inference.router
+
 
 class ModelFileInfo(BaseModel):
     name: str
@@ -24,6 +26,11 @@ class Model(BaseModel):
     )
     owned_by: str = Field("system", description="'system' for a base model, the project's id for a fine-tuned one.")
     parent: str | None = Field(None, description="A fine-tuned model's base model.")
+    serving: Serving | None = Field(
+        None,
+        description="How /v1/chat/completions serves it now: ready (a replica answers), starting (a worker is "
+        "starting one), on_first_use (a request starts one), unavailable (its replicas do not answer), not_served.",
+    )
     source: str | None = Field(
         None,
         description="A base model's origin: the folder, s3:// prefix or hf:// id it was registered from, or "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from api.checkpoints.service import checkpoint_name
 from api.core.errors import NotFound
 from api.db.models import Checkpoint, Job, JobStatus, TrainingCheckpoint, TrainingRun
+from api.models.schemas import Serving
 
 # ft:{base}:{suffix}:{job id}[:ckpt-step-N]; the base and the suffix may hold ':' themselves, the job id cannot.
 _FT_NAME = re.compile(r"^ft:.+:(?P<job>ftjob-[0-9a-f]+)(?::ckpt-step-(?P<step>\d{1,9}))?$")
@@ -37,6 +38,14 @@ class Target:
     base: str
     adapter: str | None = None
     object_key: str | None = None  # the adapter tar in the object store
+
+
+class Fleet(Protocol):
+    """What ``/v1/models`` asks the inference fleet (api.inference.router.Router, which imports this module)."""
+
+    async def refresh(self, *, force: bool = False) -> None: ...
+
+    def serving(self, base: str) -> Serving: ...
 
 
 def not_found(model: str) -> NotFound:

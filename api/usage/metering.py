@@ -233,6 +233,24 @@ def count_steps(session: Session, job: Job, events: list[MetricsEvent]) -> None:
         )
 
 
+def add_seconds(session: Session, a: Attempt, t: float, seconds: float, device_kind: str | None) -> None:
+    """Add ``seconds`` of one device to ``a``'s row (opened, as shared, by the first): what a row summed from
+    several sources' reports is billed (an inference replica's heartbeats: api.inference.replicas), not its span."""
+    statement = (
+        update(UsageRecord)
+        .where(*_where(a))
+        .values(
+            device_seconds=UsageRecord.device_seconds + seconds,
+            last_seen_at=case((UsageRecord.last_seen_at < t, t), else_=UsageRecord.last_seen_at),
+            **({"device_kind": device_kind} if device_kind else {}),
+        )
+    )
+    if not rows_changed(session, statement.execution_options(synchronize_session=False)):
+        _open(session, a, t)
+        mark_shared(session, a)
+        session.execute(statement.execution_options(synchronize_session=False))
+
+
 def mark_shared(session: Session, a: Attempt) -> None:
     """The attempt shares its worker with others (a pool of training sessions): from now on its device-seconds are
     what its requests held (``add_held``), not its wall clock."""

@@ -17,6 +17,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.core.settings import ApiSettings
+from api.inference.router import Router
+from api.inference.service import InferenceClient
 from runtime.storage import LocalStore
 from scripts.local_stack import free_port
 from tests.fake_inference import FakeInference
@@ -44,6 +46,7 @@ def settings_overrides(fake: FakeInference, tmp_path: Path) -> dict[str, Any]:
         "inference_base_url": fake.url,
         "inference_max_adapters": 2,
         "rate_limit_per_minute": 0,
+        "inference_on_demand": False,  # one server, as configured (tests/unit/test_inference_fleet.py starts more)
     }
 
 
@@ -83,6 +86,14 @@ def trained_job(
     job = client.get(f"/v1/fine_tuning/jobs/{job['id']}", headers=headers).json()
     ckpts = client.get(f"/v1/fine_tuning/jobs/{job['id']}/checkpoints", headers=headers).json()["data"]
     return {"job": job, "checkpoints": {c["step_number"]: c for c in ckpts}}
+
+
+def the_replica(client: TestClient) -> InferenceClient:
+    """The client of the one replica (INFERENCE_BASE_URL) the app's router knows."""
+    app: Any = client.app
+    router: Router = app.state.inference
+    (replica,) = router.known.replicas.values()
+    return replica.client
 
 
 def chat(client: TestClient, model: str, headers: dict[str, str] | None = None, **body: Any) -> Any:
@@ -229,14 +240,14 @@ def test_concurrent_first_uses_load_once_and_an_adapter_in_use_is_never_unloaded
         assert chat(client, names[1]).status_code == 200 and chat(client, names[2]).status_code == 200
         assert slow.result().status_code == 200
     assert ("unload", a["checkpoints"][1]["id"]) not in fake.calls
-    assert client.app.state.inference.slots._in_use == {}  # type: ignore[attr-defined]  # every request released
+    assert the_replica(client).slots._in_use == {}  # every request released
 
 
 def test_an_adapter_above_the_servers_rank_is_a_400_naming_the_limit(
     client: TestClient, settings: ApiSettings, fake: FakeInference
 ) -> None:
     name = trained_job(client, settings)["job"]["fine_tuned_model"]
-    client.app.state.inference.max_lora_rank = 8  # type: ignore[attr-defined]  # the tar's adapter says r=16
+    the_replica(client).max_lora_rank = 8  # the tar's adapter says r=16
     r = chat(client, name)
     assert r.status_code == 400 and r.json()["error"]["code"] == "adapter_rank_too_large", r.text
     assert "--max-lora-rank 16" in r.json()["error"]["message"] and not fake.adapters

@@ -17,6 +17,7 @@ from api.db.models.checkpoints import Checkpoint, TrainingCheckpoint
 from api.db.models.evals import EVAL_RUN_ACTIVE, Eval, EvalOutputItem, EvalRun, EvalRunStatus
 from api.db.models.files import File
 from api.db.models.idempotency import IdempotencyKey
+from api.db.models.inference import LIVE_REPLICA, InferenceReplica, ReplicaOrigin, ReplicaState
 from api.db.models.jobs import (
     ACTIVE,
     TERMINAL,
@@ -48,6 +49,7 @@ __all__ = [
     "ACTIVE",
     "DEFAULT_PROJECT",
     "EVAL_RUN_ACTIVE",
+    "LIVE_REPLICA",
     "NAMING",
     "TERMINAL",
     "UNFINISHED",
@@ -61,6 +63,7 @@ __all__ = [
     "EvalRunStatus",
     "File",
     "IdempotencyKey",
+    "InferenceReplica",
     "Job",
     "JobEvent",
     "JobStatus",
@@ -68,6 +71,8 @@ __all__ = [
     "ProjectSecret",
     "RegisteredModel",
     "ReinforcementSpec",
+    "ReplicaOrigin",
+    "ReplicaState",
     "ResumeReason",
     "SamplingSession",
     "TrainingCheckpoint",

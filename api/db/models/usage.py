@@ -19,6 +19,7 @@ class UsageKind(enum.StrEnum):
     eval = "eval"
     session = "session"
     inference = "inference"
+    serving = "serving"  # an inference replica a worker started: the service's device time (api.inference.replicas)
 
 
 class UsageRecord(Base):
