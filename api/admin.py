@@ -14,6 +14,9 @@ object store.
     python -m api.admin billing set PROJECT [--price KIND=PRICE]… [--inference-price P] [--discount D]
                                            [--clear-prices] [--monthly-budget B | --no-monthly-budget]
     python -m api.admin billing changes [--project ID] # the log of price and budget changes
+    python -m api.admin inference add MODEL URL        # an operator's inference server; prints the replica's id
+    python -m api.admin inference list                 # every replica: registered, started on demand, stopped
+    python -m api.admin inference remove ID            # out of routing (a started one stops at its next report)
 
 What a script wants (an id, a key) is the only thing on stdout; explanations go to stderr, so
 ``KEY=$(python -m api.admin keys create --project proj-…)`` works. The first key created ends open mode: from
@@ -38,6 +41,7 @@ from api.core.errors import ServiceError
 from api.core.settings import get_settings
 from api.db.models import Project
 from api.db.session import make_engine, make_sessionmaker
+from api.inference import replicas as inference_replicas
 from api.models import service as model_registry
 from api.secrets import service as project_secrets
 from api.tenants import service as tenants
@@ -144,6 +148,25 @@ def _models(session: Session, args: argparse.Namespace) -> None:
         _table(rows, ["id", "architecture", "params_b", "dtype", "context", "source", "registered"])
 
 
+def _inference(session: Session, args: argparse.Namespace) -> None:
+    """The inference fleet's replicas in the database (api.inference.replicas); the API's routers pick a change up
+    within seconds. The settings' replicas (INFERENCE_BASE_URL, INFERENCE_ENDPOINTS) are not rows: GET
+    /v1/admin/inference/replicas lists them too, with each one's health."""
+    if args.action == "add":
+        row = inference_replicas.add(session, args.model, args.url)
+        print(row.id)
+        print(f"registered {row.url} as a replica of {row.base_model}", file=sys.stderr)
+    elif args.action == "remove":
+        row = inference_replicas.remove(session, args.id)
+        print(f"{row.id} is {row.state}", file=sys.stderr)
+    else:
+        rows = [
+            [r.id, r.base_model, r.origin, r.state, r.url or "-", r.worker_id or "-", _when(r.created_at)]
+            for r in inference_replicas.recent(session)
+        ]
+        _table(rows, ["id", "base_model", "origin", "state", "url", "worker", "created"])
+
+
 def _secrets(session: Session, args: argparse.Namespace) -> None:
     """After a new key was put first in SECRETS_KEY: every secret re-encrypted under it, so the old can go."""
     done, lost = project_secrets.reencrypt_all(session, get_settings())
@@ -241,6 +264,12 @@ def parser() -> argparse.ArgumentParser:
     money.add_parser("changes", help="the log of price and budget changes (JSON lines)").add_argument(
         "--project", help="only this one"
     )
+    fleet = groups.add_parser("inference", help="the inference replicas").add_subparsers(dest="action", required=True)
+    add_replica = fleet.add_parser("add", help="register an inference server; prints the replica's id")
+    add_replica.add_argument("model", help="the base model it serves")
+    add_replica.add_argument("url", help="its OpenAI-compatible base, http://host:port/v1")
+    fleet.add_parser("list", help="every replica, newest first")
+    fleet.add_parser("remove", help="take a replica out of routing").add_argument("id", help="replica id (infr-…)")
     return p
 
 
@@ -249,7 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = make_engine(get_settings().db_url)
     try:
         with make_sessionmaker(engine)() as session:
-            groups = {"projects": _projects, "keys": _keys, "models": _models, "secrets": _secrets, "billing": _billing}
+            groups = {
+                "projects": _projects,
+                "keys": _keys,
+                "models": _models,
+                "secrets": _secrets,
+                "billing": _billing,
+                "inference": _inference,
+            }
             groups[args.group](session, args)
     except (tenants.TenantError, ServiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)

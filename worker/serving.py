@@ -58,7 +58,7 @@ class ServeRun:
         log_path = logs / f"{self.replica_id}.log"
         proc: subprocess.Popen[bytes] | None = None
         try:
-            port = _free_port()
+            port = _free_port(self.settings.serve_ports)
             host = self.settings.rendezvous_host()
             bind = "127.0.0.1" if host.startswith("127.") else "0.0.0.0"
             command = [sys.executable, "-m", "worker.inference_server", claim.base_model, "--host", bind]
@@ -143,10 +143,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
+def _free_port(ports: range) -> int:
+    """The first port of INFERENCE_SERVE_PORTS nothing listens on (another worker's replica may hold one)."""
+    for port in ports:
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+            return port
+    raise ServerFailed(f"no free port in INFERENCE_SERVE_PORTS ({ports.start}-{ports.stop - 1})")
 
 
 def _tail(path: Path, lines: int = 8) -> str:

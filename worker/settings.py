@@ -60,6 +60,12 @@ class WorkerSettings(CommonSettings):
         description="The address other nodes of a multi-node job reach this worker at (its torchrun hosts the "
         "rendezvous there); default: the address this host reaches API_URL from. In Kubernetes, the pod IP.",
     )
+    inference_serve_ports: str = Field(
+        "8200-8299",
+        pattern=r"^\d{1,5}-\d{1,5}$",
+        description="The ports an inference replica this worker starts on demand may listen on (worker.serving): "
+        "the first free one; a NetworkPolicy admits the API to this range.",
+    )
     rendezvous_timeout_seconds: int = Field(
         600, ge=10, description="How long a multi-node job's first node waits for the others to join its torchrun."
     )
@@ -96,6 +102,11 @@ class WorkerSettings(CommonSettings):
                 return str(s.getsockname()[0])
         except OSError:
             return socket.gethostbyname(socket.gethostname())
+
+    @property
+    def serve_ports(self) -> range:
+        low, high = (int(p) for p in self.inference_serve_ports.split("-"))
+        return range(low, high + 1)
 
     @property
     def scratch_dir(self) -> Path:

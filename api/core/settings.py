@@ -129,8 +129,9 @@ class ApiSettings(CommonSettings):
         default_factory=dict,
         description="The operator's inference replicas by base model, as JSON: "
         '{"Qwen2.5-7B-Instruct": ["http://qwen-7b-0:8100/v1", "http://qwen-7b-1:8100/v1"]} (compose services, the '
-        "Service of a Kubernetes Deployment). INFERENCE_BASE_URL adds one more, of whichever model it serves. More "
-        "may be registered at run time (python -m api.admin inference add).",
+        "Service of a Kubernetes Deployment). An URL written dns+http://name:port/v1 is every address the name "
+        "resolves to (a headless Service: each ready pod a replica). INFERENCE_BASE_URL adds one more, of whichever "
+        "model it serves. More may be registered at run time (python -m api.admin inference add).",
     )
     inference_on_demand: bool | None = Field(
         None,

@@ -2,8 +2,10 @@
 ``app.state.inference``).
 
 Replicas. The operator's (INFERENCE_BASE_URL, INFERENCE_ENDPOINTS, and those registered at run time) and the ones
-workers started on demand (api.inference.replicas), read from the database every few seconds. Each has its own
-``InferenceClient`` (api.inference.service: the HTTP client and the adapters this process loaded into it).
+workers started on demand (api.inference.replicas), read from the database every few seconds. An endpoint written
+``dns+http://name:port/v1`` is every address ``name`` resolves to (a Kubernetes headless Service in front of an
+autoscaled Deployment: each ready pod a replica). Each replica has its own ``InferenceClient``
+(api.inference.service: the HTTP client and the adapters this process loaded into it).
 
 Affinity. A fine-tuned model's requests go to the replica that ranks first for its adapter by rendezvous hashing
 (the highest hash of adapter and replica): every API process computes the same order from the same list, with no
@@ -30,11 +32,13 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+from urllib.parse import urlparse
 
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -101,6 +105,7 @@ class Router:
             self._static.append(("config-0", settings.inference_base_url.rstrip("/"), None))
         for base, urls in settings.inference_endpoints.items():
             self._static += [(f"config-{base}-{i}", url.rstrip("/"), base) for i, url in enumerate(urls)]
+        self._resolved: dict[str, list[str]] = {}  # dns+ URL -> the addresses it last resolved to
         self._refresh_lock = asyncio.Lock()
         self._health: asyncio.Task[None] | None = None
 
@@ -134,7 +139,7 @@ class Router:
                 return
             rows = await run_in_threadpool(self._rows)
             wanted: dict[str, tuple[str, str | None, bool]] = {
-                url: (rid, base, False) for rid, url, base in self._static
+                url: (rid, base, False) for rid, url, base in await self._expand()
             }
             pending: dict[str, str] = {}
             for row in rows:
@@ -156,6 +161,29 @@ class Router:
             new = [r for url, r in fresh.items() if url not in old]
             self.known = _Known(fresh, time.monotonic(), pending)
             await asyncio.gather(*(self._check(r) for r in new if r.base is None))
+
+    async def _expand(self) -> list[tuple[str, str, str | None]]:
+        """The settings' replicas, each ``dns+http://name:port/v1`` resolved to one replica per address (a
+        Kubernetes headless Service lists a Deployment's ready pods); a name that does not resolve keeps the
+        addresses it last had."""
+        out: list[tuple[str, str, str | None]] = []
+        for rid, url, base in self._static:
+            if not url.startswith("dns+"):
+                out.append((rid, url, base))
+                continue
+            parsed = urlparse(url[4:])
+            port = parsed.port or (443 if parsed.scheme == "https" else 80)
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(parsed.hostname, port, type=socket.SOCK_STREAM)
+                found = sorted({str(info[4][0]) for info in infos})
+            except OSError as exc:
+                log.warning("inference replicas %s: %s resolves to nothing (%s)", rid, parsed.hostname, exc)
+                found = self._resolved.get(url, [])
+            self._resolved[url] = found
+            for address in found:
+                host = f"[{address}]" if ":" in address else address
+                out.append((f"{rid}-{address}", parsed._replace(netloc=f"{host}:{port}").geturl(), base))
+        return out
 
     async def _check(self, r: Replica) -> None:
         """Ask the replica's ``/models``: healthy when it answers and serves the base model it was registered for."""

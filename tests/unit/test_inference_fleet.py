@@ -210,3 +210,24 @@ def test_a_model_with_no_replica_is_started_on_a_worker_served_and_stopped_when_
         (row,) = session.scalars(select(UsageRecord).where(UsageRecord.kind == "serving")).all()
     assert row.project_id == "service" and row.subject_id == TINY_ID and row.device_kind == "cpu (test)"
     assert 1.0 < row.device_seconds < 30
+
+
+def test_a_dns_endpoint_is_one_replica_per_address(settings: ApiSettings, fakes: list[FakeInference]) -> None:
+    """``dns+http://name:port/v1`` (a headless Service): every address the name resolves to is a replica."""
+    import asyncio
+
+    from api.core.queue import JobQueue
+    from api.db.session import make_engine, make_sessionmaker
+
+    port = fakes[0].port
+    dns = settings.model_copy(update={"inference_endpoints": {TINY_ID: [f"dns+http://localhost:{port}/v1"]}})
+    fleet = Router(dns, dns.store(), make_sessionmaker(make_engine(dns.db_url)), JobQueue(dns))
+
+    async def known() -> list[str]:
+        await fleet.refresh(force=True)
+        urls = sorted(r.url for r in fleet.of(TINY_ID))
+        await fleet.aclose()
+        return urls
+
+    urls = asyncio.run(known())
+    assert f"http://127.0.0.1:{port}/v1" in urls and all(u.endswith(f":{port}/v1") for u in urls), urls
