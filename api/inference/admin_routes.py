@@ -5,6 +5,7 @@ URL, or take one out of routing."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from api.core.deps import SessionDep, require_admin
@@ -82,14 +83,15 @@ async def list_replicas(request: Request, session: SessionDep) -> InferenceRepli
         )
         for url, r in rows.items()
     ]
-    return InferenceReplicaList(data=config + [_view(row, router) for row in replicas.recent(session)])
+    recorded = await run_in_threadpool(replicas.recent, session)
+    return InferenceReplicaList(data=config + [_view(row, router) for row in recorded])
 
 
 @admin.post("", status_code=201)
 async def add_replica(body: ReplicaAdd, request: Request, session: SessionDep) -> InferenceReplicaView:
     """Register an operator's server (``vllm serve`` with run-time LoRA loading, e.g. python -m
     worker.inference_server) of ``base_model``: routed to from the next refresh (seconds)."""
-    row = replicas.add(session, body.base_model, body.url)
+    row = await run_in_threadpool(replicas.add, session, body.base_model, body.url)
     router: Router = request.app.state.inference
     await router.refresh(force=True)
     return _view(row, router)
@@ -99,7 +101,7 @@ async def add_replica(body: ReplicaAdd, request: Request, session: SessionDep) -
 async def remove_replica(replica_id: str, request: Request, session: SessionDep) -> InferenceReplicaView:
     """Take a replica out of routing: a registered server at once (stopping it is the operator's), a started one
     at its worker's next report (the worker stops its server)."""
-    row = replicas.remove(session, replica_id)
+    row = await run_in_threadpool(replicas.remove, session, replica_id)
     router: Router = request.app.state.inference
     await router.refresh(force=True)
     return _view(row, router)

@@ -20,7 +20,7 @@ import logging
 import time
 from urllib.parse import urlparse
 
-from sqlalchemy import ColumnElement, or_, select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from api.core.errors import Conflict, InvalidRequest, NotFound
@@ -55,29 +55,35 @@ def heartbeat_seconds(settings: ApiSettings) -> float:
     return max(1.0, min(30.0, settings.inference_idle_seconds / 4))
 
 
-def _silent(settings: ApiSettings, t: float) -> ColumnElement[bool]:
-    """A started replica whose worker has not reported within the lease (its claim or its last heartbeat)."""
-    cutoff = t - lease_seconds(settings)
-    return (InferenceReplica.origin == ReplicaOrigin.started) & (
-        InferenceReplica.last_seen_at.is_not(None) & (InferenceReplica.last_seen_at < cutoff)
+def _silent(settings: ApiSettings, row: InferenceReplica, t: float) -> bool:
+    """A started replica whose worker has not reported within the lease (since its claim or last heartbeat)."""
+    return (
+        row.origin == ReplicaOrigin.started
+        and row.last_seen_at is not None
+        and row.last_seen_at < t - lease_seconds(settings)
     )
 
 
 def live(session: Session, settings: ApiSettings, base_model: str | None = None) -> list[InferenceReplica]:
-    """The replicas that serve, or will soon (requested, starting, ready), oldest first; started replicas whose
-    worker went silent are failed first (one UPDATE)."""
+    """The replicas that serve, or will soon (requested, starting, ready), oldest first. A started replica whose
+    worker went silent is failed here (a write only then: every API process reads this every few seconds)."""
     t = time.time()
-    gone = (
-        update(InferenceReplica)
-        .where(InferenceReplica.state.in_(LIVE_REPLICA), _silent(settings, t))
-        .values(state=ReplicaState.failed, stopped_at=t, error="its worker stopped reporting")
-    )
-    if rows_changed(session, gone):
-        session.commit()
     query = select(InferenceReplica).where(InferenceReplica.state.in_(LIVE_REPLICA))
     if base_model is not None:
         query = query.where(InferenceReplica.base_model == base_model)
-    return list(session.scalars(query.order_by(InferenceReplica.created_at, InferenceReplica.id)))
+    rows = list(session.scalars(query.order_by(InferenceReplica.created_at, InferenceReplica.id)))
+    gone = [r.id for r in rows if _silent(settings, r, t)]
+    if gone:
+        session.execute(
+            update(InferenceReplica)
+            .where(InferenceReplica.id.in_(gone), InferenceReplica.state.in_(LIVE_REPLICA))
+            .values(state=ReplicaState.failed, stopped_at=t, error="its worker stopped reporting")
+            .execution_options(synchronize_session=False)
+        )
+        session.commit()
+        log.warning("inference replicas %s failed: their workers stopped reporting", ", ".join(gone))
+        rows = [r for r in rows if r.id not in gone]
+    return rows
 
 
 def recent(session: Session, limit: int = 100) -> list[InferenceReplica]:

@@ -206,6 +206,17 @@ def test_a_model_with_no_replica_is_started_on_a_worker_served_and_stopped_when_
         time.sleep(REFRESH_SECONDS)  # what this API process knows of the replicas is that old at most
         r = chat(client, TINY_ID)  # stopped: the next request starts another
         assert r.json()["error"]["code"] == "model_starting" and len(rings.served) == 2
+        # a worker that claims it and goes silent (killed) for longer than its lease: failed, and another is asked
+        url = f"/internal/inference/replicas/{rings.served[1]}"
+        assert (
+            client.post(f"{url}/claim", json={"worker_id": "w3", "claim_id": "c3"}, headers=WORKER).status_code == 200
+        )
+        time.sleep(3.2)  # three heartbeats of 1 s
+        assert chat(client, TINY_ID).json()["error"]["code"] == "model_starting" and len(rings.served) == 3
+        late = client.post(
+            f"{url}/report", json={"claim_id": "c3", "state": "ready", "url": fakes[0].url}, headers=WORKER
+        )
+        assert late.status_code == 409  # its replica is failed: the worker stops its server
     with make_sessionmaker(make_engine(on_demand.db_url))() as session:
         (row,) = session.scalars(select(UsageRecord).where(UsageRecord.kind == "serving")).all()
     assert row.project_id == "service" and row.subject_id == TINY_ID and row.device_kind == "cpu (test)"
