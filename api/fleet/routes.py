@@ -1,5 +1,5 @@
 """``GET /v1/admin/fleet``: the workers holding work now, each with its jobs and sessions (how many tenants share
-it, of which base models), and what waits for a worker.
+it, of which base models) or the inference replica it serves, and what waits for a worker.
 
 A worker is what a lease names (``worker_id``: host and process); one holds a job or a session while its lease is
 live, so a worker that died drops out of the list when its leases expire, before the reaper hands its work on."""
@@ -17,8 +17,11 @@ from sqlalchemy.orm import Session
 from api.core.deps import ReadSessionDep, require_admin
 from api.core.errors import ERROR_RESPONSES, ErrorResponse
 from api.db.models import (
+    InferenceReplica,
     Job,
     JobStatus,
+    ReplicaOrigin,
+    ReplicaState,
     TrainingRun,
     TrainingSession,
     TrainingSessionStatus,
@@ -37,6 +40,11 @@ class FleetWorker(BaseModel):
     sessions: int = Field(description="Training-API sessions it serves now.")
     tenants: int = Field(description="Jobs and sessions together: more than 1 is a pool sharing its device.")
     base_models: list[str] = Field(description="The base models its jobs and sessions' runs train.")
+    serving: list[str] = Field(
+        default_factory=list,
+        description="The base models it serves as an inference replica started on demand (it trains nothing "
+        "meanwhile); its device time is usage of kind serving.",
+    )
     projects: int = Field(description="How many projects its tenants belong to.")
 
 
@@ -59,6 +67,7 @@ class _Tally:
     sessions: int = 0
     bases: set[str] = field(default_factory=set)
     projects: set[str] = field(default_factory=set)
+    serving: set[str] = field(default_factory=set)
 
 
 def fleet(db: Session) -> Fleet:
@@ -82,6 +91,12 @@ def fleet(db: Session) -> Fleet:
         runs = select(TrainingRun.session_id, TrainingRun.base_model).where(TrainingRun.session_id.in_(list(held)))
         for sid, base in db.execute(runs):
             held[sid].bases.add(base)
+    serving = select(InferenceReplica.worker_id, InferenceReplica.base_model).where(
+        InferenceReplica.origin == ReplicaOrigin.started,
+        InferenceReplica.state.in_((ReplicaState.starting, ReplicaState.ready, ReplicaState.stopping)),
+    )
+    for worker, base in db.execute(serving):
+        tally[str(worker)].serving.add(base)
     workers = [
         FleetWorker(
             worker_id=worker,
@@ -89,6 +104,7 @@ def fleet(db: Session) -> Fleet:
             sessions=w.sessions,
             tenants=w.jobs + w.sessions,
             base_models=sorted(w.bases),
+            serving=sorted(w.serving),
             projects=len(w.projects),
         )
         for worker, w in tally.items()

@@ -197,6 +197,8 @@ def test_a_model_with_no_replica_is_started_on_a_worker_served_and_stopped_when_
         assert r.status_code == 200 and ("chat", TINY_ID) in fakes[0].calls, r.text
         cards = {m["id"]: m for m in client.get("/v1/models").json()["data"]}
         assert cards[TINY_ID]["serving"] == "ready"
+        (worker,) = client.get("/v1/admin/fleet", headers=ADMIN).json()["workers"]
+        assert worker["worker_id"] == "w1" and worker["serving"] == [TINY_ID] and worker["tenants"] == 0
         time.sleep(1.2)  # idle past INFERENCE_IDLE_SECONDS
         beat = client.post(f"{url}/report", json=report | {"state": "ready", "url": fakes[0].url}, headers=WORKER)
         assert beat.json()["stop"] is True and "idle" in beat.json()["reason"]
