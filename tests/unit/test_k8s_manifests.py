@@ -1,13 +1,16 @@
 """Static checks of the Kubernetes manifests (deploy/k8s), so that a typo there fails here rather than in a cluster.
 
 Core kinds are validated, offline, against the Kubernetes JSON schemas that kubernetes-validate ships (strict:
-unknown fields are errors); the KEDA objects (CRDs) get structural checks of their own. The manifests are then
-checked against each other and against the code they deploy: each process's settings fields, the Celery queue name, the
-probe routes of the app, the uvicorn/celery commands and images of docker-compose.yml, the Dockerfiles' uid.
+unknown fields are errors); the KEDA and Prometheus Operator objects (CRDs) get structural checks of their own. The
+manifests are then checked against each other and against the code they deploy: each process's settings fields, the
+Celery queue name, the probe routes of the app, the uvicorn/celery commands and images of docker-compose.yml, the
+Dockerfiles' uid, and the inference fleet's shape (a headless Service per model Deployment, named by the api's
+INFERENCE_ENDPOINTS; autoscalers on vLLM's metrics; the ports a worker serves on demand).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from collections.abc import Iterator
@@ -33,7 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 K8S_VERSION = "1.33"  # user namespaces (hostUsers: false) are on by default from 1.33
 NAMESPACE = "rft"
-CRDS = {("keda.sh/v1alpha1", "ScaledObject"), ("keda.sh/v1alpha1", "TriggerAuthentication")}
+CRDS = {
+    ("keda.sh/v1alpha1", "ScaledObject"),
+    ("keda.sh/v1alpha1", "TriggerAuthentication"),
+    ("monitoring.coreos.com/v1", "PodMonitor"),
+}
 KUSTOMIZATION = ("kustomize.config.k8s.io/v1beta1", "Kustomization")
 SANDBOXED = ("api", "worker")  # Deployments whose pods run python graders in bubblewrap
 SANDBOX_UID = 10001  # the numeric USER of both Dockerfiles
@@ -77,6 +84,41 @@ def only_container(workload: Doc) -> Doc:
 
 def workloads() -> list[Doc]:
     return [d for _, d in RESOURCES if d["kind"] in ("Deployment", "Job", "StatefulSet", "DaemonSet")]
+
+
+def component(doc: Doc) -> str:
+    """What a workload is (api, migrate, worker, inference): one inference Deployment per model shares it."""
+    return str(doc["metadata"]["labels"]["app.kubernetes.io/component"])
+
+
+def inference_deployments(*, base_only: bool = False) -> list[Doc]:
+    """The per-model inference Deployments: those of the kustomization, or with the examples' too."""
+    return [
+        d
+        for p, d in RESOURCES
+        if d["kind"] == "Deployment" and component(d) == "inference" and (p.parent == K8S or not base_only)
+    ]
+
+
+def served_model(deployment: Doc) -> str:
+    """The base model an inference Deployment serves: the argument after ``worker.inference_server``."""
+    command = only_container(deployment)["command"]
+    return str(command[command.index("worker.inference_server") + 1])
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and selector.items() <= labels.items()
+
+
+def service_hosts(name: str) -> set[str]:
+    """The names a Service of the namespace is reached by from a pod of the namespace."""
+    return {name, f"{name}.{NAMESPACE}", f"{name}.{NAMESPACE}.svc", f"{name}.{NAMESPACE}.svc.cluster.local"}
+
+
+def port_number(container: Doc, port: int | str) -> int:
+    """A container port given by number or by name."""
+    named = {p.get("name"): p["containerPort"] for p in container.get("ports", [])}
+    return int(named[port]) if isinstance(port, str) else int(port)
 
 
 def walk(node: Any) -> Iterator[dict[str, Any]]:
@@ -133,7 +175,7 @@ def settings_env_names(cls: type[CommonSettings]) -> set[str]:
     return {((f.validation_alias if isinstance(f.validation_alias, str) else f.alias) or n).upper() for n, f in fields}
 
 
-# Which process reads a workload's environment (the migration Job runs alembic with the API's settings).
+# Which process reads a workload's environment, by component (the migration Job runs alembic with the API's settings).
 PROCESS_SETTINGS: dict[str, type[CommonSettings]] = {"worker": WorkerSettings, "inference": CommonSettings}
 ANY_PROCESS = settings_env_names(ApiSettings) | settings_env_names(WorkerSettings)
 
@@ -212,7 +254,7 @@ def test_containers_take_settings_fields_and_bounded_memory() -> None:
     assert shared <= ANY_PROCESS, f"not a settings field of any process: {shared - ANY_PROCESS}"
     for workload in workloads():
         name = workload["metadata"]["name"]
-        fields = settings_env_names(PROCESS_SETTINGS.get(name, ApiSettings))
+        fields = settings_env_names(PROCESS_SETTINGS.get(component(workload), ApiSettings))
         for container in pod_spec(workload)["containers"]:
             unknown = {var["name"] for var in container.get("env", [])} - fields
             assert not unknown, f"{name}: not settings fields of its process (typos?): {unknown}"
@@ -377,9 +419,7 @@ def test_images_are_the_compose_builds(compose: dict[str, Doc]) -> None:
     """rft-api (api, migrate) and rft-worker (worker; inference: built with vLLM) are the images compose builds
     from deploy/Dockerfile.*."""
     for workload in workloads():
-        service = {"api": "api", "migrate": "api", "worker": "worker", "inference": "inference"}[
-            workload["metadata"]["name"]
-        ]
+        service = {"api": "api", "migrate": "api", "worker": "worker", "inference": "inference"}[component(workload)]
         dockerfile = compose[service]["build"]["dockerfile"]
         image = {"inference": "worker"}.get(service, service)
         assert dockerfile == f"deploy/Dockerfile.{image}", f"{service} is built from {dockerfile}"
@@ -443,3 +483,193 @@ def test_hpa_example_scales_the_worker() -> None:
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "worker"}
     assert 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
     assert [m["type"] for m in hpa["spec"]["metrics"]] == ["External"]
+
+
+# ---------------------------------------------------------------- the inference fleet
+
+
+def test_each_model_deployment_has_a_headless_service_of_its_own() -> None:
+    """A Deployment per base model, its ready pods listed by a headless Service (the api's dns+ replicas): the
+    Service selects that Deployment's pods and no other model's, on the port the server listens on."""
+    deployments = inference_deployments()
+    assert inference_deployments(base_only=True), "no inference Deployment in the kustomization"
+    models = [served_model(d) for d in deployments]
+    assert len(models) == len(set(models)), f"a base model served by two Deployments: {models}"
+    headless = [d for _, d in RESOURCES if d["kind"] == "Service" and d["spec"].get("clusterIP") == "None"]
+    for deployment in deployments:
+        name, model = deployment["metadata"]["name"], served_model(deployment)
+        pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert selects(deployment["spec"]["selector"]["matchLabels"], pod_labels), name
+        assert pod_labels.get("rft/base-model") == deployment["metadata"]["labels"].get("rft/base-model") == model
+        assert "replicas" not in deployment["spec"], f"{name}: a replicas field is written over the autoscaler's"
+        container = only_container(deployment)
+        assert option(container["command"], "--host") == "0.0.0.0", f"{name}: the server must listen on the pod IP"
+        server_port = int(option(container["command"], "--port") or 0)
+        assert [p["containerPort"] for p in container["ports"]] == [server_port], name
+        assert container["readinessProbe"]["httpGet"]["path"] == "/v1/models", "ready only once the model loads"
+        [service] = [s for s in headless if selects(s["spec"]["selector"], pod_labels)] or [None]
+        assert service is not None, f"{name}: no headless Service (clusterIP: None) selects its pods"
+        assert not service["spec"].get("publishNotReadyAddresses"), "DNS would list pods still loading the model"
+        for other in deployments:
+            if other is not deployment:
+                other_labels = other["spec"]["template"]["metadata"]["labels"]
+                assert not selects(service["spec"]["selector"], other_labels), f"{name}'s Service selects {model}"
+        [port] = service["spec"]["ports"]
+        # headless: no port mapping, the api connects to the pod's own port
+        assert port["port"] == port_number(container, port["targetPort"]) == server_port, name
+        budgets = [
+            d
+            for _, d in RESOURCES
+            if d["kind"] == "PodDisruptionBudget" and selects(d["spec"]["selector"]["matchLabels"], pod_labels)
+        ]
+        assert [b["spec"].get("maxUnavailable") for b in budgets] == [1], f"{name}: drains one replica at a time"
+
+
+def test_inference_pods_keep_their_posture_and_admit_only_the_api() -> None:
+    policy = find("NetworkPolicy", "inference")
+    api_labels = find("Deployment", "api")["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    [rule] = policy["spec"]["ingress"]
+    assert [selects(f["podSelector"]["matchLabels"], api_labels) for f in rule["from"]] == [True], rule["from"]
+    config = find("ConfigMap", "rft-config")["data"]
+    adapter_dir = config.get("INFERENCE_ADAPTER_SERVER_DIR", config["INFERENCE_ADAPTER_DIR"])
+    for deployment in inference_deployments():
+        name, pod, container = deployment["metadata"]["name"], pod_spec(deployment), only_container(deployment)
+        assert selects(
+            policy["spec"]["podSelector"]["matchLabels"], deployment["spec"]["template"]["metadata"]["labels"]
+        )
+        assert [port_number(container, p["port"]) for p in rule["ports"]] == [
+            p["containerPort"] for p in container["ports"]
+        ]
+        assert pod.get("automountServiceAccountToken") is False and pod.get("enableServiceLinks") is False, name
+        assert effective(pod, container, "seccompProfile") == {"type": "RuntimeDefault"}, name
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}, name
+        assert effective(pod, container, "runAsNonRoot") is True and effective(pod, container, "runAsUser"), name
+        mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        adapters = mounts.get(adapter_dir)
+        assert adapters and adapters.get("readOnly"), f"{name}: adapters not mounted read-only at {adapter_dir}"
+        assert volumes[adapters["name"]]["persistentVolumeClaim"]["claimName"] == "rft-adapters", name
+        assert option(container["command"], "--max-cpu-loras") == config["INFERENCE_MAX_ADAPTERS"], name
+
+
+def test_inference_endpoints_name_each_models_headless_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The api's INFERENCE_ENDPOINTS: valid JSON, as the api reads it; each base model of the kustomization by a
+    ``dns+http://`` URL of its headless Service and the server's port; on-demand serving off."""
+    config = find("ConfigMap", "rft-config")["data"]
+    for key, value in config.items():
+        monkeypatch.setenv(key, value)
+    settings = ApiSettings(_env_file=None)  # type: ignore[call-arg]
+    endpoints = json.loads(config["INFERENCE_ENDPOINTS"])
+    assert settings.inference_endpoints == endpoints
+    assert "INFERENCE_BASE_URL" not in config, "the fleet names each model's replicas (INFERENCE_ENDPOINTS)"
+    assert settings.serves_on_demand is False, "on demand needs the worker side (worker.yaml): off unless chosen"
+    by_service = {
+        s["metadata"]["name"]: (s, d)
+        for d in inference_deployments(base_only=True)
+        for _, s in RESOURCES
+        if s["kind"] == "Service"
+        and s["spec"].get("clusterIP") == "None"
+        and selects(s["spec"]["selector"], d["spec"]["template"]["metadata"]["labels"])
+    }
+    named = set()
+    for model, urls in endpoints.items():
+        assert isinstance(urls, list) and urls, model
+        for url in urls:
+            assert url.startswith("dns+http://"), f"{model}: {url} is one address, not the Service's pods"
+            parsed = urlsplit(url.removeprefix("dns+"))
+            [name] = [n for n in by_service if parsed.hostname in service_hosts(n)] or [None]
+            assert name is not None, f"{model}: {parsed.hostname} is no headless Service of an inference Deployment"
+            service, deployment = by_service[name]
+            assert served_model(deployment) == model, f"{url} reaches {served_model(deployment)}, not {model}"
+            assert parsed.port == service["spec"]["ports"][0]["port"], f"{url}: not the server's port"
+            assert parsed.path.rstrip("/") == "/v1", url
+            named.add(name)
+    assert named == set(by_service), f"inference Deployments the api does not route to: {set(by_service) - named}"
+
+
+def test_worker_can_serve_on_demand() -> None:
+    """With INFERENCE_ON_DEMAND on, a worker serves on a port of INFERENCE_SERVE_PORTS at its pod IP: api pods may
+    connect to that range, worker pods to each other (multi-node jobs), nobody else; the adapters at the api's path."""
+    worker, policy = find("Deployment", "worker"), find("NetworkPolicy", "worker")
+    container, pod = only_container(worker), pod_spec(worker)
+    labels = worker["spec"]["template"]["metadata"]["labels"]
+    api_labels = find("Deployment", "api")["spec"]["template"]["metadata"]["labels"]
+    assert selects(policy["spec"]["podSelector"]["matchLabels"], labels)
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    rules = policy["spec"]["ingress"]
+
+    def only_from(rule: Doc, pod_labels: dict[str, str]) -> bool:
+        """Every source of the rule is a pod selector (of this namespace) that selects ``pod_labels``."""
+        sources = rule.get("from") or [{}]  # no `from`: any source
+        return all(set(f) == {"podSelector"} and selects(f["podSelector"]["matchLabels"], pod_labels) for f in sources)
+
+    assert len(rules) == 2, "only workers and the api reach a worker"
+    [from_workers] = [r for r in rules if only_from(r, labels)]
+    assert from_workers.get("ports") is None, "multi-node jobs use ports picked at run time"
+    [from_api] = [r for r in rules if only_from(r, api_labels)]
+    [ports] = from_api["ports"]
+    env = container_env(container)
+    field = WorkerSettings.model_fields.get("inference_serve_ports")
+    if field is None:
+        pytest.skip("the worker has no INFERENCE_SERVE_PORTS setting")
+    serve_ports = resolve(env["INFERENCE_SERVE_PORTS"]) if "INFERENCE_SERVE_PORTS" in env else field.default
+    low, high = (int(p) for p in serve_ports.split("-"))
+    assert (ports["port"], ports.get("endPort", ports["port"]), ports["protocol"]) == (low, high, "TCP")
+    assert env["ADVERTISE_ADDR"] == {"fieldRef": {"fieldPath": "status.podIP"}}, "where the api reaches a replica"
+    config = find("ConfigMap", "rft-config")["data"]
+    adapter_dir = config.get("INFERENCE_ADAPTER_SERVER_DIR", config["INFERENCE_ADAPTER_DIR"])
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts.get(adapter_dir, {}).get("readOnly"), f"adapters not mounted read-only at {adapter_dir}"
+    assert volumes[mounts[adapter_dir]["name"]]["persistentVolumeClaim"]["claimName"] == "rft-adapters"
+
+
+def test_inference_autoscalers_scale_model_deployments_on_vllm_metrics() -> None:
+    """The examples' HPA and ScaledObject target an inference Deployment, on vLLM's requests in flight (not CPU),
+    never to zero (no pod, no metric to wake it), with the same numbers (they are alternatives); the PodMonitor
+    scrapes the inference pods on their server port, which a NetworkPolicy opens to Prometheus."""
+    models = {d["metadata"]["name"]: served_model(d) for d in inference_deployments()}
+    hpas = {
+        d["spec"]["scaleTargetRef"]["name"]: d
+        for _, d in RESOURCES
+        if d["kind"] == "HorizontalPodAutoscaler" and d["spec"]["scaleTargetRef"]["name"] in models
+    }
+    scaled = {
+        d["spec"]["scaleTargetRef"]["name"]: d
+        for _, d in RESOURCES
+        if d["kind"] == "ScaledObject" and d["spec"]["scaleTargetRef"]["name"] in models
+    }
+    assert hpas and scaled, "no autoscaling example for the inference Deployments"
+    for name, hpa in hpas.items():
+        assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+        assert 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
+        [metric] = hpa["spec"]["metrics"]
+        assert metric["type"] == "Pods" and metric["pods"]["target"]["type"] == "AverageValue", metric
+        assert metric["pods"]["metric"]["name"].startswith("vllm_"), metric
+    for name, obj in scaled.items():
+        target = obj["spec"]["scaleTargetRef"]
+        assert target.get("kind", "Deployment") == "Deployment" and target.get("apiVersion", "apps/v1") == "apps/v1"
+        low, high = obj["spec"].get("minReplicaCount", 0), obj["spec"]["maxReplicaCount"]
+        assert 1 <= low <= high, f"{name}: scaled to zero nothing would wake it"
+        [trigger] = obj["spec"]["triggers"]
+        query = trigger["metadata"]["query"]
+        assert (
+            trigger["type"] == "prometheus" and trigger["metadata"].get("metricType", "AverageValue") == "AverageValue"
+        )
+        assert set(re.findall(r"\b(vllm:\w+)", query)) == {"vllm:num_requests_running", "vllm:num_requests_waiting"}
+        assert set(re.findall(r'model_name="([^"]+)"', query)) == {models[name]}, f"{name}: another model's series"
+        if name in hpas:
+            spec = hpas[name]["spec"]
+            assert (low, high) == (spec["minReplicas"], spec["maxReplicas"]), f"{name}: the examples disagree"
+            assert trigger["metadata"]["threshold"] == spec["metrics"][0]["pods"]["target"]["averageValue"], name
+    monitor = find("PodMonitor", "inference")
+    scrape = find("NetworkPolicy", "inference-metrics")
+    for deployment in inference_deployments():
+        labels, container = deployment["spec"]["template"]["metadata"]["labels"], only_container(deployment)
+        assert selects(monitor["spec"]["selector"]["matchLabels"], labels)
+        assert selects(scrape["spec"]["podSelector"]["matchLabels"], labels)
+        [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+        assert endpoint["path"] == "/metrics"
+        [rule] = scrape["spec"]["ingress"]
+        assert port_number(container, endpoint["port"]) == port_number(container, rule["ports"][0]["port"])
