@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from grpo_core.evaluation.evals import ItemResult
-from runtime.internal import ModelSource
+from runtime.internal import ClaimSecret, ModelSource
 
 PREFIX = "/internal/evals/runs"
 CLAIM = "/{run_id}/claim"
@@ -55,6 +55,11 @@ class EvalClaim(BaseModel):
     template: list[dict[str, str]]
     sampling: SamplingParams
     criteria: list[Criterion]
+    secrets: dict[str, ClaimSecret] = Field(
+        default_factory=dict,
+        description="The values of the project secrets the criteria name (a score_model grader's own judge's key), "
+        "by name. A named one missing here was deleted or cannot be decrypted: the worker fails the run saying which.",
+    )
 
 
 class EvalItemsRequest(BaseModel):

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PlainSerializer, SecretStr, Tag
 
 from grpo_core.evaluation.readiness import ReadinessReport
+from grpo_core.schemas.graders import SECRET_NAME_PATTERN
 from grpo_core.schemas.metrics import CheckpointMetrics, Execution, Level, StepMetrics
 
 PREFIX = "/internal/jobs"
@@ -139,8 +140,6 @@ class WandbSpec(BaseModel):
     tags: list[str] | None = Field(None, max_length=50)
 
 
-# A project secret's name (POST /v1/secrets), as a job's integrations name it (api.secrets, Integration below).
-SECRET_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 DEFAULT_WANDB_PROJECT = "rft"
 
 
@@ -220,9 +219,9 @@ class ClaimResponse(BaseModel):
     integrations: list[Integration] = Field(default_factory=list, description="Where to mirror the metrics.")
     secrets: dict[str, ClaimSecret] = Field(
         default_factory=dict,
-        description="The values of the project secrets this job's integrations name, by name: only in the claim of "
-        "the node that runs rank 0 (never in a join). A named secret missing here was deleted or cannot be "
-        "decrypted: the worker fails the job saying which.",
+        description="The values of the project secrets this job's integrations and grader (a score_model grader's "
+        "own judge) name, by name: only in the claim of the node that runs rank 0 (never in a join). A named "
+        "secret missing here was deleted or cannot be decrypted: the worker fails the job saying which.",
     )
     readiness_dropped_rows: list[int] | None = Field(
         None,

@@ -16,10 +16,11 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from grpo_core.rewards.base import Endpoint, GraderEnv
@@ -48,15 +49,35 @@ class CommonSettings(BaseSettings):
     )
     judge_base_url: str | None = Field(None, description="OpenAI-compatible endpoint for score_model graders.")
     judge_api_key: str | None = Field(None, description="Bearer key for the judge endpoint.")
+    judge_private_endpoints: bool | None = Field(
+        None,
+        description="Whether a score_model grader's own endpoint may be a loopback or private address (a judge on "
+        "the operator's network); unset: yes on the embedded single-machine defaults, no otherwise. Link-local "
+        "addresses (cloud metadata) are refused either way.",
+    )
     embedding_base_url: str | None = Field(None, description="OpenAI-compatible /embeddings for cosine similarity.")
     embedding_model: str | None = Field(None, description="Embedding model name at that endpoint.")
     embedding_api_key: str | None = None
 
-    def grader_env(self) -> GraderEnv:
-        """What graders may use on this service: the API's pre-flight and the worker's jobs run the same."""
+    def grader_env(self, secrets: Mapping[str, SecretStr] | None = None) -> GraderEnv:
+        """What graders may use on this service: the API's pre-flight and the worker's jobs run the same, but for
+        a grader's own judge, which only a worker calls, with the values of the project secrets the job's claim
+        carries (``secrets``); None (the API): such a judge's messages are rendered, and it is not called."""
         judge = Endpoint(self.judge_base_url, self.judge_api_key)
         embeddings = Endpoint(self.embedding_base_url, self.embedding_api_key, self.embedding_model)
-        return GraderEnv(self.reward_sandbox, judge, embeddings)
+        return GraderEnv(
+            self.reward_sandbox,
+            judge,
+            embeddings,
+            private_endpoints=self.private_endpoints_allowed,
+            secrets=dict(secrets or {}),
+            call_own_judges=secrets is not None,
+        )
+
+    @property
+    def private_endpoints_allowed(self) -> bool:
+        """JUDGE_PRIVATE_ENDPOINTS, or by default whether everything runs on this one machine."""
+        return self.single_machine if self.judge_private_endpoints is None else self.judge_private_endpoints
 
     @property
     def single_machine(self) -> bool:

@@ -20,6 +20,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from grpo_core.errors import UserError
+from grpo_core.rewards.judge import JudgeNotConfigured
+from grpo_core.schemas.graders import named_secrets
 from runtime import eval_contract as evc
 from runtime.storage import make_store
 from worker.client import InternalClient, StaleLease
@@ -91,11 +93,15 @@ class EvalRunner:
             allowed, why = python_graders_allowed(self.settings.reward_sandbox)
             if not allowed:
                 raise UserError(why)
-        env = self.settings.grader_env()
-        criteria = [
-            Criterion(c.name, build_grader(g, env), c.pass_threshold)
-            for c, g in zip(claim.criteria, specs, strict=True)
-        ]
+        env = self.settings.grader_env(claim.secrets)
+        check_eval_secrets(claim)
+        try:
+            criteria = [
+                Criterion(c.name, build_grader(g, env), c.pass_threshold)
+                for c, g in zip(claim.criteria, specs, strict=True)
+            ]
+        except JudgeNotConfigured as exc:
+            raise UserError(f"this service cannot run the grader: {exc}") from None
         s = claim.sampling
         sampling = EvalSampling(
             n=s.n, temperature=s.temperature, max_completion_tokens=s.max_completion_tokens, top_p=s.top_p, seed=s.seed
@@ -111,6 +117,18 @@ class EvalRunner:
         finally:
             for c in criteria:
                 c.grader.close()
+
+
+def check_eval_secrets(claim: evc.EvalClaim) -> None:
+    """Fail the run, saying which, when a criterion names a project secret its claim does not carry (deleted since
+    the eval was created, or one the API cannot decrypt), as a job's claim is checked (worker.tracking)."""
+    for i, c in enumerate(claim.criteria):
+        for param, name in named_secrets(c.grader, f"testing_criteria[{i}]").items():
+            if name not in claim.secrets:
+                raise UserError(
+                    f"{param}: the project secret {name!r} is not available to this eval run: it was deleted, or the "
+                    "API cannot decrypt it. Write it again (POST /v1/secrets or `rft secrets set`), then run again"
+                )
 
 
 def read_jsonl_lenient(path: Path) -> list[dict[str, Any]]:

@@ -133,10 +133,12 @@ def check_sandbox(job: Job, settings: WorkerSettings, say: Callable[[str], None]
         say(why)
 
 
-def make_graders(job: Job, settings: WorkerSettings) -> list[Grader]:
+def make_graders(job: Job, settings: WorkerSettings, claim: api.ClaimResponse) -> list[Grader]:
+    """The job's graders on this worker: a score_model grader's own judge gets its key from the claim's secrets
+    (which only the claiming node's rank 0 holds: a job that names one runs on one process, api.graders.judges)."""
     from grpo_core.rewards.graders import build_graders
 
     try:
-        return build_graders(job.grader, settings.grader_env())
+        return build_graders(job.grader, settings.grader_env(claim.secrets))
     except (SandboxUnavailable, JudgeNotConfigured) as exc:
         raise UserError(f"this service cannot run the grader: {exc}") from None

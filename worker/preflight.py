@@ -27,11 +27,11 @@ Post = Callable[[api.ReadinessRequest], None]
 
 
 def probe_report(
+    claim: api.ClaimResponse,
     job: Job,
     pre: PreflightConfig,
     rows: list[dict[str, Any]],
     settings: WorkerSettings,
-    seed: int,
     adapter_dir: Path | None = None,
 ) -> ReadinessReport:
     """The readiness report of the base model (or ``adapter_dir``'s adapter) on the job's sample of ``rows``,
@@ -39,7 +39,7 @@ def probe_report(
     from grpo_core.evaluation.probe import readiness_report
     from grpo_core.hardware.device import resolve_placement
 
-    graders = make_graders(job, settings)
+    graders = make_graders(job, settings, claim)
     try:
         return readiness_report(
             job.cfg,
@@ -48,7 +48,7 @@ def probe_report(
             graders,
             preflight=pre,
             placement=resolve_placement(job.cfg.device, job.cfg.precision),
-            seed=seed,
+            seed=claim.seed,
             adapter_dir=adapter_dir,
             environment=job.environment,
             sandbox_tier=settings.reward_sandbox,
@@ -90,7 +90,7 @@ def before_training(
     if dropped is None:
         rows = read_jsonl(inputs.train)
         say(f"Probing readiness: the base model, {pre.samples} samples on {min(pre.prompts, len(rows))} prompts")
-        rep = probe_report(job, pre, rows, settings, claim.seed)
+        rep = probe_report(claim, job, pre, rows, settings)
         dropped = sorted(zero_variance_rows(rep)) if pre.drop_zero_variance_prompts and not pre.only else []
         if len(dropped) == len(rows):  # the report is kept (nothing dropped), then the job fails with the reason
             post(api.ReadinessRequest(epoch=claim.epoch, phase="before", report=rep, dropped_rows=[]))
@@ -118,5 +118,5 @@ def after_training(
     path = original if original.is_file() else inputs.train
     rows = read_jsonl(path)
     say("Probing readiness again: the trained adapter, on the same prompts")
-    rep = probe_report(job, pre, rows, settings, claim.seed, adapter_dir=adapter_dir)
+    rep = probe_report(claim, job, pre, rows, settings, adapter_dir=adapter_dir)
     post(api.ReadinessRequest(epoch=claim.epoch, phase="after", report=rep))

@@ -86,7 +86,7 @@ def run_rank(spec: RankSpec, world: World, settings: WorkerSettings) -> RankResu
     job = spec.job
     rows = read_jsonl(spec.inputs.train)
     valid_rows = read_jsonl(spec.inputs.validation) if spec.inputs.validation else None
-    graders = make_graders(job, settings)
+    graders = make_graders(job, settings, spec.claim)
     link = RankLink(spec, settings) if world.is_main else None
     reporter = Reporter(link, spec.claim, settings) if link is not None else None
     status = api.FinishStatus.failed

@@ -322,7 +322,7 @@ class JobRun:
             f"{job.cfg.batch_size} prompts × {job.cfg.group_size} samples"
         )
         check_sandbox(job, self.settings, reporter.on_message)
-        graders = make_graders(job, self.settings)
+        graders = make_graders(job, self.settings, claim)
         try:
             return train(
                 job.cfg,

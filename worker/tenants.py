@@ -148,7 +148,7 @@ class JobTenants:
             spec = read_job(claim, self.settings, job.store, tenant.reporter.on_message)
             inputs = fetch_inputs(job.store, claim, job.work_dir() / "inputs")
             check_sandbox(spec, self.settings, tenant.reporter.on_message)
-            tenant.graders = make_graders(spec, self.settings)
+            tenant.graders = make_graders(spec, self.settings, claim)
         except Exception as exc:  # the job's boundary: it fails with the reason, the pool goes on
             tenant.end(exc)
             return None

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from grpo_core.errors import UserError
+from grpo_core.schemas.graders import named_secrets
 from grpo_core.schemas.metrics import Level, StepMetrics
 from runtime import internal as api
 from worker.settings import WorkerSettings
@@ -203,15 +204,17 @@ def forget_wandb_credentials() -> None:
 
 
 def check_secrets(claim: api.ClaimResponse) -> None:
-    """Fail the job, saying which, when an integration names a project secret its claim does not carry: deleted
-    since the job was created, or one the API cannot decrypt (SECRETS_KEY changed since it was written)."""
-    for i, integration in enumerate(claim.integrations):
-        name = integration.api_key_secret
+    """Fail the job, saying which, when an integration or a grader (a score_model grader's own judge) names a
+    project secret its claim does not carry: deleted since the job was created, or one the API cannot decrypt
+    (SECRETS_KEY changed since it was written)."""
+    named = {f"integrations[{i}].api_key_secret": x.api_key_secret for i, x in enumerate(claim.integrations)}
+    named |= named_secrets(claim.grader)
+    for param, name in named.items():
         if name and name not in claim.secrets:
             raise UserError(
-                f"integrations[{i}].api_key_secret: the project secret {name!r} is not available to this job: it was "
-                "deleted, or the API cannot decrypt it (its SECRETS_KEY changed since the secret was written). Write "
-                "it again (POST /v1/secrets or `rft secrets set`), then create the job again"
+                f"{param}: the project secret {name!r} is not available to this job: it was deleted, or the API "
+                "cannot decrypt it (its SECRETS_KEY changed since the secret was written). Write it again "
+                "(POST /v1/secrets or `rft secrets set`), then create the job again"
             )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from api.core.deps import SessionDep, require_worker
+from api.core.deps import SessionDep, SettingsDep, require_worker
 from api.evals import leases
 from runtime import eval_contract as contract
 
@@ -16,8 +16,10 @@ router = APIRouter(
 
 
 @router.post(contract.CLAIM)
-def claim_run(run_id: str, body: contract.EvalClaimRequest, session: SessionDep) -> contract.EvalClaim:
-    return leases.claim(session, run_id, body.claim_id)
+def claim_run(
+    run_id: str, body: contract.EvalClaimRequest, session: SessionDep, settings: SettingsDep
+) -> contract.EvalClaim:
+    return leases.claim(session, settings, run_id, body.claim_id)
 
 
 @router.post(contract.ITEMS)

@@ -16,10 +16,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.core.errors import Conflict, NotFound
+from api.core.settings import ApiSettings
 from api.db.models import Eval, EvalOutputItem, EvalRun, EvalRunStatus, RegisteredModel, UsageKind, new_id, now
 from api.db.session import rows_changed
 from api.models.service import source_of
+from api.secrets import service as project_secrets
 from api.usage import metering
+from grpo_core.schemas.graders import named_secrets
 from runtime.eval_contract import Criterion, EvalClaim, EvalFinishRequest, EvalItemsRequest, SamplingParams
 from runtime.internal import Refusal
 
@@ -27,7 +30,9 @@ LEASE_SECONDS = 600  # renewed by each post of items (every 16 items); the reape
 MAX_ATTEMPTS = 3
 
 
-def claim(session: Session, run_id: str, worker_claim: str) -> EvalClaim:
+def claim(session: Session, settings: ApiSettings, run_id: str, worker_claim: str) -> EvalClaim:
+    """The run taken by ``worker_claim`` (see the module doc), with what it needs: its model, items and criteria,
+    and the values of the project secrets the criteria name (api.secrets.service.values)."""
     t = now()
     changed = rows_changed(
         session,
@@ -59,6 +64,7 @@ def claim(session: Session, run_id: str, worker_claim: str) -> EvalClaim:
     session.commit()
     registered = session.get(RegisteredModel, run.target["base"])
     ds = run.data_source
+    named = {name for c in ev.testing_criteria for name in named_secrets(c).values()}
     return EvalClaim(
         run_id=run.id,
         base_model=run.target["base"],
@@ -75,6 +81,7 @@ def claim(session: Session, run_id: str, worker_claim: str) -> EvalClaim:
             )
             for c in ev.testing_criteria
         ],
+        secrets=project_secrets.values(session, settings, run.project_id, named, f"eval run {run.id}"),
     )
 
 

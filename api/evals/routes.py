@@ -72,9 +72,9 @@ def _item(row: EvalOutputItem, run: EvalRun) -> OutputItem:
 
 
 @router.post("")
-def create_eval(body: EvalCreate, session: SessionDep, project: CurrentProject) -> Eval:
+def create_eval(body: EvalCreate, session: SessionDep, settings: SettingsDep, project: CurrentProject) -> Eval:
     """An eval: a ``custom`` item schema and testing criteria (the graders jobs use, each with pass_threshold)."""
-    return Eval.from_row(svc.create_eval(session, project, body))
+    return Eval.from_row(svc.create_eval(session, settings, project, body))
 
 
 @router.get("")

@@ -25,6 +25,7 @@ from api.core.settings import ApiSettings
 from api.db.models import EVAL_RUN_ACTIVE, Eval, EvalOutputItem, EvalRun, EvalRunStatus, new_id, now
 from api.evals.schemas import CompletionsDataSource, CustomDataSourceConfig, EvalCreate, EvalUpdate, RunCreate
 from api.files.service import get_file
+from api.graders.judges import check_own_judges
 from api.models import served as served_models
 from api.models import service as model_registry
 from grpo_core.schemas.graders import GraderSpec
@@ -35,9 +36,12 @@ _GRADER: TypeAdapter[Any] = TypeAdapter(GraderSpec)
 MAX_INLINE_ITEMS = 10_000
 
 
-def _criteria(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _criteria(
+    session: Session, settings: ApiSettings, project_id: str, raw: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The testing criteria as stored: each a grader spec jobs accept, plus ``pass_threshold`` (default 0.5: a
-    0/1 grader passes on 1) and a name unique within the eval."""
+    0/1 grader passes on 1) and a name unique within the eval. A score_model grader's own judge is checked as a
+    job's is (api.graders.judges); its run's claim carries the key."""
     out, names = [], set()
     for i, c in enumerate(raw):
         spec = dict(c)
@@ -55,11 +59,12 @@ def _criteria(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if name in names:
             raise InvalidRequest(f"two testing criteria are named {name!r}", param=f"testing_criteria[{i}].name")
         names.add(name)
+        check_own_judges(session, settings, project_id, grader, f"testing_criteria[{i}]")
         out.append(grader.model_dump(mode="json", exclude_none=True) | {"name": name, "pass_threshold": threshold})
     return out
 
 
-def create_eval(session: Session, project_id: str, body: EvalCreate) -> Eval:
+def create_eval(session: Session, settings: ApiSettings, project_id: str, body: EvalCreate) -> Eval:
     try:
         config = CustomDataSourceConfig.model_validate(body.data_source_config)
     except ValidationError:
@@ -77,7 +82,7 @@ def create_eval(session: Session, project_id: str, body: EvalCreate) -> Eval:
         project_id=project_id,
         name=body.name,
         data_source_config={"type": "custom", "schema": schema},
-        testing_criteria=_criteria(body.testing_criteria),
+        testing_criteria=_criteria(session, settings, project_id, body.testing_criteria),
         metadata_=body.metadata,
     )
     session.add(row)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from api.core.errors import Unprocessable
+from api.core.errors import InvalidRequest, Unprocessable
 from api.graders.schemas import RunResponse
 from grpo_core.rewards.base import (
     FormulaFailed,
@@ -24,7 +24,7 @@ from grpo_core.rewards.base import (
 from grpo_core.rewards.graders import build_graders
 from grpo_core.rewards.judge import JudgeNotConfigured
 from grpo_core.rewards.python_runner import GraderError, SandboxUnavailable
-from grpo_core.schemas.graders import GraderSpec, PythonGrader, ScoreModelGrader
+from grpo_core.schemas.graders import GraderSpec, PythonGrader, ScoreModelGrader, own_judges
 
 _FLAGS = (
     "formula_parse_error",
@@ -48,6 +48,19 @@ def _build(spec: Any, env: GraderEnv, param: str) -> list[Grader]:
         raise Unprocessable(
             f"this service cannot run the grader: {exc}", param=param, code="grader_unavailable"
         ) from None
+
+
+def refuse_own_judges(spec: GraderSpec) -> None:
+    """400 for a score_model grader with its own endpoint in ``graders/run``: only a job's worker calls a project's
+    judge (with the key its claim carries), never the API."""
+    judges = own_judges(spec)
+    if judges:
+        raise InvalidRequest(
+            "graders/run does not call a score_model grader's own endpoint: the API never calls a project's judge. "
+            "Validate it (graders/validate), then a small job scores with it",
+            param=f"{next(iter(judges))}.endpoint",
+            code="own_judge_not_run",
+        )
 
 
 def _error_flags(spec: Any, error: SampleError | None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from api.db.models import UNFINISHED, File, Job, JobStatus, Project, ResumeReaso
 from api.db.session import rows_changed
 from api.files.service import get_file, head_rows
 from api.graders.environments import check_environment
+from api.graders.judges import check_own_judges
 from api.graders.service import dry_run
 from api.jobs import budget
 from api.jobs.access import get_job
@@ -103,6 +104,8 @@ def plan_job(
     check_priority(session, project_id, body.priority)
     named = {f"integrations[{i}].api_key_secret": s.api_key_secret for i, s in enumerate(body.integrations or [])}
     project_secrets.require_named(session, project_id, named)  # the secrets the integrations name exist
+    grader = body.method.reinforcement.grader
+    check_own_judges(session, settings, project_id, grader, GRADER, processes=body.resources.world_size)
     # FOR SHARE (PostgreSQL): a concurrent DELETE /v1/files/{id} waits for this job, then sees it and refuses.
     train = get_file(session, project_id, body.training_file, param="training_file", for_share=True)
     files = {"training_file": train}

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from runtime.internal import SECRET_NAME_PATTERN
+from grpo_core.schemas.graders import SECRET_NAME_PATTERN
 
 if TYPE_CHECKING:
     from api.db.models import ProjectSecret
@@ -23,7 +23,8 @@ class SecretCreate(BaseModel):
     name: str = Field(
         pattern=SECRET_NAME_PATTERN,
         description="1 to 64 letters, digits, `_`, `.` or `-`; what a job's integrations name it by "
-        '(`{"type": "wandb", "api_key_secret": NAME}`). Writing an existing name replaces its value.',
+        '(`{"type": "wandb", "api_key_secret": NAME}`), and a score_model grader the key of its own endpoint by '
+        '(`"api_key_secret": NAME` beside `endpoint`). Writing an existing name replaces its value.',
     )
     value: SecretStr = Field(
         min_length=1,

@@ -22,6 +22,7 @@ from api.core.settings import ApiSettings
 from api.db.models import Job, ProjectSecret, now
 from api.db.session import rows_changed
 from api.secrets import crypto
+from grpo_core.schemas.graders import named_secrets
 
 log = logging.getLogger(__name__)
 MAX_SECRETS_PER_PROJECT = 100
@@ -77,9 +78,9 @@ def delete_secret(session: Session, project_id: str, name: str) -> None:
 
 
 def require_named(session: Session, project_id: str, named: Mapping[str, str | None]) -> None:
-    """422 naming the field when a job names a secret its project does not have (``named``: param -> name or None,
-    e.g. ``{"integrations[0].api_key_secret": "my-wandb"}``), so the mistake is caught at creation, not at the
-    claim."""
+    """422 naming the field when a job (or an eval) names a secret its project does not have (``named``: param ->
+    name or None, e.g. ``{"integrations[0].api_key_secret": "my-wandb"}``), so the mistake is caught at creation,
+    not at the claim. Another project's secret of that name is not there either: the same answer."""
     for param, name in named.items():
         if name is not None and session.get(ProjectSecret, (project_id, name)) is None:
             raise Unprocessable(
@@ -90,20 +91,28 @@ def require_named(session: Session, project_id: str, named: Mapping[str, str | N
 
 
 def for_job(session: Session, settings: ApiSettings, job: Job) -> dict[str, SecretStr]:
-    """The decrypted values of the secrets the job's integrations name, for its claim only. One that is gone or
-    cannot be decrypted is left out and logged here by name (never a value); the worker then fails the job saying
-    which (worker.tracking.check_secrets), rather than logging with anyone else's key."""
-    names = sorted({i["api_key_secret"] for i in job.integrations or [] if i.get("api_key_secret")})
+    """The decrypted values of the secrets the job's integrations and grader (a score_model grader's own judge)
+    name, for its claim only (``values``)."""
+    names = {i["api_key_secret"] for i in job.integrations or [] if i.get("api_key_secret")}
+    names |= set(named_secrets(job.reinforcement.grader).values())
+    return values(session, settings, job.project_id, names, f"job {job.id}")
+
+
+def values(session: Session, settings: ApiSettings, project_id: str, names: set[str], who: str) -> dict[str, SecretStr]:
+    """The decrypted values of project ``project_id``'s secrets ``names``, for the claim of ``who`` (a job, an eval
+    run) only. One that is gone or cannot be decrypted is left out and logged here by name (never a value); the
+    worker then fails the run saying which (worker.tracking.check_secrets), rather than calling anything with
+    anyone else's key."""
     out: dict[str, SecretStr] = {}
-    for name in names:
-        row = session.get(ProjectSecret, (job.project_id, name))
+    for name in sorted(names):
+        row = session.get(ProjectSecret, (project_id, name))
         if row is None:
-            log.warning("job %s names secret %r, which its project %s no longer has", job.id, name, job.project_id)
+            log.warning("%s names secret %r, which its project %s no longer has", who, name, project_id)
             continue
         try:
             out[name] = SecretStr(crypto.decrypt(settings, row.ciphertext))
         except (crypto.Undecryptable, ServiceError) as exc:
-            log.error("job %s: secret %r of project %s cannot be decrypted: %s", job.id, name, job.project_id, exc)
+            log.error("%s: secret %r of project %s cannot be decrypted: %s", who, name, project_id, exc)
     return out
 
 

@@ -13,9 +13,11 @@ Like grpo_core.schemas.graders this module imports nothing heavy: the service's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from pydantic import SecretStr
 
 
 @dataclass(frozen=True)
@@ -29,13 +31,21 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class GraderEnv:
-    """What the operator configures for graders (the worker and the API pass their settings in)."""
+    """What the operator configures for graders (the worker and the API pass their settings in), and what a job
+    brings: the values of the project secrets its graders name (a score_model grader's own endpoint's key)."""
 
     sandbox_tier: str = "auto"  # grpo_core.rewards.python_runner tiers; fail-closed by default
     judge: Endpoint = field(default_factory=Endpoint)  # /chat/completions for score_model graders
     embeddings: Endpoint = field(default_factory=Endpoint)  # /embeddings for text_similarity "cosine"
     request_timeout: float = 60.0
     judge_concurrency: int = 8
+    # a grader's own endpoint may be a loopback or private address (grpo_core.schemas.endpoints)
+    private_endpoints: bool = False
+    # the job's project secrets by name, from its claim: masked in every repr, and left out of this one's
+    secrets: Mapping[str, SecretStr] = field(default_factory=dict, repr=False)
+    # False where no project secret is held (the API's checks): a grader's own judge is then never called, its
+    # messages only rendered (a template naming a missing column is still caught; each sample a JudgeRequestError)
+    call_own_judges: bool = True
 
 
 class SampleError(Exception):

@@ -16,9 +16,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from grpo_core.schemas.endpoints import check_form
 from grpo_core.schemas.formula import parse_formula
 
 MAX_PYTHON_SOURCE_BYTES = 256 * 1024  # OpenAI's limit for python graders.
+# A project secret's name (POST /v1/secrets), as a grader or a job's integrations name it (runtime.internal).
+SECRET_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 
 
 class _Spec(BaseModel):
@@ -93,7 +96,9 @@ class PythonGrader(_Spec):
 
 class ScoreModelGrader(_Spec):
     """An LLM judge (OpenAI's score_model): the rendered ``input`` messages go to ``model`` on the operator's
-    OpenAI-compatible endpoint; the first number in the reply, clipped to ``range``, is the score."""
+    OpenAI-compatible endpoint, or on the grader's own ``endpoint`` (our extension: a team keeps judging with the
+    model it used at OpenAI, or with one this service serves); the first number in the reply, clipped to
+    ``range``, is the score. Without ``endpoint`` the spec is exactly OpenAI's: an unset field is not dumped."""
 
     type: Literal["score_model"] = "score_model"
     name: str = Field("score_model", min_length=1, max_length=128)
@@ -101,11 +106,29 @@ class ScoreModelGrader(_Spec):
     input: list[dict[str, Any]] = Field(min_length=1, description="Chat messages; content may use templates.")
     range: tuple[float, float] = (0.0, 1.0)
     sampling_params: dict[str, Any] = Field(default_factory=dict)
+    endpoint: str | None = Field(
+        None,
+        max_length=2048,
+        exclude_if=lambda url: url is None,
+        description="An OpenAI-compatible base URL, e.g. https://api.openai.com/v1: the judge is POST "
+        "{endpoint}/chat/completions. Unset: the service's judge (JUDGE_BASE_URL).",
+    )
+    api_key_secret: str | None = Field(
+        None,
+        pattern=SECRET_NAME_PATTERN,
+        exclude_if=lambda name: name is None,
+        description="The name of a secret of the job's project (POST /v1/secrets) holding the endpoint's key, sent "
+        "as 'Authorization: Bearer'. Needs endpoint (the service's judge has its own key); unset: no key is sent.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ScoreModelGrader:
         if self.range[0] >= self.range[1]:
             raise ValueError("range must be [low, high] with low < high")
+        if self.endpoint is not None:
+            self.endpoint = check_form(self.endpoint)
+        elif self.api_key_secret is not None:
+            raise ValueError("api_key_secret is the key of the grader's own endpoint: set endpoint too")
         for i, m in enumerate(self.input):
             if not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
                 raise ValueError(f"input[{i}] needs string 'role' and 'content'")
@@ -240,3 +263,24 @@ def uses_python(spec: BaseModel) -> bool:
     if isinstance(spec, MultiGrader):
         return any(uses_python(part) for part in spec.graders.values())
     return isinstance(spec, PythonGrader)
+
+
+def own_judges(spec: BaseModel, path: str = "grader") -> dict[str, ScoreModelGrader]:
+    """The score_model graders (itself or a multi's parts) that call their own ``endpoint``, by the path of each
+    (``grader``, ``grader.graders.<key>``): what the API checks and the claim carries secrets for."""
+    if isinstance(spec, MultiGrader):
+        return {
+            k: v for key, part in spec.graders.items() for k, v in own_judges(part, f"{path}.graders.{key}").items()
+        }
+    return {path: spec} if isinstance(spec, ScoreModelGrader) and spec.endpoint is not None else {}
+
+
+def named_secrets(grader: dict[str, Any], path: str = "grader") -> dict[str, str]:
+    """The project secrets a grader's JSON (as a job or an eval stores it) names, by the field that names each
+    (``grader.api_key_secret``, ``grader.graders.<key>.api_key_secret``). Read from the JSON, not a validated spec,
+    so a claim, which carries the values, costs no validation of the grader's source."""
+    if grader.get("type") == "multi":
+        parts = grader.get("graders") or {}
+        return {k: v for key, part in parts.items() for k, v in named_secrets(part, f"{path}.graders.{key}").items()}
+    name = grader.get("api_key_secret") if grader.get("type") == "score_model" else None
+    return {f"{path}.api_key_secret": name} if isinstance(name, str) else {}

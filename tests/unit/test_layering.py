@@ -51,6 +51,7 @@ API_MAY_USE = {
     "grpo_core.rewards.judge",
     "grpo_core.rewards.python_runner",
     "grpo_core.schemas.graders",
+    "grpo_core.schemas.endpoints",  # a score_model grader's own endpoint, checked at creation as the worker does
     "grpo_core.training_api.spec",  # the training API checks a forward_backward batch before queueing it
     "grpo_core.rewards.templates",
 }

@@ -19,11 +19,18 @@ T = TypeVar("T", bound="ScoreModelGrader")
 @_attrs_define
 class ScoreModelGrader:
     """An LLM judge (OpenAI's score_model): the rendered ``input`` messages go to ``model`` on the operator's
-    OpenAI-compatible endpoint; the first number in the reply, clipped to ``range``, is the score.
+    OpenAI-compatible endpoint, or on the grader's own ``endpoint`` (our extension: a team keeps judging with the
+    model it used at OpenAI, or with one this service serves); the first number in the reply, clipped to
+    ``range``, is the score. Without ``endpoint`` the spec is exactly OpenAI's: an unset field is not dumped.
 
         Attributes:
             input_ (list[ScoreModelGraderInputItem]): Chat messages; content may use templates.
             model (str):
+            api_key_secret (None | str | Unset): The name of a secret of the job's project (POST /v1/secrets) holding the
+                endpoint's key, sent as 'Authorization: Bearer'. Needs endpoint (the service's judge has its own key); unset: no
+                key is sent.
+            endpoint (None | str | Unset): An OpenAI-compatible base URL, e.g. https://api.openai.com/v1: the judge is POST
+                {endpoint}/chat/completions. Unset: the service's judge (JUDGE_BASE_URL).
             name (str | Unset):  Default: 'score_model'.
             range_ (list[float] | Unset):
             sampling_params (ScoreModelGraderSamplingParams | Unset):
@@ -32,6 +39,8 @@ class ScoreModelGrader:
 
     input_: list[ScoreModelGraderInputItem]
     model: str
+    api_key_secret: None | str | Unset = UNSET
+    endpoint: None | str | Unset = UNSET
     name: str | Unset = "score_model"
     range_: list[float] | Unset = UNSET
     sampling_params: ScoreModelGraderSamplingParams | Unset = UNSET
@@ -44,6 +53,18 @@ class ScoreModelGrader:
             input_.append(input_item)
 
         model = self.model
+
+        api_key_secret: None | str | Unset
+        if isinstance(self.api_key_secret, Unset):
+            api_key_secret = UNSET
+        else:
+            api_key_secret = self.api_key_secret
+
+        endpoint: None | str | Unset
+        if isinstance(self.endpoint, Unset):
+            endpoint = UNSET
+        else:
+            endpoint = self.endpoint
 
         name = self.name
 
@@ -69,6 +90,10 @@ class ScoreModelGrader:
                 "model": model,
             }
         )
+        if api_key_secret is not UNSET:
+            field_dict["api_key_secret"] = api_key_secret
+        if endpoint is not UNSET:
+            field_dict["endpoint"] = endpoint
         if name is not UNSET:
             field_dict["name"] = name
         if range_ is not UNSET:
@@ -94,6 +119,24 @@ class ScoreModelGrader:
             input_.append(input_item)
 
         model = d.pop("model")
+
+        def _parse_api_key_secret(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        api_key_secret = _parse_api_key_secret(d.pop("api_key_secret", UNSET))
+
+        def _parse_endpoint(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        endpoint = _parse_endpoint(d.pop("endpoint", UNSET))
 
         name = d.pop("name", UNSET)
 
@@ -124,6 +167,8 @@ class ScoreModelGrader:
         score_model_grader = cls(
             input_=input_,
             model=model,
+            api_key_secret=api_key_secret,
+            endpoint=endpoint,
             name=name,
             range_=range_,
             sampling_params=sampling_params,

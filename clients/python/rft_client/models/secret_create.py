@@ -15,7 +15,8 @@ class SecretCreate:
 
     Attributes:
         name (str): 1 to 64 letters, digits, `_`, `.` or `-`; what a job's integrations name it by (`{"type": "wandb",
-            "api_key_secret": NAME}`). Writing an existing name replaces its value.
+            "api_key_secret": NAME}`), and a score_model grader the key of its own endpoint by (`"api_key_secret": NAME`
+            beside `endpoint`). Writing an existing name replaces its value.
         value (str): The secret itself (e.g. a W&B API key). Stored encrypted; never returned by any route.
     """
 

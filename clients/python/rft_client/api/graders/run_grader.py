@@ -72,7 +72,10 @@ def sync_detailed(
 ) -> Response[HTTPValidationError | RunResponse]:
     """Run Grader
 
-     Score ``model_sample`` against ``item``: reward, sub-rewards and OpenAI's error flags.
+     Score ``model_sample`` against ``item``: reward, sub-rewards and OpenAI's error flags. A score_model
+    grader
+    with its own ``endpoint`` is refused here (400): only the worker running a job calls a project's
+    judge.
 
     Args:
         authorization (None | str | Unset):
@@ -106,7 +109,10 @@ def sync(
 ) -> HTTPValidationError | RunResponse | None:
     """Run Grader
 
-     Score ``model_sample`` against ``item``: reward, sub-rewards and OpenAI's error flags.
+     Score ``model_sample`` against ``item``: reward, sub-rewards and OpenAI's error flags. A score_model
+    grader
+    with its own ``endpoint`` is refused here (400): only the worker running a job calls a project's
+    judge.
 
     Args:
         authorization (None | str | Unset):
@@ -135,7 +141,10 @@ async def asyncio_detailed(
 ) -> Response[HTTPValidationError | RunResponse]:
     """Run Grader
 
-     Score ``model_sample`` against ``item``: reward, sub-rewards and OpenAI's error flags.
+     Score ``model_sample`` against ``item``: reward, sub-rewards and OpenAI's error flags. A score_model
+    grader
+    with its own ``endpoint`` is refused here (400): only the worker running a job calls a project's
+    judge.
 
     Args:
         authorization (None | str | Unset):
@@ -167,7 +176,10 @@ async def asyncio(
 ) -> HTTPValidationError | RunResponse | None:
     """Run Grader
 
-     Score ``model_sample`` against ``item``: reward, sub-rewards and OpenAI's error flags.
+     Score ``model_sample`` against ``item``: reward, sub-rewards and OpenAI's error flags. A score_model
+    grader
+    with its own ``endpoint`` is refused here (400): only the worker running a job calls a project's
+    judge.
 
     Args:
         authorization (None | str | Unset):

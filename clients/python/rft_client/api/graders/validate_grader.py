@@ -72,7 +72,9 @@ def sync_detailed(
 ) -> Response[HTTPValidationError | ValidateResponse]:
     """Validate Grader
 
-     Schema, formula, sandbox availability and (python) import in the sandbox; 422 with the reason.
+     Schema, formula, sandbox availability, (python) import in the sandbox, and a score_model grader's
+    own
+    endpoint and the project secret it names; 4xx with the reason.
 
     Args:
         authorization (None | str | Unset):
@@ -106,7 +108,9 @@ def sync(
 ) -> HTTPValidationError | ValidateResponse | None:
     """Validate Grader
 
-     Schema, formula, sandbox availability and (python) import in the sandbox; 422 with the reason.
+     Schema, formula, sandbox availability, (python) import in the sandbox, and a score_model grader's
+    own
+    endpoint and the project secret it names; 4xx with the reason.
 
     Args:
         authorization (None | str | Unset):
@@ -135,7 +139,9 @@ async def asyncio_detailed(
 ) -> Response[HTTPValidationError | ValidateResponse]:
     """Validate Grader
 
-     Schema, formula, sandbox availability and (python) import in the sandbox; 422 with the reason.
+     Schema, formula, sandbox availability, (python) import in the sandbox, and a score_model grader's
+    own
+    endpoint and the project secret it names; 4xx with the reason.
 
     Args:
         authorization (None | str | Unset):
@@ -167,7 +173,9 @@ async def asyncio(
 ) -> HTTPValidationError | ValidateResponse | None:
     """Validate Grader
 
-     Schema, formula, sandbox availability and (python) import in the sandbox; 422 with the reason.
+     Schema, formula, sandbox availability, (python) import in the sandbox, and a score_model grader's
+    own
+    endpoint and the project secret it names; 4xx with the reason.
 
     Args:
         authorization (None | str | Unset):
