@@ -14,6 +14,11 @@ secret itself), no line of the API's or the worker's log, no file under the stat
 the W&B folder, the object store on disk), and A's python grader, which hunts for it from inside the sandbox
 (environment, /proc of itself, its parent and every process it can see, every file under the state folder, /tmp),
 finds nothing: it would score 1.0, and every reward stays 0.
+
+A project's own judge the same way: A keeps a judge's key as the secret "judge" and its job's score_model grader
+calls a stand-in OpenAI-compatible judge on loopback (``endpoint``, allowed by JUDGE_PRIVATE_ENDPOINTS) with it;
+the judge answers 0.75 to that key only, so every reward being 0.75 says the key reached the judge on every call
+and the hunting grader beside it found nothing. B naming "judge" is refused at creation, as if it never existed.
 """
 
 from __future__ import annotations
@@ -164,11 +169,48 @@ def places(state: Path) -> list[str]:
 
 
 @dataclass
+class FakeJudge:
+    """An OpenAI-compatible judge: 0.75 for requests bearing ``key``, 401 for any other; keeps every request's
+    Authorization header."""
+
+    key: str = ""
+    url: str = ""
+    seen: list[str | None] = field(default_factory=list)
+
+
+def _serve_judge(judge: FakeJudge) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            auth = self.headers.get("authorization")
+            judge.seen.append(auth)
+            ok = self.path == "/v1/chat/completions" and auth == f"Bearer {judge.key}"
+            reply = {"choices": [{"message": {"role": "assistant", "content": "Score: 0.75"}}]}
+            answer = json.dumps(reply if ok else {"error": {"message": "unauthorized"}}).encode()
+            self.send_response(200 if ok else 401)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    judge.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@dataclass
 class Fleet:
     stack: Stack
     state: Path
     wandb: FakeWandb
     worker_key: str
+    judge: FakeJudge
 
     def project(self, name: str) -> httpx.Client:
         """A new project and a client holding its key (``python -m api.admin``, as an operator does)."""
@@ -189,26 +231,29 @@ def fleet(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Fleet]:
     state = tmp_path_factory.mktemp("secrets")
-    fake = FakeWandb()
-    server = _serve(fake)
+    fake, judge = FakeWandb(), FakeJudge()
+    server, judge_server = _serve(fake), _serve_judge(judge)
     worker_key = "workerkey" + secrets.token_hex(20)  # the operator's own W&B key, on the worker
     try:
         with fresh_database() as pg_url:
             env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, state)
             env |= {"SECRETS_KEY": Fernet.generate_key().decode(), "WANDB_BASE_URL": fake.url}
-            env |= {"WANDB_API_KEY": worker_key}
+            env |= {"WANDB_API_KEY": worker_key, "JUDGE_PRIVATE_ENDPOINTS": "true"}  # the judge is on loopback
             with running_api(env, logs_dir) as stack:
                 stack.start_worker()
-                yield Fleet(stack, state, fake, worker_key)
+                yield Fleet(stack, state, fake, worker_key, judge)
     finally:
         server.shutdown()
+        judge_server.shutdown()
 
 
-def run_job(fleet: Fleet, api: httpx.Client, integration: dict[str, Any]) -> dict[str, Any]:
+def run_job(
+    fleet: Fleet, api: httpx.Client, integration: dict[str, Any] | None, grader: dict[str, Any] | None = None
+) -> dict[str, Any]:
     f = api.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("a.jsonl", jsonl(ARITH_ROWS))})
     assert f.status_code == 201, f.text
-    body = job_body(TINY_ID, f.json()["id"], grader=hunting_grader(places(fleet.state)))
-    body |= {"integrations": [integration]}
+    body = job_body(TINY_ID, f.json()["id"], grader=grader or hunting_grader(places(fleet.state)))
+    body |= {"integrations": [integration]} if integration else {}
     created = api.post("/v1/fine_tuning/jobs", json=body)
     assert created.status_code == 201, created.text
     job = wait_status(api, created.json()["id"], {"succeeded", "failed", "cancelled"}, 300, fleet.stack)
@@ -267,6 +312,48 @@ def test_a_projects_job_logs_with_its_own_key_which_nothing_else_can_read(fleet:
     messages_a = [e["message"] for e in job_responses(a, job_a["id"])[1].json()["data"]]
     assert any("project team-a with this project's key" in m for m in messages_a), messages_a
 
+    assert fleet.stack.api is not None and fleet.stack.worker is not None
+    for log in (fleet.stack.api.log, fleet.stack.worker.log):
+        assert value not in log.read_text(errors="replace"), f"{log}: the secret's value"
+    leaked = [p for p in fleet.state.rglob("*") if p.is_file() and value.encode() in p.read_bytes()]
+    assert not leaked, leaked
+
+
+def own_judge(url: str) -> dict[str, Any]:
+    return {
+        "type": "score_model",
+        "name": "judge",
+        "model": "judge-1",
+        "input": [{"role": "user", "content": "Is {{sample.output_text}} equal to {{item.answer}}? Score 0 to 1."}],
+        "endpoint": url,
+        "api_key_secret": "judge",
+    }
+
+
+def test_a_projects_own_judge_scores_its_job_with_its_key_which_no_other_project_can_name(fleet: Fleet) -> None:
+    a, b = fleet.project("judge-A"), fleet.project("judge-B")
+    value = MARK + secrets.token_hex(16)
+    fleet.judge.key = value
+    assert a.post("/v1/secrets", json={"name": "judge", "value": value}).status_code == 201
+    grader = {  # the judge's score, unless the sandboxed grader beside it finds the key (then 0)
+        "type": "multi",
+        "graders": {"judge": own_judge(fleet.judge.url), "hunt": hunting_grader(places(fleet.state))},
+        "calculate_output": "judge * (1 - hunt)",
+    }
+    job = run_job(fleet, a, None, grader)
+    assert fleet.judge.seen and set(fleet.judge.seen) == {f"Bearer {value}"}, "the judge was not called with the key"
+    responses = job_responses(a, job["id"])
+    metrics = responses[2].json()["data"]
+    assert [m["metrics"]["scores"]["train_reward_mean"] for m in metrics] == [0.75, 0.75, 0.75]
+
+    f = b.post("/v1/files", data={"purpose": "fine-tune"}, files={"file": ("b.jsonl", jsonl(ARITH_ROWS))})
+    body = job_body(TINY_ID, f.json()["id"], grader=own_judge(fleet.judge.url))
+    refused = b.post("/v1/fine_tuning/jobs", json=body)  # B never wrote "judge": A's is not there for it
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["param"] == "method.reinforcement.grader.api_key_secret"
+    assert refused.json()["error"]["code"] == "secret_not_found"
+    for r in [*responses, refused]:
+        assert value not in r.text, f"{r.request.url}: the secret's value"
     assert fleet.stack.api is not None and fleet.stack.worker is not None
     for log in (fleet.stack.api.log, fleet.stack.worker.log):
         assert value not in log.read_text(errors="replace"), f"{log}: the secret's value"
