@@ -113,6 +113,7 @@ def test_readiness_prometheus_and_request_ids(client: TestClient) -> None:
         "database": "ok",
         "broker": "ok",
         "object_store": "ok",
+        "inference": "ok",  # the embedded defaults start a model's replica on first use (INFERENCE_ON_DEMAND)
     }
     make_job(client, steps=2)
     r = client.get("/v1/models", headers={"X-Request-ID": "req-123"})

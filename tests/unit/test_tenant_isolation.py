@@ -193,7 +193,12 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
     for method, path, route in api_routes(client):
         if path.startswith("/internal/"):  # a project key is not the worker token, whoever's it is
             for hdr in (a_hdr, b_hdr):
-                internal_ids = a_ids | {"job_id": a["fine_tuning_job_id"], "model_id": TINY_ID, "request_id": "req-1"}
+                internal_ids = a_ids | {
+                    "job_id": a["fine_tuning_job_id"],
+                    "model_id": TINY_ID,
+                    "request_id": "req-1",
+                    "replica_id": "infr-1",
+                }
                 assert call(client, method, path, internal_ids, hdr).status_code == 401
             continue
         if path.startswith("/api/v1/"):  # the training API's own key header: tests/unit/test_training_isolation.py
@@ -202,9 +207,8 @@ def test_another_projects_objects_are_404_on_every_endpoint_and_never_appear(
             continue
         if path.startswith("/v1/admin/"):  # the operator's routes: a project key never opens them
             for hdr in (a_hdr, b_hdr):
-                r = call(
-                    client, method, path, {"model_id": "tiny-llama", "project_id": "proj-x"}, hdr, json={"source": "/"}
-                )
+                operator_ids = {"model_id": "tiny-llama", "project_id": "proj-x", "replica_id": "infr-1"}
+                r = call(client, method, path, operator_ids, hdr, json={"source": "/"})
                 assert r.status_code == 403, (method, path, r.text)
             continue
         if not path.startswith("/v1/"):  # health, readiness, metrics: must address no tenant object

@@ -74,6 +74,8 @@ from .grpo_config_sharding import GRPOConfigSharding
 from .grpo_config_vllm_weight_sync import GRPOConfigVllmWeightSync
 from .health_config import HealthConfig
 from .http_validation_error import HTTPValidationError
+from .inference_replica_list import InferenceReplicaList
+from .inference_replica_view import InferenceReplicaView
 from .integration import Integration
 from .job import Job
 from .job_budget import JobBudget
@@ -123,9 +125,11 @@ from .metrics_page import MetricsPage
 from .metrics_point import MetricsPoint
 from .model import Model
 from .model_detail import ModelDetail
+from .model_detail_serving_type_0 import ModelDetailServingType0
 from .model_file_info import ModelFileInfo
 from .model_list import ModelList
 from .model_register import ModelRegister
+from .model_serving_type_0 import ModelServingType0
 from .multi_grader import MultiGrader
 from .multi_grader_graders import MultiGraderGraders
 from .off_policy_stats import OffPolicyStats
@@ -151,6 +155,7 @@ from .regex_grader import RegexGrader
 from .regex_grader_flags_item import RegexGraderFlagsItem
 from .regex_grader_mode import RegexGraderMode
 from .reinforcement_method import ReinforcementMethod
+from .replica_add import ReplicaAdd
 from .report_metrics import ReportMetrics
 from .report_metrics_metrics import ReportMetricsMetrics
 from .resources import Resources
@@ -293,6 +298,8 @@ __all__ = (
     "GRPOConfigVllmWeightSync",
     "HealthConfig",
     "HTTPValidationError",
+    "InferenceReplicaList",
+    "InferenceReplicaView",
     "Integration",
     "Job",
     "JobBudget",
@@ -342,9 +349,11 @@ __all__ = (
     "MetricsPoint",
     "Model",
     "ModelDetail",
+    "ModelDetailServingType0",
     "ModelFileInfo",
     "ModelList",
     "ModelRegister",
+    "ModelServingType0",
     "MultiGrader",
     "MultiGraderGraders",
     "OffPolicyStats",
@@ -370,6 +379,7 @@ __all__ = (
     "RegexGraderFlagsItem",
     "RegexGraderMode",
     "ReinforcementMethod",
+    "ReplicaAdd",
     "ReportMetrics",
     "ReportMetricsMetrics",
     "Resources",

@@ -7,6 +7,8 @@ from typing import Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 T = TypeVar("T", bound="FleetWorker")
 
 
@@ -20,6 +22,8 @@ class FleetWorker:
         sessions (int): Training-API sessions it serves now.
         tenants (int): Jobs and sessions together: more than 1 is a pool sharing its device.
         worker_id (str): The worker process (host:pid) as its leases name it.
+        serving (list[str] | Unset): The base models it serves as an inference replica started on demand (it trains
+            nothing meanwhile); its device time is usage of kind serving.
     """
 
     base_models: list[str]
@@ -28,6 +32,7 @@ class FleetWorker:
     sessions: int
     tenants: int
     worker_id: str
+    serving: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,6 +48,10 @@ class FleetWorker:
 
         worker_id = self.worker_id
 
+        serving: list[str] | Unset = UNSET
+        if not isinstance(self.serving, Unset):
+            serving = self.serving
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -55,6 +64,8 @@ class FleetWorker:
                 "worker_id": worker_id,
             }
         )
+        if serving is not UNSET:
+            field_dict["serving"] = serving
 
         return field_dict
 
@@ -73,6 +84,8 @@ class FleetWorker:
 
         worker_id = d.pop("worker_id")
 
+        serving = cast(list[str], d.pop("serving", UNSET))
+
         fleet_worker = cls(
             base_models=base_models,
             jobs=jobs,
@@ -80,6 +93,7 @@ class FleetWorker:
             sessions=sessions,
             tenants=tenants,
             worker_id=worker_id,
+            serving=serving,
         )
 
         fleet_worker.additional_properties = d

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.model_detail_serving_type_0 import ModelDetailServingType0, check_model_detail_serving_type_0
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -36,6 +37,9 @@ class ModelDetail:
         owned_by (str | Unset): 'system' for a base model, the project's id for a fine-tuned one. Default: 'system'.
         parameter_count (int | None | Unset): Parameters, from the safetensors headers.
         parent (None | str | Unset): A fine-tuned model's base model.
+        serving (ModelDetailServingType0 | None | Unset): How /v1/chat/completions serves it now: ready (a replica
+            answers), starting (a worker is starting one), on_first_use (a request starts one), unavailable (its replicas do
+            not answer), not_served.
         sha256 (None | str | Unset): Digest over the files' sha256s: equal digests, equal models.
         size_bytes (int | None | Unset): Total size of the model's files.
         source (None | str | Unset): A base model's origin: the folder, s3:// prefix or hf:// id it was registered from,
@@ -56,6 +60,7 @@ class ModelDetail:
     owned_by: str | Unset = "system"
     parameter_count: int | None | Unset = UNSET
     parent: None | str | Unset = UNSET
+    serving: ModelDetailServingType0 | None | Unset = UNSET
     sha256: None | str | Unset = UNSET
     size_bytes: int | None | Unset = UNSET
     source: None | str | Unset = UNSET
@@ -131,6 +136,14 @@ class ModelDetail:
         else:
             parent = self.parent
 
+        serving: None | str | Unset
+        if isinstance(self.serving, Unset):
+            serving = UNSET
+        elif isinstance(self.serving, str):
+            serving = self.serving
+        else:
+            serving = self.serving
+
         sha256: None | str | Unset
         if isinstance(self.sha256, Unset):
             sha256 = UNSET
@@ -182,6 +195,8 @@ class ModelDetail:
             field_dict["parameter_count"] = parameter_count
         if parent is not UNSET:
             field_dict["parent"] = parent
+        if serving is not UNSET:
+            field_dict["serving"] = serving
         if sha256 is not UNSET:
             field_dict["sha256"] = sha256
         if size_bytes is not UNSET:
@@ -296,6 +311,23 @@ class ModelDetail:
 
         parent = _parse_parent(d.pop("parent", UNSET))
 
+        def _parse_serving(data: object) -> ModelDetailServingType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                serving_type_0 = check_model_detail_serving_type_0(data)
+
+                return serving_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ModelDetailServingType0 | None | Unset, data)
+
+        serving = _parse_serving(d.pop("serving", UNSET))
+
         def _parse_sha256(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -338,6 +370,7 @@ class ModelDetail:
             owned_by=owned_by,
             parameter_count=parameter_count,
             parent=parent,
+            serving=serving,
             sha256=sha256,
             size_bytes=size_bytes,
             source=source,

@@ -1,12 +1,13 @@
 # Generated from openapi.json by `make openapi` (scripts/openapi.py): do not edit by hand.
 from typing import Literal
 
-UsageKind = Literal["eval", "inference", "job", "session"]
+UsageKind = Literal["eval", "inference", "job", "serving", "session"]
 
 USAGE_KIND_VALUES: set[UsageKind] = {
     "eval",
     "inference",
     "job",
+    "serving",
     "session",
 }
 

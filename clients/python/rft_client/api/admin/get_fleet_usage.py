@@ -163,7 +163,8 @@ def sync_detailed(
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         project_id (None | str | Unset): Only this project's records.
-        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
+        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference,
+            serving.
         group_by (GetFleetUsageGroupBy | Unset): project: one bucket a project; day: a project a
             day. Default: 'project'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 1000.
@@ -213,7 +214,8 @@ def sync(
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         project_id (None | str | Unset): Only this project's records.
-        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
+        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference,
+            serving.
         group_by (GetFleetUsageGroupBy | Unset): project: one bucket a project; day: a project a
             day. Default: 'project'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 1000.
@@ -258,7 +260,8 @@ async def asyncio_detailed(
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         project_id (None | str | Unset): Only this project's records.
-        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
+        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference,
+            serving.
         group_by (GetFleetUsageGroupBy | Unset): project: one bucket a project; day: a project a
             day. Default: 'project'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 1000.
@@ -306,7 +309,8 @@ async def asyncio(
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         project_id (None | str | Unset): Only this project's records.
-        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
+        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference,
+            serving.
         group_by (GetFleetUsageGroupBy | Unset): project: one bucket a project; day: a project a
             day. Default: 'project'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 1000.

@@ -112,7 +112,10 @@ def sync_detailed(
 
      A chat completion from a base model, a fine-tuned model or a checkpoint of this project (another
     project's
-    model is 404). The first request for a fine-tuned model loads its adapter into the inference server.
+    model is 404). The first request for a fine-tuned model loads its adapter into the replica its
+    adapter is
+    routed to; a model no replica serves yet is started on a worker where the service does that (503
+    ``model_starting`` with Retry-After while it starts).
 
     Args:
         authorization (None | str | Unset):
@@ -148,7 +151,10 @@ def sync(
 
      A chat completion from a base model, a fine-tuned model or a checkpoint of this project (another
     project's
-    model is 404). The first request for a fine-tuned model loads its adapter into the inference server.
+    model is 404). The first request for a fine-tuned model loads its adapter into the replica its
+    adapter is
+    routed to; a model no replica serves yet is started on a worker where the service does that (503
+    ``model_starting`` with Retry-After while it starts).
 
     Args:
         authorization (None | str | Unset):
@@ -179,7 +185,10 @@ async def asyncio_detailed(
 
      A chat completion from a base model, a fine-tuned model or a checkpoint of this project (another
     project's
-    model is 404). The first request for a fine-tuned model loads its adapter into the inference server.
+    model is 404). The first request for a fine-tuned model loads its adapter into the replica its
+    adapter is
+    routed to; a model no replica serves yet is started on a worker where the service does that (503
+    ``model_starting`` with Retry-After while it starts).
 
     Args:
         authorization (None | str | Unset):
@@ -213,7 +222,10 @@ async def asyncio(
 
      A chat completion from a base model, a fine-tuned model or a checkpoint of this project (another
     project's
-    model is 404). The first request for a fine-tuned model loads its adapter into the inference server.
+    model is 404). The first request for a fine-tuned model loads its adapter into the replica its
+    adapter is
+    routed to; a model no replica serves yet is started on a worker where the service does that (503
+    ``model_starting`` with Retry-After while it starts).
 
     Args:
         authorization (None | str | Unset):

@@ -67,7 +67,7 @@ def sync_detailed(
 
      Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned
     models,
-    newest first.
+    newest first; each says whether the inference fleet serves it now (``serving``).
 
     Args:
         authorization (None | str | Unset):
@@ -100,7 +100,7 @@ def sync(
 
      Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned
     models,
-    newest first.
+    newest first; each says whether the inference fleet serves it now (``serving``).
 
     Args:
         authorization (None | str | Unset):
@@ -128,7 +128,7 @@ async def asyncio_detailed(
 
      Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned
     models,
-    newest first.
+    newest first; each says whether the inference fleet serves it now (``serving``).
 
     Args:
         authorization (None | str | Unset):
@@ -159,7 +159,7 @@ async def asyncio(
 
      Base models (``owned_by: system``, with the registry's metadata), then this project's fine-tuned
     models,
-    newest first.
+    newest first; each says whether the inference fleet serves it now (``serving``).
 
     Args:
         authorization (None | str | Unset):

@@ -162,7 +162,8 @@ def sync_detailed(
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         job_id (None | str | Unset): Only this job's attempts (404: not this project's).
-        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
+        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference,
+            serving.
         group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job; attempt:
             one an attempt of a job. Default: 'day'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 100.
@@ -216,7 +217,8 @@ def sync(
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         job_id (None | str | Unset): Only this job's attempts (404: not this project's).
-        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
+        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference,
+            serving.
         group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job; attempt:
             one an attempt of a job. Default: 'day'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 100.
@@ -265,7 +267,8 @@ async def asyncio_detailed(
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         job_id (None | str | Unset): Only this job's attempts (404: not this project's).
-        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
+        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference,
+            serving.
         group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job; attempt:
             one an attempt of a job. Default: 'day'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 100.
@@ -317,7 +320,8 @@ async def asyncio(
         start_time (int | None | Unset): Unix seconds: records of attempts started at or after it.
         end_time (int | None | Unset): Unix seconds: records of attempts started before it.
         job_id (None | str | Unset): Only this job's attempts (404: not this project's).
-        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference.
+        kind (None | Unset | UsageKind): Only records of this kind: job, eval, session, inference,
+            serving.
         group_by (GetUsageGroupBy | Unset): day: one bucket a UTC day; job: one a job; attempt:
             one an attempt of a job. Default: 'day'.
         limit (int | Unset): Buckets at most (totals cover every matched record). Default: 100.
