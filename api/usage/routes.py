@@ -22,7 +22,9 @@ admin = APIRouter(
 
 StartTime = Annotated[int | None, Query(ge=0, description="Unix seconds: records of attempts started at or after it.")]
 EndTime = Annotated[int | None, Query(ge=0, description="Unix seconds: records of attempts started before it.")]
-Kind = Annotated[UsageKind | None, Query(description="Only records of this kind: job, eval, session, inference, serving.")]
+Kind = Annotated[
+    UsageKind | None, Query(description="Only records of this kind: job, eval, session, inference, serving.")
+]
 Limit = Annotated[int, Query(ge=1, le=1000, description="Buckets at most (totals cover every matched record).")]
 
 
