@@ -106,6 +106,7 @@ class Router:
         for base, urls in settings.inference_endpoints.items():
             self._static += [(f"config-{base}-{i}", url.rstrip("/"), base) for i, url in enumerate(urls)]
         self._resolved: dict[str, list[str]] = {}  # dns+ URL -> the addresses it last resolved to
+        self._retired: list[Replica] = []  # replicas that left, closed once nothing is in flight on them
         self._refresh_lock = asyncio.Lock()
         self._health: asyncio.Task[None] | None = None
 
@@ -155,9 +156,11 @@ class Router:
                     r = Replica(rid, url, base, old[url].client if url in old else self._client(url), started)
                     r.checked_at = 0.0
                 fresh[url] = r
-            for url, r in old.items():
-                if url not in fresh:
-                    await r.client.aclose()
+            # a replica that left is closed once no request of this process is on it (never under a stream)
+            self._retired += [r for url, r in old.items() if url not in fresh]
+            for r in [r for r in self._retired if r.in_flight <= 0]:
+                self._retired.remove(r)
+                await r.client.aclose()
             new = [r for url, r in fresh.items() if url not in old]
             self.known = _Known(fresh, time.monotonic(), pending)
             await asyncio.gather(*(self._check(r) for r in new if r.base is None))
@@ -227,7 +230,7 @@ class Router:
             self._health.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._health
-        for r in self.known.replicas.values():
+        for r in [*self.known.replicas.values(), *self._retired]:
             await r.client.aclose()
 
     # -- what serves what -----------------------------------------------------------------------------------------
