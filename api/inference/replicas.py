@@ -94,8 +94,13 @@ def recent(session: Session, limit: int = 100) -> list[InferenceReplica]:
 
 def check_url(url: str) -> str:
     """An OpenAI-compatible base URL, ``http(s)://host[:port]/v1``, without a trailing slash; else a 400."""
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+    try:
+        parsed = urlparse(url)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname)
+        parsed.port  # noqa: B018 - raises on a port that is not a number in range
+    except ValueError:
+        ok = False
+    if not ok:
         raise InvalidRequest(f"{url!r} is not an http(s) URL", param="url", code="invalid_url")
     return url.rstrip("/")
 

@@ -125,6 +125,9 @@ def test_the_operator_registers_lists_and_removes_replicas(
         assert client.post("/v1/admin/inference/replicas", json=again, headers=ADMIN).status_code == 409
         bad = client.post("/v1/admin/inference/replicas", json={"base_model": "x", "url": "ftp://h/v1"}, headers=ADMIN)
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "url"
+        for url in ("http://[::1/v1", "http://h:99999/v1", "http:///v1"):
+            body = {"base_model": "x", "url": url}
+            assert client.post("/v1/admin/inference/replicas", json=body, headers=ADMIN).status_code == 400, url
         assert client.get("/v1/admin/inference/replicas").status_code == 401
         listed = client.get("/v1/admin/inference/replicas", headers=ADMIN).json()["data"]
         assert [x["origin"] for x in listed] == ["config", "config", "admin"]
