@@ -58,6 +58,7 @@ from runtime.storage import ObjectStore
 log = logging.getLogger(__name__)
 REFRESH_SECONDS = 2.0  # how stale this process's list of replicas may be
 HEALTH_TIMEOUT = 2.0
+STARTING_RETRY_AFTER = 5  # seconds: a client retrying sooner finds its replica ready sooner (it loads in ~1 min)
 
 
 @dataclass
@@ -377,7 +378,7 @@ class Router:
                 raise Unavailable(
                     f"{base!r} is starting on a worker (replica {row.id}, {state}); retry in a few seconds",
                     code="model_starting",
-                    headers={"Retry-After": "10"},
+                    headers={"Retry-After": str(STARTING_RETRY_AFTER)},
                 )
             await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 

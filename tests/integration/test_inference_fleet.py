@@ -31,7 +31,7 @@ from tests.tiny_model import build_tiny_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SECOND = "tiny-chat"  # the second base model
-IDLE_SECONDS = 10
+IDLE_SECONDS = 20  # well above the Retry-After of a starting model (5 s) and the start wait
 HELLO = [{"role": "user", "content": "What is 2 + 3?"}]
 CHAT_TEMPLATE = (
     "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
