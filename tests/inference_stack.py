@@ -25,7 +25,7 @@ from grpo_core.models.catalog import SMOLLM2_ID, prepare_smollm2
 from scripts.demo import GRADER_SOURCE, HYPERPARAMETERS, split
 from scripts.local_stack import Proc, free_port, wait_http
 from tests.integration.stack import Stack, production_env, running_api, wait_status
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 
 # scripts/demo.py's job, without validation (this fixture uploads no validation file)
 DEMO_HP = {k: v for k, v in HYPERPARAMETERS.items() if k != "eval_interval"} | {"max_steps": 20}
@@ -73,8 +73,8 @@ def served_demo(
 ) -> Iterator[ServedDemo]:
     port = free_port()
     inference_url = f"http://127.0.0.1:{port}/v1"
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, smollm2_catalog, tmp_path_factory.mktemp("state"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, smollm2_catalog, tmp_path_factory.mktemp("state"))
         env |= {"INFERENCE_BASE_URL": inference_url, "OMP_NUM_THREADS": "2", "LEASE_SECONDS": "120"}
         with running_api(env, logs_dir) as stack:
             project = stack.admin("projects", "create", "inference-tests")

@@ -59,6 +59,17 @@ def fresh_redis_db() -> str:
     return url
 
 
+@contextmanager
+def leased_redis_db() -> Iterator[str]:
+    """``fresh_redis_db`` for as long as a stack runs: the database goes back to the pool when the block ends (its
+    workers stopped), since Redis has 15 of them and a whole test session starts more stacks than that."""
+    url = fresh_redis_db()
+    try:
+        yield url
+    finally:
+        _taken_redis_dbs.discard(int(url.rsplit("/", 1)[1]))
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     with fresh_database() as url:

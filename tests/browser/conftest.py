@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page
 from scripts.local_stack import ROOT
 from scripts.screenshot import chromium_path
 from tests.integration.stack import Stack, production_env, running_api
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 
 pytestmark = pytest.mark.integration
 
@@ -45,8 +45,8 @@ def stack(
 ) -> Iterator[Stack]:
     """A database and a broker queue of its own: the key made below must not close the integration tests'
     open-mode stack, and its worker must not take their jobs."""
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, catalog_dir, tmp_path_factory.mktemp("state"))
         with running_api(env, logs_dir) as stack:
             yield stack
 

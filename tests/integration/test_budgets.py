@@ -30,7 +30,7 @@ from standardwebhooks import Webhook
 from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl
 from tests.integration.adapters import adapter_of, trained_alone
 from tests.integration.stack import Stack, production_env, running_api, wait_status
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -81,8 +81,8 @@ class Priced:
 def priced(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Priced]:
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, catalog_dir, tmp_path_factory.mktemp("state"))
         env |= {"PRICE_DEVICE_HOUR": json.dumps({"cpu": PRICE}), "WEBHOOK_POLL_SECONDS": "0.2"}
         with running_api(env, logs_dir) as stack:
             yield Priced(stack, {name: stack.project_key(name) for name in ("team-a", "team-b")})

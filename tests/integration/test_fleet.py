@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, text
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.integration.flow import all_events
 from tests.integration.stack import Stack, production_env, running_api
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -87,8 +87,8 @@ def fleet(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Fleet]:
     """Its own database (projects with keys turn authentication on) and broker queue; workers per test."""
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, catalog_dir, tmp_path_factory.mktemp("state"))
         env |= {"PREEMPTION_GRACE_SECONDS": "2"}
         with running_api(env, logs_dir) as stack:
             projects, clients = {}, {}

@@ -26,7 +26,7 @@ from grpo_core.models.catalog import SMOLLM2_ID
 from scripts.local_stack import Proc, free_port, wait_http
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.integration.stack import Stack, production_env, running_api, wait_status
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import build_tiny_model
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -52,8 +52,8 @@ def second_base(root: Path) -> Path:
 def fleet(
     s3: dict[str, str], smollm2_catalog: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack]:
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, smollm2_catalog, tmp_path_factory.mktemp("state"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, smollm2_catalog, tmp_path_factory.mktemp("state"))
         env |= {
             "INFERENCE_ON_DEMAND": "true",
             "INFERENCE_IDLE_SECONDS": str(IDLE_SECONDS),

@@ -24,7 +24,7 @@ from tests.helpers import ARITH_ROWS, PY_GRADER, job_body, jsonl
 from tests.integration.adapters import adapter_of, trained_alone
 from tests.integration.flow import all_events
 from tests.integration.stack import Stack, production_env, running_api, wait_status
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -49,8 +49,8 @@ class Pooled:
 def pooled(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Pooled]:
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, catalog_dir, tmp_path_factory.mktemp("state"))
         env |= {"POOL_TENANTS": "4", "POOL_SAMPLE_TOGETHER": "true"}
         with running_api(env, logs_dir) as stack:
             yield Pooled(stack, {name: stack.project_key(name)[1] for name in ("team-a", "team-b")})

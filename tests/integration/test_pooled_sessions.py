@@ -24,7 +24,7 @@ import tinker
 from tinker import types
 
 from tests.integration.stack import Stack, production_env, running_api
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -63,8 +63,8 @@ def two_projects(
     """A pool's stack: a database and a Redis db of its own, the API with the worker ``settings`` (sessions idle
     for up to 120 s, no telemetry), and a key of each of two projects; no worker yet."""
     os.environ.setdefault("TINKER_TELEMETRY", "0")
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, state)
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, catalog_dir, state)
         env |= {"TRAINING_IDLE_TIMEOUT_SECONDS": "120", "TINKER_TELEMETRY": "0", **settings}
         with running_api(env, logs_dir) as s:
             yield s, {name: s.project_key(name)[1] for name in ("team-a", "team-b")}

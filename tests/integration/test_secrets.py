@@ -44,7 +44,7 @@ from scripts.local_stack import ROOT
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.integration.stack import Stack, production_env, running_api, wait_status
 from tests.integration.test_tracking import wandb_records
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -235,8 +235,8 @@ def fleet(
     server, judge_server = _serve(fake), _serve_judge(judge)
     worker_key = "workerkey" + secrets.token_hex(20)  # the operator's own W&B key, on the worker
     try:
-        with fresh_database() as pg_url:
-            env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, state)
+        with fresh_database() as pg_url, leased_redis_db() as broker:
+            env = production_env(pg_url, broker, s3, catalog_dir, state)
             env |= {"SECRETS_KEY": Fernet.generate_key().decode(), "WANDB_BASE_URL": fake.url}
             env |= {"WANDB_API_KEY": worker_key, "JUDGE_PRIVATE_ENDPOINTS": "true"}  # the judge is on loopback
             with running_api(env, logs_dir) as stack:

@@ -27,7 +27,7 @@ from api.core.ratelimit import KEY_PREFIX, RedisRateLimiter
 from api.db.locks import hold_project_lock
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.integration.stack import Stack, production_env
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import TINY_ID
 
 pytestmark = pytest.mark.integration
@@ -111,8 +111,8 @@ def two_apis(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[httpx.Client, httpx.Client, str]]:
     """Two API processes on one Postgres and one Redis (as two replicas behind a load balancer), no worker."""
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("replicas"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, catalog_dir, tmp_path_factory.mktemp("replicas"))
         env |= {"RATE_LIMIT_PER_MINUTE": str(PER_MINUTE), "MAX_ACTIVE_JOBS_PER_PROJECT": str(QUOTA)}
         stacks = [Stack(env, logs_dir), Stack(env, logs_dir)]
         try:

@@ -22,7 +22,7 @@ from bench.tool_task import ENVIRONMENT, GRADER, rows
 from grpo_core.models.catalog import SMOLLM2_ID
 from tests.integration.flow import all_events
 from tests.integration.stack import Stack, production_env, running_api, wait_status
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -38,8 +38,8 @@ GROUP = 4
 def stack(
     s3: dict[str, str], smollm2_catalog: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack]:
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, smollm2_catalog, tmp_path_factory.mktemp("state"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, smollm2_catalog, tmp_path_factory.mktemp("state"))
         with running_api(env | {"OMP_NUM_THREADS": "2"}, logs_dir) as stack:
             stack.start_worker()
             yield stack

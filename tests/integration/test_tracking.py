@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import ARITH_ROWS, job_body, jsonl
 from tests.integration.stack import Stack, production_env, running_api, wait_status
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -55,8 +55,8 @@ def tracked_stack(
     s3: dict[str, str], catalog_dir: Path, logs_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Stack, Path]]:
     state = tmp_path_factory.mktemp("tracked")
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, state)
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, catalog_dir, state)
         env |= {"MLFLOW_TRACKING_URI": f"file://{state / 'mlruns'}", "MLFLOW_ALLOW_FILE_STORE": "true"}
         with running_api(env, logs_dir) as stack:
             stack.start_worker()

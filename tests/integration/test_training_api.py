@@ -26,7 +26,7 @@ import torch
 from tinker import types
 
 from tests.integration.stack import Stack, production_env, running_api
-from tests.services import fresh_database, fresh_redis_db
+from tests.services import fresh_database, leased_redis_db
 from tests.tiny_model import TINY_ID
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -48,8 +48,8 @@ def service(
 ) -> Iterator[Service]:
     """Its own database and worker: a session holds the worker for as long as it lives, and one test kills it."""
     os.environ.setdefault("TINKER_TELEMETRY", "0")
-    with fresh_database() as pg_url:
-        env = production_env(pg_url, fresh_redis_db(), s3, catalog_dir, tmp_path_factory.mktemp("state"))
+    with fresh_database() as pg_url, leased_redis_db() as broker:
+        env = production_env(pg_url, broker, s3, catalog_dir, tmp_path_factory.mktemp("state"))
         env |= {"TRAINING_LEASE_SECONDS": "6", "TRAINING_IDLE_TIMEOUT_SECONDS": "120", "TINKER_TELEMETRY": "0"}
         with running_api(env, logs_dir) as stack:
             keys = [stack.project_key(name)[1] for name in ("team-a", "team-b")]
