@@ -42,7 +42,8 @@ class ServeReport(BaseModel):
     claim_id: str = Field(max_length=64)
     state: Literal["starting", "ready", "stopped", "failed"]
     url: str | None = Field(None, max_length=512, description="The server's OpenAI-compatible base, .../v1.")
-    device_kind: str | None = Field(None, max_length=256, description="The GPU's name, or 'cpu (model name)'.")
+    device: str = Field("cpu", max_length=32, description="What the server runs on: 'cuda:0', or 'cpu'.")
+    device_name: str = Field("", max_length=256, description="The GPU's name, or the CPU's model name.")
     error: str | None = Field(None, max_length=4000)
 
 

@@ -27,6 +27,7 @@ from runtime.storage import make_store
 from worker.client import InternalClient, StaleLease
 from worker.failures import classify
 from worker.settings import WorkerSettings
+from worker.tracking import require_carried
 
 log = logging.getLogger(__name__)
 BATCH = 16  # items sampled and posted together
@@ -120,15 +121,12 @@ class EvalRunner:
 
 
 def check_eval_secrets(claim: evc.EvalClaim) -> None:
-    """Fail the run, saying which, when a criterion names a project secret its claim does not carry (deleted since
-    the eval was created, or one the API cannot decrypt), as a job's claim is checked (worker.tracking)."""
-    for i, c in enumerate(claim.criteria):
-        for param, name in named_secrets(c.grader, f"testing_criteria[{i}]").items():
-            if name not in claim.secrets:
-                raise UserError(
-                    f"{param}: the project secret {name!r} is not available to this eval run: it was deleted, or the "
-                    "API cannot decrypt it. Write it again (POST /v1/secrets or `rft secrets set`), then run again"
-                )
+    """Fail the run, saying which, when a criterion names a project secret its claim does not carry, as a job's
+    claim is checked (worker.tracking)."""
+    named = {
+        k: v for i, c in enumerate(claim.criteria) for k, v in named_secrets(c.grader, f"testing_criteria[{i}]").items()
+    }
+    require_carried(named, claim.secrets, "this eval run", "run again")
 
 
 def read_jsonl_lenient(path: Path) -> list[dict[str, Any]]:

@@ -45,7 +45,7 @@ class ServeRun:
         self.client = InternalClient(settings.api_url, settings.internal_token)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
         self.claim_id = uuid.uuid4().hex
-        self.device_kind = _device_kind()
+        self.device, self.device_name = _device()
 
     def run(self) -> None:
         try:
@@ -83,7 +83,9 @@ class ServeRun:
             self.client.close()
 
     def _report(self, state: State, *, url: str | None = None, error: str | None = None) -> ServeAnswer:
-        body = ServeReport(claim_id=self.claim_id, state=state, url=url, device_kind=self.device_kind, error=error)
+        body = ServeReport(
+            claim_id=self.claim_id, state=state, url=url, device=self.device, device_name=self.device_name, error=error
+        )
         return self.client.serve_report(self.replica_id, body)
 
     def _until_ready(self, proc: subprocess.Popen[bytes], claim: ServeClaim, url: str, log_path: Path) -> None:
@@ -162,13 +164,12 @@ def _tail(path: Path, lines: int = 8) -> str:
         return "(no log)"
 
 
-def _device_kind() -> str:
-    """What the replica runs on, for usage: the GPU's name, or "cpu (model name)" (as jobs' attempts say it)."""
+def _device() -> tuple[str, str]:
+    """What the replica runs on, as an attempt's execution says it (api.usage.metering.kind_of names the kind)."""
     import torch
 
     from grpo_core.hardware.device import cpu_name
 
     if torch.cuda.is_available():
-        return str(torch.cuda.get_device_name(0))
-    name = cpu_name()
-    return f"cpu ({name})" if name else "cpu"
+        return "cuda:0", str(torch.cuda.get_device_name(0))
+    return "cpu", cpu_name()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import SecretStr
@@ -205,16 +205,20 @@ def forget_wandb_credentials() -> None:
 
 def check_secrets(claim: api.ClaimResponse) -> None:
     """Fail the job, saying which, when an integration or a grader (a score_model grader's own judge) names a
-    project secret its claim does not carry: deleted since the job was created, or one the API cannot decrypt
-    (SECRETS_KEY changed since it was written)."""
+    project secret its claim does not carry."""
     named = {f"integrations[{i}].api_key_secret": x.api_key_secret for i, x in enumerate(claim.integrations)}
-    named |= named_secrets(claim.grader)
+    require_carried(named | named_secrets(claim.grader), claim.secrets, "this job", "create the job again")
+
+
+def require_carried(named: Mapping[str, str | None], carried: Mapping[str, Any], who: str, then: str) -> None:
+    """UserError naming the field when a secret ``named`` (field -> name) is not in the claim's ``carried``: deleted
+    since the job or eval was created, or one the API cannot decrypt (SECRETS_KEY changed since it was written)."""
     for param, name in named.items():
-        if name and name not in claim.secrets:
+        if name and name not in carried:
             raise UserError(
-                f"{param}: the project secret {name!r} is not available to this job: it was deleted, or the API "
-                "cannot decrypt it (its SECRETS_KEY changed since the secret was written). Write it again "
-                "(POST /v1/secrets or `rft secrets set`), then create the job again"
+                f"{param}: the project secret {name!r} is not available to {who}: it was deleted, or the API cannot "
+                "decrypt it (its SECRETS_KEY changed since the secret was written). Write it again (POST /v1/secrets "
+                f"or `rft secrets set`), then {then}"
             )
 
 

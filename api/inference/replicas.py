@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import time
-from urllib.parse import urlparse
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
@@ -36,6 +35,7 @@ from api.db.models import (
 )
 from api.db.session import rows_changed
 from api.usage import metering
+from grpo_core.schemas.endpoints import check_form
 from runtime.internal import Refusal
 from runtime.serving_contract import ServeAnswer, ServeClaim, ServeClaimRequest, ServeReport
 
@@ -93,16 +93,12 @@ def recent(session: Session, limit: int = 100) -> list[InferenceReplica]:
 
 
 def check_url(url: str) -> str:
-    """An OpenAI-compatible base URL, ``http(s)://host[:port]/v1``, without a trailing slash; else a 400."""
+    """An OpenAI-compatible base URL, ``http(s)://host[:port]/v1``, without a trailing slash; else a 400 (the form
+    a grader's own endpoint is held to: grpo_core.schemas.endpoints)."""
     try:
-        parsed = urlparse(url)
-        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname)
-        parsed.port  # noqa: B018 - raises on a port that is not a number in range
-    except ValueError:
-        ok = False
-    if not ok:
-        raise InvalidRequest(f"{url!r} is not an http(s) URL", param="url", code="invalid_url")
-    return url.rstrip("/")
+        return check_form(url)
+    except ValueError as exc:
+        raise InvalidRequest(f"{url!r}: {exc}", param="url", code="invalid_url") from None
 
 
 def add(session: Session, base_model: str, url: str) -> InferenceReplica:
@@ -238,7 +234,7 @@ def report(session: Session, settings: ApiSettings, replica_id: str, body: Serve
     if row is None or row.claim_id != body.claim_id or row.state not in (*LIVE_REPLICA, ReplicaState.stopping):
         raise Conflict(f"the replica {replica_id} is not this worker's", code=Refusal.stale_claim)
     t = time.time()
-    _meter(session, row, t, body.device_kind)
+    _meter(session, row, t, metering.kind_of(body.device, body.device_name))
     row.last_seen_at = t
     if body.state in ("stopped", "failed"):
         row.state = ReplicaState.stopped if body.state == "stopped" else ReplicaState.failed
@@ -266,10 +262,9 @@ def _stop_reason(settings: ApiSettings, row: InferenceReplica, t: float) -> str 
     return None
 
 
-def _meter(session: Session, row: InferenceReplica, t: float, device_kind: str | None) -> None:
+def _meter(session: Session, row: InferenceReplica, t: float, device_kind: str) -> None:
     """Add the seconds since the replica's previous report to its model's ``serving`` row of today."""
-    if device_kind:
-        row.device_kind = device_kind[:256]
+    row.device_kind = device_kind[:256]
     since = row.last_seen_at or row.claimed_at or t
     a = metering.Attempt(UsageKind.serving, SERVICE_PROJECT, row.base_model[:512], 0, day=metering.day_of(t))
     metering.add_seconds(session, a, t, max(0.0, t - since), row.device_kind)

@@ -291,7 +291,7 @@ class Router:
         for r in ordered:
             r.in_flight += 1
             try:
-                response = await r.client.forward(path, body, target, cache_salt=cache_salt, meter=meter, check=False)
+                response = await r.client.forward(path, body, target, cache_salt=cache_salt, meter=meter)
             except Unavailable as exc:  # not reached, or gone mid-request: the next replica answers instead
                 r.in_flight -= 1
                 self._mark(r, exc.message)

@@ -42,7 +42,7 @@ import httpx
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 
-from api.core.errors import InvalidRequest, NotFound, ServiceError, Unavailable, UpstreamError
+from api.core.errors import InvalidRequest, ServiceError, Unavailable, UpstreamError
 from api.models.served import Target
 from runtime.errors import StoreError
 from runtime.storage import ObjectStore
@@ -183,7 +183,6 @@ class InferenceClient:
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=32),
         )
         self._locks: dict[str, asyncio.Lock] = {}
-        self._base_models: tuple[float, list[str]] | None = None
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -219,25 +218,7 @@ class InferenceClient:
         # vLLM lists a LoRA adapter with its base model as `parent`; a base model has none
         base = [str(c["id"]) for c in cards if not c.get("parent")]
         adapters = [str(c["id"]) for c in cards if c.get("parent")]
-        self._base_models = (time.monotonic(), base)
         return {"base": base, "adapters": adapters}
-
-    async def base_models(self) -> list[str]:
-        """The base models the server serves (cached 30 s: they change only when it restarts)."""
-        if self._base_models is None or time.monotonic() - self._base_models[0] > 30:
-            await self.served()
-        assert self._base_models is not None
-        return self._base_models[1]
-
-    async def check_base(self, target: Target) -> None:
-        served = await self.base_models()
-        if target.base not in served:
-            raise NotFound(
-                f"{target.requested!r} runs on the base model {target.base!r}, which the inference server does not "
-                f"serve (it serves: {', '.join(served) or 'nothing'})",
-                param="model",
-                code="model_not_served",
-            )
 
     async def ensure_adapter(self, target: Target, *, reload: bool = False) -> None:
         """Load ``target``'s adapter into the server unless this process knows it is there (see the module doc).
@@ -299,14 +280,11 @@ class InferenceClient:
         *,
         cache_salt: str | None = None,
         meter: Meter | None = None,
-        check: bool = True,
     ) -> JSONResponse | StreamingResponse:
         """Send ``body`` to the server's ``path`` for ``target``, loading its adapter first; the answer (JSON, or an
         SSE stream when ``body["stream"]``) names ``target.requested`` as its model. ``cache_salt`` (one per
-        project) replaces any the caller sent; ``meter`` gets the answer's usage after it is sent. ``check``: ask the
-        server's ``/models`` (cached) whether it serves the target's base (the router knows it already)."""
-        if check:
-            await self.check_base(target)
+        project) replaces any the caller sent; ``meter`` gets the answer's usage after it is sent. Which server serves
+        the target's base model is the router's to know (api.inference.router)."""
         payload = {**body, "model": target.adapter or target.base}
         wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         if body.get("stream") and meter is not None:
@@ -371,17 +349,6 @@ class InferenceClient:
         finally:
             if not released:
                 release()
-
-    async def ready(self, timeout: float = 2.0) -> str | None:
-        """None when the server answers ``/models`` with at least one base model within ``timeout``, else why not
-        (for /readyz, whose probe must not wait on a hung server)."""
-        try:
-            served = await asyncio.wait_for(self.served(), timeout)
-        except TimeoutError:
-            return f"the inference server at {self.base_url} did not answer /models within {timeout} s"
-        except ServiceError as exc:
-            return exc.message
-        return None if served["base"] else "the inference server serves no model yet"
 
 
 def _request_error(resp: httpx.Response) -> UpstreamError:

@@ -108,9 +108,15 @@ def step_usage(metrics: StepMetrics, hyperparameters: dict[str, Any]) -> StepUsa
 
 def device_kind(execution: Execution) -> str:
     """What the attempt runs on, for the device-seconds by kind: the GPU's name, or "cpu (model name)"."""
-    if execution.device.startswith("cuda"):
-        return execution.device_name
-    return f"cpu ({execution.device_name})" if execution.device_name else "cpu"
+    return kind_of(execution.device, execution.device_name)
+
+
+def kind_of(device: str, device_name: str) -> str:
+    """The device kind of ``device`` ("cuda:0", "cpu") named ``device_name``: the GPU's name, or "cpu (model name)"
+    (an attempt's execution, an inference replica's report)."""
+    if device.startswith("cuda"):
+        return device_name
+    return f"cpu ({device_name})" if device_name else "cpu"
 
 
 def _where(a: Attempt) -> list[ColumnElement[bool]]:

@@ -191,7 +191,7 @@ def test_a_model_with_no_replica_is_started_on_a_worker_served_and_stopped_when_
         assert claim.status_code == 200 and claim.json()["base_model"] == TINY_ID, claim.text
         other = client.post(f"{url}/claim", json={"worker_id": "w2", "claim_id": "c2"}, headers=WORKER)
         assert other.status_code == 409 and other.json()["error"]["code"] == "stale_claim"
-        report = {"claim_id": "c1", "device_kind": "cpu (test)"}
+        report = {"claim_id": "c1", "device": "cpu", "device_name": "test"}
         starting = client.post(f"{url}/report", json=report | {"state": "starting"}, headers=WORKER)
         assert starting.json()["stop"] is False
         ready = client.post(f"{url}/report", json=report | {"state": "ready", "url": fakes[0].url}, headers=WORKER)
