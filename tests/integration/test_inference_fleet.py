@@ -106,6 +106,10 @@ def test_two_base_models_served_by_affinity_with_failover_and_on_demand(
         for url, server in zip(urls, servers, strict=True):
             wait_http(f"{url}/models", proc=server.popen, timeout=600)
             stack.admin("inference", "add", SMOLLM2_ID, url)
+        # the API routes by the replicas it knows (re-read every 2 s): the admin list makes it read them now, so the
+        # first request already ranks both (a replica that joins later takes over its share of adapters)
+        known = [r for r in replicas(stack) if r["base_model"] == SMOLLM2_ID]
+        assert sorted(r["url"] for r in known) == sorted(urls) and all(r["healthy"] is not False for r in known)
         client = openai.OpenAI(base_url=f"{stack.url}/v1", api_key=key, max_retries=0)  # a failed request fails
         ask = {"messages": HELLO, "max_tokens": 8, "temperature": 0}
         for _ in range(4):
