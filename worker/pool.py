@@ -141,7 +141,8 @@ class PoolRun:
         rank, mlp, attn = shape
         lent = pool.placed(first.spec.cfg)
         folder, name = first.model_dir, first.spec.base_name
-        if SharedBases.key(folder, run_config(rank, mlp, attn), name) != SharedBases.key(folder, lent, name):
+        run = run_config(rank, mlp, attn, precision=self.settings.training_precision)  # as the sessions' runs are
+        if SharedBases.key(folder, run, name) != SharedBases.key(folder, lent, name):
             log.info("sessions' runs would not fit this pool's resident (its device or precision): it takes none")
             return None
         self.shape = tc.RunShape(rank=rank, train_mlp=mlp, train_attn=attn)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -41,6 +42,13 @@ class WorkerSettings(CommonSettings):
         "passes, each row and token through its own adapter (equal to each alone within rounding; a job with "
         "pool_exact, a run with user_metadata pool_exact, works alone); unset: on a GPU, not on a CPU (where the "
         "arithmetic grows with the rows and working together saves nothing).",
+    )
+    training_precision: Literal["auto", "fp32", "bf16"] = Field(
+        "auto",
+        description="Training API: the precision of the runs and sampling clients this worker serves (a tinker "
+        "client cannot choose one). auto: bf16 on a GPU with bf16 and on a CPU whose bf16 matmul is at least 1.5x "
+        "its fp32 (grpo_core.hardware.device.resolve_precision), else fp32; fp32 gives results that do not "
+        "depend on the CPU and runs whose passes are shared equal alone within fp32 rounding.",
     )
     training_sample_batch: int = Field(
         32,

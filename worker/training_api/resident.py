@@ -149,7 +149,7 @@ class Resident:
             rank=create.rank,
             seed=create.seed,
             device="auto",
-            precision="auto",
+            precision=self.settings.training_precision,
             train_mlp=create.train_mlp,
             train_attn=create.train_attn,
             shared=self.shared,
@@ -231,7 +231,9 @@ class Resident:
             return self.loaded[sampler_id]
         while len(self.loaded) >= MAX_LOADED_SAMPLERS:
             self.loaded.popitem(last=False)[1].close()
-        self.loaded[sampler_id] = Sampler.load(self._base_dir(base), adapter, device="auto", precision="auto")
+        self.loaded[sampler_id] = Sampler.load(
+            self._base_dir(base), adapter, device="auto", precision=self.settings.training_precision
+        )
         return self.loaded[sampler_id]
 
     def _keep_snapshot(self, sampler_id: str, run_id: str, version: int, folder: Path) -> None:
