@@ -8,6 +8,8 @@ API stays unreachable through every retry the run ends with ``ApiUnreachable``, 
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from typing import TypeVar
 
@@ -22,6 +24,12 @@ from runtime import training_api as tcc
 from runtime.errors import InfrastructureError
 
 Answer = TypeVar("Answer", bound=BaseModel)
+
+
+def worker_id() -> str:
+    """This worker process as the API's leases name it (a job's, an eval run's, a session's, a replica's): its host
+    and process id."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class StaleLease(Exception):

@@ -10,9 +10,7 @@ A run is small (hundreds of items, a few minutes): it has no heartbeat, its clai
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import socket
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from grpo_core.rewards.judge import JudgeNotConfigured
 from grpo_core.schemas.graders import named_secrets
 from runtime import eval_contract as evc
 from runtime.storage import make_store
-from worker.client import InternalClient, StaleLease
+from worker.client import InternalClient, StaleLease, worker_id
 from worker.failures import classify
 from worker.settings import WorkerSettings
 from worker.tracking import require_carried
@@ -39,7 +37,7 @@ class EvalRunner:
         self.settings = settings
         self.client = InternalClient(settings.api_url, settings.internal_token)
         self.store = make_store(settings)
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = worker_id()
         self.claim_id = uuid.uuid4().hex
 
     def run(self) -> None:
@@ -94,8 +92,8 @@ class EvalRunner:
             allowed, why = python_graders_allowed(self.settings.reward_sandbox)
             if not allowed:
                 raise UserError(why)
-        env = self.settings.grader_env(claim.secrets)
         check_eval_secrets(claim)
+        env = self.settings.grader_env(claim.secrets)
         try:
             criteria = [
                 Criterion(c.name, build_grader(g, env), c.pass_threshold)

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
-import socket
 from pathlib import Path
 
 from runtime import internal as api
 from runtime.storage import make_store
-from worker.client import InternalClient, StaleLease
+from worker.client import InternalClient, StaleLease, worker_id
 from worker.failures import RankFailed, RanksLost
 from worker.job import check_sandbox, fetch_inputs, model_cache, read_job
 from worker.launch import RankSpec, Torchrun
@@ -33,7 +31,7 @@ class JoinRun:
     def __init__(self, job_id: str, epoch: int, settings: WorkerSettings) -> None:
         self.job_id, self.epoch, self.settings = job_id, epoch, settings
         self.client = InternalClient(settings.api_url, settings.internal_token)
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = worker_id()
 
     def run(self) -> None:
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import socket
 import threading
 import time
 import uuid
@@ -22,7 +21,7 @@ from grpo_core.schemas.metrics import Execution
 from runtime import internal as api
 from runtime.storage import make_store
 from worker import preflight
-from worker.client import InternalClient, StaleLease
+from worker.client import InternalClient, StaleLease, worker_id
 from worker.failures import classify
 from worker.job import Inputs, Job, check_sandbox, fetch_inputs, make_graders, model_cache, read_job
 from worker.launch import RankSpec, Torchrun, free_port
@@ -68,7 +67,7 @@ class JobRun:
         self.settings = settings
         self.client = InternalClient(settings.api_url, settings.internal_token)
         self.store = make_store(settings)
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = worker_id()
         self.claim_id = uuid.uuid4().hex  # one per run: a retried claim request gets the same lease
         self.epoch = 0
         self.object_prefix = ""  # the claim's: where this job's objects go

@@ -25,7 +25,7 @@ from typing import Literal
 import httpx
 
 from runtime.serving_contract import ServeAnswer, ServeClaim, ServeReport
-from worker.client import InternalClient, StaleLease
+from worker.client import InternalClient, StaleLease, worker_id
 from worker.runner import shutting_down
 from worker.settings import WorkerSettings
 
@@ -43,7 +43,7 @@ class ServeRun:
         self.replica_id = replica_id
         self.settings = settings
         self.client = InternalClient(settings.api_url, settings.internal_token)
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.worker_id = worker_id()
         self.claim_id = uuid.uuid4().hex
         self.device, self.device_name = _device()
 

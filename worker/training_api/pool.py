@@ -27,11 +27,11 @@ import time
 import uuid
 
 from runtime import training_api as tc
-from worker.client import InternalClient
+from worker.client import InternalClient, worker_id
 from worker.settings import WorkerSettings
 from worker.slots import FILL_EVERY, pool_slots, works_together
 from worker.training_api.jobs import JobsOnRuns
-from worker.training_api.session import Seat, SessionRunner, worker_id
+from worker.training_api.session import Seat, SessionRunner
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,6 @@ alone has a seat of its own.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 import uuid
@@ -28,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from grpo_core.errors import UserError
 from runtime import training_api as tc
 from runtime.storage import make_store
-from worker.client import InternalClient, StaleLease
+from worker.client import InternalClient, StaleLease, worker_id
 from worker.settings import WorkerSettings
 from worker.training_api.resident import Resident
 
@@ -196,11 +194,6 @@ class SessionRunner:
             )
             return tc.ResultPost(claim_id=self.claim_id, error=error, device_seconds=held)
         return tc.ResultPost(claim_id=self.claim_id, result=result, device_seconds=held)
-
-
-def worker_id() -> str:
-    """This worker process, as the API records who holds a session."""
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass
