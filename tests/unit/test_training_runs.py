@@ -63,6 +63,9 @@ def test_resume_in_a_fresh_process_is_exact(tiny_model_dir: Path, tmp_path: Path
     second = _drive(tmp_path, tiny_model_dir, "second", "--resume-from", str(ckpt))
 
     assert [m["step"] for m in second["steps"]] == [4, 5, 6]
+    # each process resolved precision auto on its own: a run in another precision cannot match (and says so here)
+    wheres = [r["execution"] for r in (straight, first, second)]
+    assert all(w["precision"] == wheres[0]["precision"] for w in wheres), wheres
     assert first["steps"] + second["steps"] == straight["steps"]  # every metric, exactly (floats included)
     rounds = sum(m["sampling"]["sampling_rounds"] for m in straight["steps"])
     assert rounds > 6, "dynamic sampling never skipped a batch: the cursor was not exercised"
